@@ -1,0 +1,164 @@
+//! Round-robin arbiter (RTL twin of `hw::noc::arbiter::RrArbiterCl`).
+//!
+//! Semantics, identical to the CL model and checked cycle-by-cycle by
+//! `tests/rtl_noc_rr_arbiter.rs`:
+//! * `grant` is one-hot: the first requester at or after the priority pointer, wrapping at `N`.
+//!   It is combinational from `req` and the pointer register (no cycle of latency), so a
+//!   switch allocator can use it in the same cycle it asks.
+//! * The pointer moves to one past the granted requester **only when the grant is used**
+//!   (`fire & grant_valid`), never on a mere request (BookSim/PyMTL `update_on_grant`).
+//!
+//! Implementation notes (why it looks like this):
+//! * The pointer is held **one-hot** (`ptr_oh`, as PyMTL's `RoundRobinArbiterEn` holds its
+//!   priority) rather than binary. That keeps the block generic in `N` alone on stable Rust
+//!   (no `clog2(N)` const-generic width) and makes the wrap a rotate, not a modulo.
+//! * The priority search is the classic masked two-pass priority encoder: requesters at or
+//!   after the pointer (`req & !(ptr_oh - 1)`) win over the wrapped ones; within each pass the
+//!   lowest set bit is isolated with `x & (!x + 1)`. No loops, so the Verilog stays small and
+//!   each local is written once (rust-hdl's settle loop and Verilog's blocking `always @(*)`
+//!   then agree by construction).
+
+use rust_hdl::prelude::*;
+
+/// Round-robin arbiter over `N` requesters (1..=64).
+///
+/// Port coupling (Chisel-style): `grant`/`grant_valid`: comb(req, ptr_oh); `fire`: sampled at
+/// the rising clock edge.
+#[derive(LogicBlock)]
+pub struct RrArbiterRtl<const N: usize> {
+    /// Single clock; every register is updated on its rising edge.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous, active-high reset: priority returns to requester 0.
+    pub reset: Signal<In, Bit>,
+    /// Request mask, bit i = requester i.
+    pub req: Signal<In, Bits<N>>,
+    /// The grant shown this cycle is used: move priority past it at the next edge.
+    pub fire: Signal<In, Bit>,
+    /// One-hot grant (all zeros when nobody requests). comb(req, ptr_oh).
+    pub grant: Signal<Out, Bits<N>>,
+    /// Some requester was granted (`req != 0`). comb(req).
+    pub grant_valid: Signal<Out, Bit>,
+    /// Priority pointer, one-hot: the requester with highest priority this cycle.
+    ptr_oh: DFF<Bits<N>>,
+    /// Requesters at or after the pointer (first pass of the search).
+    req_hi: Signal<Local, Bits<N>>,
+    /// Lowest requester at or after the pointer, one-hot (0 if none).
+    grant_hi: Signal<Local, Bits<N>>,
+    /// Lowest requester overall, one-hot: the wrapped-around winner.
+    grant_lo: Signal<Local, Bits<N>>,
+    /// `1` at width N: reset value of the pointer and the `+1`/`-1` of the bit tricks. A sized
+    /// constant, so the emitted Verilog has no width-mismatched literals.
+    one: Constant<Bits<N>>,
+    /// Bit N-1 set: a grant to the last requester wraps the pointer to requester 0.
+    top_bit: Constant<Bits<N>>,
+}
+
+impl<const N: usize> RrArbiterRtl<N> {
+    /// Builds the arbiter. `N` is the const-generic width; `n` is the configured requester count
+    /// and must match it (rust-hdl-style sanity check, so a mis-sized alias fails at build time
+    /// of the model rather than as a silent truncation in Verilog).
+    pub fn new(n: usize) -> Self {
+        assert!((1..=64).contains(&N), "arbiter width {N} outside 1..=64");
+        assert_eq!(n, N, "configured requester count {n} != RTL width {N}");
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            req: Default::default(),
+            fire: Default::default(),
+            grant: Default::default(),
+            grant_valid: Default::default(),
+            ptr_oh: Default::default(),
+            req_hi: Default::default(),
+            grant_hi: Default::default(),
+            grant_lo: Default::default(),
+            one: Constant::new(1u64.into()),
+            top_bit: Constant::new((1u64 << (N - 1)).into()),
+        }
+    }
+
+    /// Binary value of the priority pointer (for lockstep comparison against
+    /// `RrArbiterCl::ptr`). Before the first reset the DFF holds 0, which the logic treats as
+    /// pointer 0; this accessor reports that as 0 too. Panics if the register is not one-hot
+    /// (a bug in this block, never an input error).
+    pub fn ptr(&self) -> u32 {
+        let oh = self.ptr_oh.q.val();
+        let set: Vec<usize> = (0..N).filter(|&i| oh.get_bit(i)).collect();
+        assert!(set.len() <= 1, "arbiter pointer {oh:x} is not one-hot");
+        set.first().copied().unwrap_or(0) as u32
+    }
+}
+
+impl<const N: usize> Default for RrArbiterRtl<N> {
+    fn default() -> Self {
+        Self::new(N)
+    }
+}
+
+impl<const N: usize> Logic for RrArbiterRtl<N> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // 1. Clock the pointer; hold by default.
+        dff_setup!(self, clock, ptr_oh);
+        // 2. Locals (each written exactly once) and output defaults.
+        //    !(ptr_oh - 1) = bits at or above the pointer's set bit.
+        self.req_hi.next = self.req.val() & !(self.ptr_oh.q.val() - self.one.val());
+        self.grant_hi.next = self.req_hi.val() & (!self.req_hi.val() + self.one.val());
+        self.grant_lo.next = self.req.val() & (!self.req.val() + self.one.val());
+        self.grant_valid.next = self.req.val().any();
+        // 3. Grant: a requester at/after the pointer wins; otherwise wrap around.
+        self.grant.next = self.grant_lo.val();
+        if self.req_hi.val().any() {
+            self.grant.next = self.grant_hi.val();
+        }
+        // 4. Next pointer: one past the used grant (rotate left by one), reset to requester 0.
+        if self.fire.val() & self.grant_valid.val() {
+            if (self.grant.val() & self.top_bit.val()).any() {
+                self.ptr_oh.d.next = self.one.val();
+            } else {
+                self.ptr_oh.d.next = self.grant.val() << 1;
+            }
+        }
+        if self.reset.val() {
+            self.ptr_oh.d.next = self.one.val();
+        }
+    }
+}
+
+/// Declares a named alias for a standard arbiter configuration (S3: one alias per standard
+/// configuration, so exported module names and tests agree on the widths).
+#[macro_export]
+macro_rules! declare_rr_arbiter {
+    ($name: ident, $n: expr) => {
+        #[doc = concat!("Round-robin arbiter, ", stringify!($n), " requesters.")]
+        pub type $name = $crate::rr_arbiter::RrArbiterRtl<$n>;
+    };
+}
+
+// Router switch allocation: one arbiter per output over the 5 router ports (N, E, S, W, local).
+declare_rr_arbiter!(RrArbiter5Rtl, 5);
+// VC allocation: 5 ports x 2 VCs = 10 competing input VCs per output VC.
+declare_rr_arbiter!(RrArbiter10Rtl, 10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synth<const N: usize>(prefix: &str) {
+        let mut uut = RrArbiterRtl::<N>::new(N);
+        uut.connect_all();
+        let vlog = generate_verilog(&uut);
+        yosys_validate(prefix, &vlog).unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(feature = "yosys"),
+        ignore = "needs yosys (enable feature `yosys`)"
+    )]
+    fn rr_arbiter_synthesizable() {
+        synth::<5>("waferstream_rr_arbiter_5");
+        synth::<10>("waferstream_rr_arbiter_10");
+        synth::<1>("waferstream_rr_arbiter_1");
+        synth::<64>("waferstream_rr_arbiter_64");
+    }
+}

@@ -1,0 +1,279 @@
+//! `CreditCounterRtl` against its CL golden model `CreditCounterCl` (S8 strength 3: lockstep,
+//! every port every cycle) under legal random traffic, checking the S5 conservation invariant
+//! `credits + in_flight == depth`; plus the tool-backed checks of the exported Verilog.
+
+mod common;
+
+use common::credit::CreditCounterCl;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rtl::prelude::*;
+use rust_hdl::prelude::*;
+
+/// One cycle of stimulus (already legal: `send` only with a credit, `credit` only with a flit
+/// in flight).
+#[derive(Debug, Clone, Copy)]
+struct Stim {
+    reset: bool,
+    send: bool,
+    credit: bool,
+}
+
+/// Turns raw wishes into legal traffic by running the CL model: a wish to send becomes a send
+/// only if the CL counter allows it; a credit returns only if a flit is downstream. Returns
+/// the stimulus and the expected (credits, can_send) shown during each cycle.
+fn legalize(depth: u16, wishes: &[(bool, bool, bool)]) -> (Vec<Stim>, Vec<(u16, bool)>) {
+    let mut cl = CreditCounterCl::new(depth);
+    let mut in_flight = 0u16;
+    let mut stim = vec![];
+    let mut expect = vec![];
+    for (c, &(reset, want_send, want_credit)) in wishes.iter().enumerate() {
+        let reset = reset || c == 0;
+        let send = want_send && cl.can_send();
+        let credit = want_credit && in_flight > 0;
+        expect.push((cl.credits, cl.can_send()));
+        stim.push(Stim {
+            reset,
+            send,
+            credit,
+        });
+        if reset {
+            // Reset models a link re-train: downstream buffers are flushed too.
+            cl = CreditCounterCl::new(depth);
+            in_flight = 0;
+            continue;
+        }
+        let nxt = cl.next(send, credit);
+        if send {
+            cl.on_send();
+            in_flight += 1;
+        }
+        if credit {
+            cl.on_credit();
+            in_flight -= 1;
+        }
+        assert_eq!(
+            cl.credits, nxt,
+            "CL next() disagrees with on_send/on_credit"
+        );
+        assert_eq!(cl.credits + in_flight, depth, "credit conservation (S5)");
+    }
+    (stim, expect)
+}
+
+fn wishes(cycles: usize, seed: u64) -> Vec<(bool, bool, bool)> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut p_send = 0.5;
+    (0..cycles)
+        .map(|c| {
+            // Phases of heavy sending (drain to 0 credits) and heavy returning (refill to depth).
+            if c % 29 == 0 {
+                p_send = [0.1, 0.5, 0.9][rng.gen_range(0..3)];
+            }
+            (
+                rng.gen_bool(0.005),
+                rng.gen_bool(p_send),
+                rng.gen_bool(1.0 - p_send),
+            )
+        })
+        .collect()
+}
+
+/// Lockstep in rust-hdl's `Simulation` (S8 `simple_sim!`, `sim_assert_eq!`).
+fn lockstep_sim<const W: usize>(depth: u16, cycles: usize, seed: u64) {
+    let (stim, expect) = legalize(depth, &wishes(cycles, seed));
+    let mut uut = CreditCounterRtl::<W>::new(depth as u64);
+    uut.connect_all();
+    let mut sim = simple_sim!(CreditCounterRtl<W>, clock, 100_000_000, ep, {
+        let mut x = ep.init()?;
+        for (cycle, (s, (credits, can_send))) in stim.iter().zip(&expect).enumerate() {
+            x.reset.next = s.reset;
+            x.send.next = s.send;
+            x.credit.next = s.credit;
+            x = ep.wait(2_000, x)?;
+            // Cycle 0 is before the first reset edge: the register is still at its power-up 0.
+            if cycle > 0 {
+                sim_assert_eq!(ep, x.credits.val().to_u64(), *credits as u64, x);
+                sim_assert_eq!(ep, x.can_send.val(), *can_send, x);
+            }
+            wait_clock_true!(ep, clock, x);
+            wait_clock_false!(ep, clock, x);
+        }
+        ep.done(x)
+    });
+    sim.run(Box::new(uut), (cycles as u64 + 4) * 10_000)
+        .unwrap_or_else(|e| panic!("W={W} depth={depth} seed={seed}: lockstep failed: {e:?}"));
+}
+
+#[test]
+fn credit_counter_lockstep_cl() {
+    lockstep_sim::<1>(1, 300, 1);
+    lockstep_sim::<2>(3, 500, 2);
+    lockstep_sim::<4>(8, 800, 8);
+    lockstep_sim::<4>(15, 800, 15);
+    lockstep_sim::<8>(200, 800, 200);
+}
+
+/// Direct-drive lockstep for proptest.
+fn lockstep_direct<const W: usize>(
+    depth: u16,
+    raw: &[(bool, bool, bool)],
+) -> Result<(), TestCaseError> {
+    let (stim, expect) = legalize(depth, raw);
+    let mut uut = CreditCounterRtl::<W>::new(depth as u64);
+    uut.connect_all();
+    for (cycle, (s, &(credits, can_send))) in stim.iter().zip(&expect).enumerate() {
+        uut.reset.next = s.reset;
+        uut.send.next = s.send;
+        uut.credit.next = s.credit;
+        common::settle(&mut uut);
+        if cycle > 0 {
+            prop_assert_eq!(
+                uut.credits.val().to_u64(),
+                credits as u64,
+                "cycle {} {:?}",
+                cycle,
+                s
+            );
+            prop_assert_eq!(uut.can_send.val(), can_send, "cycle {}", cycle);
+        }
+        uut.clock.next = true.into();
+        common::settle(&mut uut);
+        uut.clock.next = false.into();
+        common::settle(&mut uut);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn credit_counter_lockstep_prop(
+        depth in 1u16..16,
+        raw in proptest::collection::vec((0u8..100, any::<bool>(), any::<bool>()), 1..400),
+    ) {
+        let raw: Vec<_> = raw.into_iter().map(|(r, s, c)| (r == 0, s, c)).collect();
+        lockstep_direct::<4>(depth, &raw)?;
+    }
+}
+
+#[test]
+#[should_panic(expected = "does not fit")]
+fn credit_counter_new_checks_depth_fits_width() {
+    let _ = CreditCounterRtl::<4>::new(16);
+}
+
+#[test]
+#[should_panic(expected = "depth must be >= 1")]
+fn credit_counter_new_rejects_zero_depth() {
+    let _ = CreditCounterRtl::<4>::new(0);
+}
+
+#[test]
+fn credit_counter_depth_accessor() {
+    assert_eq!(CreditCounter4Rtl::new(8).depth(), 8);
+}
+
+// ---- exported Verilog: tool-backed checks (feature `yosys`) -------------------------------
+
+#[test]
+#[cfg_attr(
+    not(feature = "yosys"),
+    ignore = "needs iverilog (enable feature `yosys`)"
+)]
+fn credit_counter_icarus_cosim_cl() {
+    let name = "credit_counter_8";
+    let (w, depth, cycles) = (4usize, 8u16, 1500usize);
+    let dir = common::scratch_dir("cosim_credit_counter_8");
+    std::fs::write(dir.join(format!("{name}.v")), verilog_of(name).unwrap()).unwrap();
+    let (stim, expect) = legalize(depth, &wishes(cycles, 88));
+    let vectors: String = stim
+        .iter()
+        .map(|s| {
+            format!(
+                "{:x}\n",
+                (s.reset as u8) << 2 | (s.send as u8) << 1 | s.credit as u8
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("vectors.hex"), vectors).unwrap();
+    let tb = format!(
+        r#"// Generated by rtl_noc_credit_counter.rs: applies vectors.hex, dumps outputs to actual.txt.
+module tb;
+    reg clock = 1'b0;
+    reg reset, send, credit;
+    wire can_send;
+    wire [{w1}:0] credits;
+    reg [2:0] vec [0:{c1}];
+    integer i, fd;
+    {name} dut(.clock(clock), .reset(reset), .send(send), .credit(credit),
+               .can_send(can_send), .credits(credits));
+    initial begin
+        $readmemh("vectors.hex", vec);
+        fd = $fopen("actual.txt", "w");
+        for (i = 0; i < {cycles}; i = i + 1) begin
+            {{reset, send, credit}} = vec[i];
+            #2;
+            $fdisplay(fd, "%0d %h %h", i, credits, can_send);
+            #3 clock = 1'b1;
+            #5 clock = 1'b0;
+        end
+        $fclose(fd);
+        $finish;
+    end
+endmodule
+"#,
+        w1 = w - 1,
+        c1 = cycles - 1,
+    );
+    std::fs::write(dir.join("tb.v"), tb).unwrap();
+    let actual = common::icarus_run(&dir, &format!("{name}.v"));
+    assert_eq!(actual.len(), cycles);
+    for (cycle, ((s, &(credits, can_send)), line)) in
+        stim.iter().zip(&expect).zip(&actual).enumerate()
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 3, "bad line {line:?}");
+        if cycle == 0 {
+            continue; // before the first reset edge the register holds its power-up value
+        }
+        assert_eq!(
+            (
+                common::hex(f[1], "credits", cycle),
+                common::hex(f[2], "can_send", cycle) == 1
+            ),
+            (credits as u64, can_send),
+            "{name} cycle {cycle}: Verilog (credits, can_send) != CL; stimulus {s:?}"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "yosys"),
+    ignore = "needs verilator (enable feature `yosys`)"
+)]
+fn credit_counter_verilator_lint() {
+    let dir = common::scratch_dir("lint_credit_counter");
+    rtl::export::export_all(&dir).unwrap();
+    let unwaived = common::verilator_lint(&dir, "credit_counter_8");
+    for w in &unwaived {
+        assert!(
+            w.contains("DECLFILENAME"),
+            "warning not covered by a waiver: {w}"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "yosys"),
+    ignore = "needs yosys (enable feature `yosys`)"
+)]
+fn credit_counter_exported_synthesizable() {
+    let v = verilog_of("credit_counter_8").unwrap();
+    let v = v.replace("module credit_counter_8(", "module top(");
+    yosys_validate("waferstream_export_credit_counter_8", &v).unwrap();
+}

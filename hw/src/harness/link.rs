@@ -1,0 +1,117 @@
+//! Registered point-to-point channel with a fixed latency (BookSim's `Channel`, S4's `Link<T>`).
+//!
+//! A value sent in cycle *t* is received in cycle *t + lat*, `lat ≥ 1`. At most one value
+//! enters and one leaves per cycle (the link is one flit wide; wider links are modelled by
+//! the sender's flit size). The link is a ring of `lat + 1` slots indexed by cycle: the sender
+//! in cycle *t* writes slot `(t + lat) mod (lat + 1)` and the receiver in cycle *t* reads (and
+//! clears) slot `t mod (lat + 1)`. The two are always different slots, so a sender and a
+//! receiver evaluated concurrently in the same cycle never touch the same memory. This is why
+//! the parallel stepper needs a single barrier per cycle and no copy-out/commit phase.
+
+use std::cell::UnsafeCell;
+
+use super::Cycle;
+
+pub struct Link<T> {
+    lat: u32,
+    slots: Box<[UnsafeCell<Option<T>>]>,
+}
+
+// SAFETY: a `Link` is shared between the thread of its sender and the thread of its receiver.
+// The access protocol (see `send`/`recv`) guarantees that in any cycle the two touch disjoint
+// slots, and cycles are separated by a barrier (a happens-before edge) in the engine.
+unsafe impl<T: Send> Sync for Link<T> {}
+
+impl<T: Copy> Link<T> {
+    pub fn new(lat: u32) -> Self {
+        assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
+        let slots = (0..=lat).map(|_| UnsafeCell::new(None)).collect();
+        Link { lat, slots }
+    }
+
+    #[inline]
+    pub fn latency(&self) -> u32 {
+        self.lat
+    }
+
+    #[inline]
+    fn n(&self) -> u64 {
+        self.lat as u64 + 1
+    }
+
+    /// Receives the value arriving in cycle `now`, if any, and clears the slot.
+    ///
+    /// # Safety
+    /// Only the link's single receiver may call this, once per cycle at most, in cycle `now`
+    /// of the engine's schedule (all threads in the same cycle, cycles separated by a barrier).
+    #[inline]
+    pub unsafe fn recv(&self, now: Cycle) -> Option<T> {
+        let slot = &mut *self.slots[(now % self.n()) as usize].get();
+        slot.take()
+    }
+
+    /// Sends `v` in cycle `now`; it is received in cycle `now + lat`.
+    ///
+    /// # Safety
+    /// Only the link's single sender may call this, at most once per cycle, in cycle `now` of
+    /// the engine's schedule.
+    #[inline]
+    pub unsafe fn send(&self, now: Cycle, v: T) {
+        let slot = &mut *self.slots[((now + self.lat as u64) % self.n()) as usize].get();
+        assert!(slot.is_none(), "link overrun: receiver did not consume the previous value");
+        *slot = Some(v);
+    }
+
+    /// Number of values in flight (for idle detection and invariant checks; needs exclusive
+    /// access, so it is only called between runs).
+    pub fn in_flight(&mut self) -> usize {
+        self.slots.iter_mut().map(|s| s.get_mut().is_some() as usize).sum()
+    }
+
+    /// Values in flight with the cycle each will be received, given the current cycle `now`
+    /// (the next cycle to be evaluated). Exclusive access, between runs only.
+    pub fn pending(&mut self, now: Cycle) -> Vec<(Cycle, T)> {
+        let n = self.n();
+        let mut out = Vec::new();
+        for d in 0..n {
+            let t = now + d;
+            if let Some(v) = *self.slots[(t % n) as usize].get_mut() {
+                out.push((t, v));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delivers_after_latency() {
+        for lat in 1..5u32 {
+            let l = Link::<u32>::new(lat);
+            let mut got = Vec::new();
+            for t in 0..20u64 {
+                // Receiver and sender in the same cycle: order must not matter.
+                unsafe {
+                    if let Some(v) = l.recv(t) {
+                        got.push((t, v));
+                    }
+                    if t % 3 == 0 {
+                        l.send(t, t as u32);
+                    }
+                }
+            }
+            for (t, v) in got {
+                assert_eq!(t, v as u64 + lat as u64);
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "latency must be >= 1")]
+    fn zero_latency_refused() {
+        let _ = Link::<u8>::new(0);
+    }
+}

@@ -1,0 +1,227 @@
+//! Parameters of the mesh NoC, its traffic and its measurement, as serde config structs.
+//! Defaults mirror BookSim2's `iq` router defaults (see docs/results-noc.md).
+
+use serde::{Deserialize, Serialize};
+
+pub use sched::noc::TrafficPattern;
+
+/// A config value that cannot be simulated: names the field path and the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config field `{field}`: {reason}")]
+pub struct CfgError {
+    pub field: String,
+    pub reason: String,
+}
+
+fn err<T>(field: &str, reason: impl Into<String>) -> Result<T, CfgError> {
+    Err(CfgError { field: field.into(), reason: reason.into() })
+}
+
+/// Input-queued virtual-channel router (BookSim2 `iq`). Per hop at zero load a flit spends
+/// `routing_delay + va_delay + sa_delay + st_delay` cycles in the router plus `link_latency`
+/// on the link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RouterCfg {
+    /// Virtual channels per port (1..=12: allocator masks are 64 bits wide, 5 ports × 12).
+    pub vcs: u32,
+    /// Flits per VC buffer (private per VC).
+    pub vc_buf: u32,
+    /// Route computation (RC) cycles; 0 = lookahead routing.
+    pub routing_delay: u32,
+    /// VC allocation (VA) cycles, >= 1.
+    pub va_delay: u32,
+    /// Switch allocation (SA) cycles, >= 1.
+    pub sa_delay: u32,
+    /// Switch traversal (ST, crossbar) cycles, >= 1.
+    pub st_delay: u32,
+    /// Extra cycles before a returning credit is usable upstream.
+    pub credit_delay: u32,
+}
+
+impl Default for RouterCfg {
+    fn default() -> Self {
+        RouterCfg { vcs: 2, vc_buf: 8, routing_delay: 1, va_delay: 1, sa_delay: 1, st_delay: 1, credit_delay: 0 }
+    }
+}
+
+/// A k×k 2D mesh of routers, one terminal (network interface) per router.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeshCfg {
+    /// Routers per side.
+    pub k: u32,
+    /// Router-to-router link latency, cycles (>= 1). Injection/ejection channels take 1.
+    pub link_latency: u32,
+    /// Clock for waveform timestamps, MHz.
+    pub clock_mhz: f64,
+    pub router: RouterCfg,
+}
+
+impl Default for MeshCfg {
+    fn default() -> Self {
+        MeshCfg { k: 8, link_latency: 1, clock_mhz: 1000.0, router: RouterCfg::default() }
+    }
+}
+
+impl MeshCfg {
+    pub fn nodes(&self) -> u32 {
+        self.k * self.k
+    }
+    /// Clock period in ps for waveform timestamps.
+    pub fn period_ps(&self) -> u64 {
+        (1e6 / self.clock_mhz).round() as u64
+    }
+}
+
+/// Synthetic traffic with BookSim semantics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrafficCfg {
+    pub pattern: TrafficPattern,
+    /// Offered load in flits/node/cycle; a packet is created with probability
+    /// `rate / packet_size` each cycle (Bernoulli).
+    pub rate: f64,
+    /// Flits per packet.
+    pub packet_size: u32,
+    pub seed: u64,
+}
+
+impl Default for TrafficCfg {
+    fn default() -> Self {
+        TrafficCfg { pattern: TrafficPattern::Uniform, rate: 0.1, packet_size: 1, seed: 0 }
+    }
+}
+
+/// BookSim's latency-mode measurement: warm-up periods, then sample periods until latency
+/// and throughput converge, then drain of the measured packets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeasureCfg {
+    pub sample_period: u64,
+    pub warmup_periods: u64,
+    pub max_samples: u64,
+    /// Abort (saturated) when the average latency of delivered + in-flight packets exceeds this.
+    pub latency_thres: f64,
+    /// Relative change of latency / accepted rate between periods counted as converged.
+    pub stopping_threshold: f64,
+    pub acc_stopping_threshold: f64,
+    /// Cycles without any flit moving, while flits wait, that stop the run (0 = off).
+    pub watchdog_cycles: u64,
+}
+
+impl Default for MeasureCfg {
+    fn default() -> Self {
+        MeasureCfg {
+            sample_period: 1000,
+            warmup_periods: 3,
+            max_samples: 10,
+            latency_thres: 500.0,
+            stopping_threshold: 0.05,
+            acc_stopping_threshold: 0.05,
+            watchdog_cycles: 10_000,
+        }
+    }
+}
+
+/// How the simulation is stepped (never changes results).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimCfg {
+    /// Worker threads (1 = serial). Results are bit-identical for any value.
+    pub threads: u32,
+    /// Skip cycles in which nothing can happen. Results are bit-identical either way.
+    pub fast_forward: bool,
+}
+
+impl Default for SimCfg {
+    fn default() -> Self {
+        SimCfg { threads: 1, fast_forward: true }
+    }
+}
+
+/// Everything a NoC run needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct NocCfg {
+    pub mesh: MeshCfg,
+    pub traffic: TrafficCfg,
+    pub measure: MeasureCfg,
+    pub sim: SimCfg,
+}
+
+impl NocCfg {
+    /// Collects the invariants a simulation needs; the first violated one is returned with
+    /// its field path.
+    pub fn validate(&self) -> Result<(), CfgError> {
+        let m = &self.mesh;
+        let r = &m.router;
+        if m.k == 0 {
+            return err("mesh.k", "mesh must have at least 1 router per side (got 0)");
+        }
+        if m.k > 256 {
+            return err("mesh.k", format!("{} routers per side is beyond the 16-bit node ids (max 256)", m.k));
+        }
+        if m.link_latency == 0 {
+            return err("mesh.link_latency", "links are registered: latency must be >= 1 cycle (got 0)");
+        }
+        if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {
+            return err("mesh.clock_mhz", format!("must be a positive frequency (got {})", m.clock_mhz));
+        }
+        if r.vcs == 0 {
+            return err("mesh.router.vcs", "a port needs at least 1 virtual channel (got 0)");
+        }
+        if r.vcs > 12 {
+            return err("mesh.router.vcs", format!("at most 12 VCs per port (5 ports x 12 = 60 allocator inputs); got {}", r.vcs));
+        }
+        if r.vc_buf == 0 {
+            return err("mesh.router.vc_buf", "VC buffers must hold at least 1 flit (got 0)");
+        }
+        if r.vc_buf > 255 {
+            return err("mesh.router.vc_buf", format!("at most 255 flits per VC (got {})", r.vc_buf));
+        }
+        for (name, v) in [("va_delay", r.va_delay), ("sa_delay", r.sa_delay), ("st_delay", r.st_delay)] {
+            if v == 0 {
+                return err(&format!("mesh.router.{name}"), "pipeline stage must take at least 1 cycle (got 0)");
+            }
+            if v > 64 {
+                return err(&format!("mesh.router.{name}"), format!("{v} cycles is implausible (max 64)"));
+            }
+        }
+        if r.routing_delay > 64 || r.credit_delay > 1024 {
+            return err("mesh.router", "routing_delay <= 64 and credit_delay <= 1024 cycles");
+        }
+        let t = &self.traffic;
+        if !(t.rate.is_finite() && (0.0..=1.0).contains(&t.rate)) {
+            return err("traffic.rate", format!("injection rate must be in 0..=1 flits/node/cycle (got {})", t.rate));
+        }
+        if t.packet_size == 0 {
+            return err("traffic.packet_size", "packets need at least 1 flit (got 0)");
+        }
+        if t.packet_size > 4096 {
+            return err("traffic.packet_size", format!("{} flits per packet is beyond the 16-bit flit index", t.packet_size));
+        }
+        t.pattern.validate(m.k).map_err(|reason| CfgError { field: "traffic.pattern".into(), reason })?;
+        let s = &self.measure;
+        if s.sample_period == 0 {
+            return err("measure.sample_period", "must be >= 1 cycle (got 0)");
+        }
+        if s.max_samples == 0 || s.max_samples < s.warmup_periods {
+            return err("measure.max_samples", format!("must be >= 1 and >= warmup_periods ({})", s.warmup_periods));
+        }
+        if !(s.latency_thres > 0.0) {
+            return err("measure.latency_thres", "must be > 0 cycles");
+        }
+        if !(s.stopping_threshold >= 0.0) || !(s.acc_stopping_threshold >= 0.0) {
+            return err("measure.stopping_threshold", "thresholds must be >= 0");
+        }
+        let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64;
+        if s.watchdog_cycles != 0 && s.watchdog_cycles <= max_lat {
+            return err("measure.watchdog_cycles", format!("must exceed the longest pipeline+link latency ({max_lat} cycles) or be 0 to disable"));
+        }
+        if self.sim.threads == 0 {
+            return err("sim.threads", "must be >= 1 (got 0)");
+        }
+        Ok(())
+    }
+}

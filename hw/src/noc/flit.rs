@@ -1,0 +1,51 @@
+//! What travels on the mesh links.
+
+use crate::harness::Cycle;
+
+/// One flit. Timing mode carries no payload; `data` is a handle into the sender's payload
+/// store for functional-mode blocks that move real bytes (e.g. a micro-slice's int8 weights).
+/// Flits carry their creation/injection cycles and a `watch` bit for per-flit traces (S8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flit {
+    /// Packet id: source node in the top bits, per-source sequence number below.
+    pub pid: u64,
+    /// Cycle the packet was created (Bernoulli success), for packet latency.
+    pub ctime: Cycle,
+    /// Cycle this flit entered the injection channel, for network/flit latency.
+    pub itime: Cycle,
+    pub src: u16,
+    pub dest: u16,
+    /// Index of this flit in its packet.
+    pub seq: u16,
+    /// VC the flit occupies on the link it is on / in the buffer it sits in.
+    pub vc: u8,
+    /// Routers whose switch this flit traversed.
+    pub hops: u8,
+    pub head: bool,
+    pub tail: bool,
+    /// Counted in the measurement (BookSim's `record`).
+    pub record: bool,
+    pub watch: bool,
+    pub data: u32,
+}
+
+impl Flit {
+    /// Short id for waveforms: low 32 bits of (pid × 16 + seq), never 0 for a real flit.
+    #[inline]
+    pub fn trace_id(&self) -> u64 {
+        ((self.pid << 4) | (self.seq as u64 & 0xf)).wrapping_add(1) & 0xffff_ffff
+    }
+}
+
+/// A credit returned upstream: one slot of `vc` was freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Credit {
+    pub vc: u8,
+}
+
+pub const PID_SRC_SHIFT: u32 = 40;
+
+#[inline]
+pub fn make_pid(src: u32, seq: u64) -> u64 {
+    ((src as u64) << PID_SRC_SHIFT) | seq
+}

@@ -1,0 +1,244 @@
+//! Latency-mode measurement with BookSim2's semantics (reference/booksim §7): sample periods,
+//! warm-up with stats clears, convergence of cumulative latency and accepted rate, abort above
+//! the latency threshold, and a drain of the measured packets while traffic continues.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::config::NocCfg;
+use super::mesh::{Mesh, NocError, RunEnd};
+use super::terminal::{NiCtx, Phase};
+use crate::harness::{Cycle, SignalSink};
+
+/// How a measurement ended (BookSim's messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointStatus {
+    /// Converged and every measured packet was delivered.
+    Converged,
+    /// Hit `max_samples` without converging ("Too many sample periods needed to converge").
+    NotConverged,
+    /// Average latency (delivered + in flight) exceeded `latency_thres`: unstable.
+    Unstable,
+}
+
+/// One injection rate.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointResult {
+    pub rate: f64,
+    pub status: PointStatus,
+    /// Saturated: unstable, not converged, accepted < 95 % of offered, or source queueing
+    /// above 10 % of network latency.
+    pub saturated: bool,
+    pub avg_packet_latency: f64,
+    pub avg_network_latency: f64,
+    pub avg_flit_latency: f64,
+    pub max_packet_latency: u64,
+    pub accepted_flit_rate: f64,
+    pub injected_flit_rate: f64,
+    pub avg_hops: f64,
+    pub measured_packets: u64,
+    pub sample_periods: u64,
+    pub cycles: Cycle,
+    /// Cycles actually evaluated (fewer than `cycles` when fast-forward skipped idle ones).
+    pub evaluated_cycles: u64,
+    pub wall_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepResult {
+    pub k: u32,
+    pub vcs: u32,
+    pub vc_buf: u32,
+    pub packet_size: u32,
+    pub traffic: String,
+    pub seed: u64,
+    pub threads: u32,
+    pub points: Vec<PointResult>,
+    /// Lowest swept rate flagged saturated, if any.
+    pub saturation_rate: Option<f64>,
+    /// Highest accepted flit rate over the sweep (the throughput plateau when saturated).
+    pub max_accepted_flit_rate: f64,
+    pub cycles: Cycle,
+    pub wall_seconds: f64,
+    pub cycles_per_second: f64,
+}
+
+/// Waveform output of a run.
+pub struct WaveOut<'a> {
+    pub sink: &'a mut dyn SignalSink,
+}
+
+fn flush(mesh: &mut Mesh, waves: &mut Option<WaveOut>) -> Result<(), NocError> {
+    if let Some(w) = waves.as_mut() {
+        mesh.drain_trace(w.sink)?;
+    }
+    Ok(())
+}
+
+/// Runs one injection rate to completion (BookSim `_SingleSim` + final drain).
+/// `progress` is called with the current cycle after every sample period.
+pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn FnMut(Cycle)) -> Result<(PointResult, Mesh), NocError> {
+    let start = Instant::now();
+    let mut mesh = Mesh::new(cfg)?;
+    if waves.is_some() {
+        mesh.enable_trace();
+    }
+    let m = &cfg.measure;
+    let nodes = cfg.mesh.nodes() as f64;
+    let mut ctx = NiCtx { pattern: cfg.traffic.pattern.clone(), phase: Phase::WarmingUp, inject: true, log_deliveries: false };
+
+    let mut total_phases = 0u64;
+    let mut converged = 0u64;
+    let mut prev_latency = 0.0f64;
+    let mut prev_accepted = 0.0f64;
+    let mut clear_last = false;
+    let mut reset_time: Cycle = 0;
+    let mut running_since: Cycle = 0;
+    let mut aborted = false;
+
+    // Average latency over delivered packets since the last clear plus every flit in flight
+    // at its current age (BookSim's saturation test).
+    let over_threshold = |mesh: &Mesh| -> bool {
+        let s = mesh.ni_totals();
+        let now = mesh.now();
+        let (n_in, ctime_sum) = mesh.in_flight();
+        let lat = s.plat_sum as f64 + (now as f64 * n_in as f64 - ctime_sum as f64);
+        let cnt = (s.plat_count + n_in) as f64;
+        cnt > 0.0 && lat / cnt > m.latency_thres
+    };
+
+    while total_phases < m.max_samples && (ctx.phase != Phase::Running || converged < 3) {
+        if clear_last || (ctx.phase == Phase::WarmingUp && total_phases % 2 == 0) {
+            clear_last = false;
+            mesh.clear_stats();
+            reset_time = mesh.now();
+        }
+        let end = mesh.now() + m.sample_period - 1;
+        mesh.run(end, &ctx, false)?;
+        flush(&mut mesh, &mut waves)?;
+        progress(mesh.now());
+
+        let s = mesh.ni_totals();
+        let cur_latency = if s.plat_count > 0 { s.plat_sum as f64 / s.plat_count as f64 } else { 0.0 };
+        let cur_accepted = s.accepted_flits as f64 / (mesh.now() - reset_time) as f64 / nodes;
+        let rel = |cur: f64, prev: f64| if cur == 0.0 { if prev == 0.0 { 0.0 } else { f64::INFINITY } } else { ((cur - prev) / cur).abs() };
+        let latency_change = rel(cur_latency, prev_latency);
+        let accepted_change = rel(cur_accepted, prev_accepted);
+        prev_latency = cur_latency;
+        prev_accepted = cur_accepted;
+
+        if over_threshold(&mesh) {
+            aborted = true;
+            break;
+        }
+        match ctx.phase {
+            Phase::WarmingUp => {
+                if total_phases + 1 >= m.warmup_periods {
+                    clear_last = true;
+                    ctx.phase = Phase::Running;
+                    running_since = mesh.now();
+                }
+            }
+            Phase::Running => {
+                if latency_change <= m.stopping_threshold && accepted_change <= m.acc_stopping_threshold {
+                    converged += 1;
+                } else {
+                    converged = 0;
+                }
+            }
+            Phase::Draining { .. } => unreachable!(),
+        }
+        total_phases += 1;
+    }
+
+    let mut status = PointStatus::NotConverged;
+    let drain_time = mesh.now();
+    // Throughput window: end of warm-up to the end of the last sample period.
+    let window = mesh.ni_totals();
+    if !aborted && ctx.phase == Phase::Running {
+        ctx.phase = Phase::Draining { drain_time };
+        status = PointStatus::Converged;
+        // Keep injecting (unmeasured) traffic until every measured packet is delivered,
+        // checking the latency threshold every 1000 cycles like BookSim.
+        loop {
+            let s = mesh.ni_totals();
+            if s.measured_gen == s.measured_ret {
+                break;
+            }
+            let end = mesh.now() + 999;
+            let r = mesh.run(end, &ctx, true)?;
+            flush(&mut mesh, &mut waves)?;
+            progress(mesh.now());
+            if r == RunEnd::Drained {
+                break;
+            }
+            if over_threshold(&mesh) {
+                aborted = true;
+                break;
+            }
+        }
+    }
+    if aborted {
+        status = PointStatus::Unstable;
+    }
+    let s = mesh.ni_totals();
+    let win_cycles = drain_time.saturating_sub(running_since).max(1) as f64;
+    let per_pkt = |x: u64| if s.plat_count > 0 { x as f64 / s.plat_count as f64 } else { 0.0 };
+    let avg_packet_latency = per_pkt(s.plat_sum);
+    let avg_network_latency = per_pkt(s.nlat_sum);
+    let accepted = window.accepted_flits as f64 / win_cycles / nodes;
+    let injected = window.injected_flits as f64 / win_cycles / nodes;
+    let rate = cfg.traffic.rate;
+    let saturated = status != PointStatus::Converged
+        || (rate > 0.0 && accepted < 0.95 * rate)
+        || (avg_packet_latency - avg_network_latency) > 0.1 * avg_network_latency;
+    let r = PointResult {
+        rate,
+        status,
+        saturated,
+        avg_packet_latency,
+        avg_network_latency,
+        avg_flit_latency: if s.flat_count > 0 { s.flat_sum as f64 / s.flat_count as f64 } else { 0.0 },
+        max_packet_latency: s.plat_max,
+        accepted_flit_rate: accepted,
+        injected_flit_rate: injected,
+        avg_hops: per_pkt(s.hops_sum),
+        measured_packets: s.plat_count,
+        sample_periods: total_phases + (aborted as u64),
+        cycles: mesh.now(),
+        evaluated_cycles: mesh.evaluated,
+        wall_seconds: start.elapsed().as_secs_f64(),
+    };
+    Ok((r, mesh))
+}
+
+/// Runs a list of injection rates (one fresh network each, as BookSim runs one per config).
+pub fn run_sweep(cfg: &NocCfg, rates: &[f64], progress: &mut dyn FnMut(usize, Cycle)) -> Result<SweepResult, NocError> {
+    let start = Instant::now();
+    let mut points = Vec::new();
+    for (i, &rate) in rates.iter().enumerate() {
+        let mut c = cfg.clone();
+        c.traffic.rate = rate;
+        let (p, _) = run_point(&c, None, &mut |cy| progress(i, cy))?;
+        points.push(p);
+    }
+    let cycles: Cycle = points.iter().map(|p| p.cycles).sum();
+    let wall = start.elapsed().as_secs_f64();
+    Ok(SweepResult {
+        k: cfg.mesh.k,
+        vcs: cfg.mesh.router.vcs,
+        vc_buf: cfg.mesh.router.vc_buf,
+        packet_size: cfg.traffic.packet_size,
+        traffic: cfg.traffic.pattern.name().into(),
+        seed: cfg.traffic.seed,
+        threads: cfg.sim.threads,
+        saturation_rate: points.iter().find(|p| p.saturated).map(|p| p.rate),
+        max_accepted_flit_rate: points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max),
+        points,
+        cycles,
+        wall_seconds: wall,
+        cycles_per_second: cycles as f64 / wall.max(1e-9),
+    })
+}

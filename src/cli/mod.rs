@@ -1,0 +1,56 @@
+//! Subcommands.
+
+mod export;
+mod noc;
+mod regress;
+mod run;
+mod wave;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Errors the CLI reports: one line naming the field, line or file at fault.
+pub type CliResult<T> = Result<T, String>;
+
+#[derive(Parser, Debug)]
+#[command(name = "waferstream", version, about = "Cycle-accurate hardware model of MoE serving silicon: chiplet packages and wafer-scale meshes", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run a scenario: the embedded default, or a TOML config.
+    Run(run::RunArgs),
+    /// Mesh NoC latency/throughput sweep with BookSim2 semantics.
+    Noc(noc::NocArgs),
+    /// Waveform tools: diff, stats.
+    #[command(subcommand)]
+    Wave(wave::WaveCmd),
+    /// Run the regression testbenches.
+    Regress(regress::RegressArgs),
+    /// Write the controllers' Verilog (one file per block) and a manifest.
+    ExportVerilog(export::ExportArgs),
+}
+
+pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
+    match cli.cmd {
+        Cmd::Run(a) => run::run(a),
+        Cmd::Noc(a) => noc::run(a),
+        Cmd::Wave(w) => wave::run(w),
+        Cmd::Regress(a) => regress::run(a),
+        Cmd::ExportVerilog(a) => export::run(a),
+    }
+}
+
+/// Creates the parent directory of an output file.
+pub fn ensure_parent(p: &std::path::Path) -> CliResult<()> {
+    if let Some(d) = p.parent() {
+        if !d.as_os_str().is_empty() {
+            std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        }
+    }
+    Ok(())
+}

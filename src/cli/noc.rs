@@ -1,0 +1,274 @@
+//! `waferstream noc`: BookSim-style latency/throughput sweep of a k×k mesh.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hw::noc::{run_point, run_sweep, NocCfg, SweepResult, TrafficPattern, WaveOut};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{ensure_parent, CliResult};
+
+#[derive(Args, Debug, Clone)]
+pub struct NocArgs {
+    /// Base config (TOML with [mesh], [traffic], [measure], [sim]); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Routers per side.
+    #[arg(long)]
+    pub k: Option<u32>,
+    #[arg(long)]
+    pub vcs: Option<u32>,
+    /// Flits per VC buffer.
+    #[arg(long = "vc-buf")]
+    pub vc_buf: Option<u32>,
+    #[arg(long = "packet-size")]
+    pub packet_size: Option<u32>,
+    /// uniform | transpose | bitcomp | hotspot
+    #[arg(long)]
+    pub traffic: Option<String>,
+    /// Hotspot nodes (comma list), with --traffic hotspot.
+    #[arg(long = "hotspot-nodes", value_delimiter = ',')]
+    pub hotspot_nodes: Vec<u32>,
+    /// Share of packets sent to the hotspot nodes.
+    #[arg(long = "hotspot-fraction", default_value_t = 0.2)]
+    pub hotspot_fraction: f64,
+    /// Injection rates in flits/node/cycle: a list `0.05,0.1` or a range `start:stop:step`.
+    #[arg(long, default_value = "0.05:0.45:0.05")]
+    pub rates: String,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Worker threads per simulation (results are identical for any count).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    #[arg(long = "routing-delay")]
+    pub routing_delay: Option<u32>,
+    #[arg(long = "va-delay")]
+    pub va_delay: Option<u32>,
+    #[arg(long = "sa-delay")]
+    pub sa_delay: Option<u32>,
+    #[arg(long = "st-delay")]
+    pub st_delay: Option<u32>,
+    #[arg(long = "link-latency")]
+    pub link_latency: Option<u32>,
+    #[arg(long = "credit-delay")]
+    pub credit_delay: Option<u32>,
+    /// Step every cycle even when idle (results are identical; for checking that claim).
+    #[arg(long = "no-fast-forward")]
+    pub no_fast_forward: bool,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Dump a VCD of the first rate's run.
+    #[arg(long)]
+    pub vcd: Option<PathBuf>,
+    /// Dump an FST of the first rate's run.
+    #[arg(long)]
+    pub fst: Option<PathBuf>,
+    /// Scope/signal globs to trace, e.g. 'top.mesh.r_3_*' (repeatable; default: everything).
+    #[arg(long = "trace")]
+    pub trace: Vec<String>,
+    /// Cycle window to trace, e.g. 1000..5000.
+    #[arg(long)]
+    pub window: Option<String>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Parses `0.05,0.1` or `start:stop:step` (inclusive of stop within rounding).
+pub fn parse_rates(s: &str) -> CliResult<Vec<f64>> {
+    let bad = |what: &str| format!("--rates `{s}`: {what}");
+    let rates: Vec<f64> = if s.contains(':') {
+        let parts: Vec<&str> = s.split(':').collect();
+        if parts.len() != 3 {
+            return Err(bad("a range is start:stop:step"));
+        }
+        let p: Vec<f64> = parts.iter().map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number")))).collect::<Result<_, _>>()?;
+        let (a, b, st) = (p[0], p[1], p[2]);
+        if !(st > 0.0) {
+            return Err(bad("step must be > 0"));
+        }
+        let n = ((b - a) / st + 1e-9).floor() as i64;
+        if n < 0 {
+            return Err(bad("stop is below start"));
+        }
+        (0..=n).map(|i| ((a + i as f64 * st) * 1e9).round() / 1e9).collect()
+    } else {
+        s.split(',').map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number")))).collect::<Result<_, _>>()?
+    };
+    if rates.is_empty() {
+        return Err(bad("no rate given"));
+    }
+    if let Some(r) = rates.iter().find(|r| !(0.0..=1.0).contains(*r)) {
+        return Err(bad(&format!("rate {r} outside 0..=1 flits/node/cycle")));
+    }
+    Ok(rates)
+}
+
+pub fn load_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> CliResult<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {
+    let mut c: NocCfg = match &a.config {
+        Some(p) => load_toml(p)?,
+        None => NocCfg::default(),
+    };
+    let m = &mut c.mesh;
+    macro_rules! set {
+        ($dst:expr, $src:expr) => {
+            if let Some(v) = $src {
+                $dst = v;
+            }
+        };
+    }
+    set!(m.k, a.k);
+    set!(m.router.vcs, a.vcs);
+    set!(m.router.vc_buf, a.vc_buf);
+    set!(m.router.routing_delay, a.routing_delay);
+    set!(m.router.va_delay, a.va_delay);
+    set!(m.router.sa_delay, a.sa_delay);
+    set!(m.router.st_delay, a.st_delay);
+    set!(m.router.credit_delay, a.credit_delay);
+    set!(m.link_latency, a.link_latency);
+    set!(c.traffic.packet_size, a.packet_size);
+    set!(c.traffic.seed, a.seed);
+    set!(c.sim.threads, a.threads);
+    if a.no_fast_forward {
+        c.sim.fast_forward = false;
+    }
+    if let Some(t) = &a.traffic {
+        c.traffic.pattern = match t.as_str() {
+            "uniform" => TrafficPattern::Uniform,
+            "transpose" => TrafficPattern::Transpose,
+            "bitcomp" | "bit-complement" => TrafficPattern::BitComplement,
+            "hotspot" => TrafficPattern::Hotspot { nodes: if a.hotspot_nodes.is_empty() { vec![0] } else { a.hotspot_nodes.clone() }, fraction: a.hotspot_fraction },
+            other => return Err(format!("--traffic `{other}`: expected uniform, transpose, bitcomp or hotspot")),
+        };
+    }
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+/// Waveform options shared by `noc` and `run`.
+pub struct WaveOpts {
+    pub path: PathBuf,
+    pub globs: Vec<String>,
+    pub window: Option<(u64, u64)>,
+}
+
+pub fn wave_opts(vcd: &Option<PathBuf>, fst: &Option<PathBuf>, trace: &[String], window: &Option<String>) -> CliResult<Option<WaveOpts>> {
+    let path = match (vcd, fst) {
+        (Some(_), Some(_)) => return Err("give one of --vcd / --fst".into()),
+        (Some(p), None) | (None, Some(p)) => p.clone(),
+        (None, None) => {
+            if !trace.is_empty() || window.is_some() {
+                return Err("--trace/--window need --vcd or --fst".into());
+            }
+            return Ok(None);
+        }
+    };
+    let window = match window {
+        Some(w) => Some(waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?),
+        None => None,
+    };
+    Ok(Some(WaveOpts { path, globs: trace.to_vec(), window }))
+}
+
+/// Runs one rate with waveform output.
+pub fn traced_point(cfg: &NocCfg, w: &WaveOpts, pb: &ProgressBar) -> CliResult<hw::noc::PointResult> {
+    let format = if w.path.extension().is_some_and(|e| e == "fst") { waves::WaveFormat::Fst } else { waves::WaveFormat::Vcd };
+    let probe = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
+    let signals = probe.signals();
+    drop(probe);
+    let filter = waves::WaveFilter { globs: w.globs.clone(), window: w.window };
+    ensure_parent(&w.path)?;
+    let mut writer = waves::WaveWriter::create(&w.path, format, cfg.mesh.period_ps(), &signals, &filter).map_err(|e| format!("{}: {e}", w.path.display()))?;
+    if writer.selected_count() == 0 {
+        return Err(format!("--trace {:?} selects no signal (names look like top.mesh.r_0_0.in_e.vc0.occ)", w.globs));
+    }
+    let (r, _mesh) = run_point(cfg, Some(WaveOut { sink: &mut writer }), &mut |c| pb.set_position(c)).map_err(|e| e.to_string())?;
+    writer.finish(r.cycles).map_err(|e| e.to_string())?;
+    Ok(r)
+}
+
+pub fn progress_bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
+    if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}").unwrap());
+    pb.set_prefix(what.to_string());
+    pb
+}
+
+pub fn print_table(r: &SweepResult) {
+    println!(
+        "mesh {k}x{k}, {} VCs x {} flits, packet {} flit(s), {} traffic, seed {}",
+        r.vcs,
+        r.vc_buf,
+        r.packet_size,
+        r.traffic,
+        r.seed,
+        k = r.k
+    );
+    println!("{:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>6} {:>13} {:>8}", "rate", "status", "pkt_lat", "net_lat", "flit_lat", "accepted", "hops", "sat", "cycles");
+    for p in &r.points {
+        println!(
+            "{:>6.3} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.4} {:>6.3} {:>13} {:>8}",
+            p.rate,
+            format!("{:?}", p.status).to_lowercase(),
+            p.avg_packet_latency,
+            p.avg_network_latency,
+            p.avg_flit_latency,
+            p.accepted_flit_rate,
+            p.avg_hops,
+            if p.saturated { "SATURATED" } else { "-" },
+            p.cycles
+        );
+    }
+    match r.saturation_rate {
+        Some(s) => println!("saturation: first saturated rate {s}, accepted-throughput plateau {:.4} flits/node/cycle", r.max_accepted_flit_rate),
+        None => println!("no saturation in the swept range (max accepted {:.4})", r.max_accepted_flit_rate),
+    }
+    println!("{} cycles in {:.3} s = {:.0} cycles/s", r.cycles, r.wall_seconds, r.cycles_per_second);
+}
+
+pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
+    let cfg = build_cfg(&a)?;
+    let rates = parse_rates(&a.rates)?;
+    let waves = wave_opts(&a.vcd, &a.fst, &a.trace, &a.window)?;
+    let pb = progress_bar(a.quiet, rates.len() as u64, "noc");
+    let result = if let Some(w) = &waves {
+        // The first rate with waves, the others without; one table.
+        let mut c = cfg.clone();
+        c.traffic.rate = rates[0];
+        let start = std::time::Instant::now();
+        let p0 = traced_point(&c, w, &ProgressBar::hidden())?;
+        pb.inc(1);
+        let rest = run_sweep(&cfg, &rates[1..], &mut |i, _| pb.set_position(i as u64 + 1)).map_err(|e| e.to_string())?;
+        let mut r = rest;
+        r.points.insert(0, p0);
+        r.cycles = r.points.iter().map(|p| p.cycles).sum();
+        r.wall_seconds = start.elapsed().as_secs_f64();
+        r.cycles_per_second = r.cycles as f64 / r.wall_seconds;
+        r.saturation_rate = r.points.iter().find(|p| p.saturated).map(|p| p.rate);
+        r.max_accepted_flit_rate = r.points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max);
+        r
+    } else {
+        run_sweep(&cfg, &rates, &mut |i, _| pb.set_position(i as u64)).map_err(|e| e.to_string())?
+    };
+    pb.finish_and_clear();
+    print_table(&result);
+    if let Some(p) = &a.json {
+        ensure_parent(p)?;
+        let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+        std::fs::write(p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        println!("wrote {}", p.display());
+    }
+    if let Some(w) = &waves {
+        println!("wrote {}", w.path.display());
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

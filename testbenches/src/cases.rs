@@ -1,0 +1,130 @@
+//! The regression cases. Each states what it measures in its Ok message.
+
+use hw::noc::{run_point, Mesh, NiCtx, NocCfg, Phase, TrafficPattern};
+
+use crate::regress::Case;
+
+pub fn cases() -> Vec<Case> {
+    vec![
+        Case { name: "noc/zero_load_latency_7_plus_5d", about: "every packet at 0.2 % load takes 7 + 5*D cycles (BookSim iq timing)", run: zero_load },
+        Case { name: "noc/booksim_8x8_uniform_0.10", about: "8x8 uniform 0.10: packet latency within 10 % of BookSim2 34.09", run: booksim_010 },
+        Case { name: "noc/booksim_8x8_uniform_0.25", about: "8x8 uniform 0.25: packet latency within 10 % of BookSim2 41.13", run: booksim_025 },
+        Case { name: "noc/determinism_threads_ff", about: "stats identical: serial, 2 threads, no fast-forward", run: determinism },
+        Case { name: "noc/credits_conserved", about: "credit conservation on every channel, every 5 cycles, 4x4 at 0.3", run: credits },
+        Case { name: "noc/watchdog_names_blocked_buffer", about: "a port that never returns credits trips the watchdog with a diagnostic", run: watchdog },
+        Case { name: "noc/transpose_bitcomp_hotspot", about: "every pattern delivers all packets on a 4x4 mesh", run: patterns },
+    ]
+}
+
+fn small(k: u32, rate: f64) -> NocCfg {
+    let mut c = NocCfg::default();
+    c.mesh.k = k;
+    c.traffic.rate = rate;
+    c
+}
+
+fn zero_load() -> Result<String, String> {
+    let mut c = small(8, 0.002);
+    c.traffic.seed = 3;
+    let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
+    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
+    mesh.run(20_000, &ctx, false).map_err(|e| e.to_string())?;
+    let s = mesh.ni_totals();
+    // At 0.2 % load contention is rare: mean latency must be within 0.2 cycles of 7 + 5*E[D] measured
+    // through hops (hops = D + 1).
+    let lat = s.plat_sum as f64 / s.plat_count as f64;
+    let hops = s.hops_sum as f64 / s.plat_count as f64;
+    let expect = 2.0 + 5.0 * hops;
+    if (lat - expect).abs() > 0.2 {
+        return Err(format!("latency {lat:.3} vs 2 + 5*hops = {expect:.3}"));
+    }
+    Ok(format!("{} packets, latency {lat:.3} = 2 + 5 x {hops:.3} hops", s.plat_count))
+}
+
+fn against_booksim(rate: f64, booksim: f64) -> Result<String, String> {
+    let (r, _) = run_point(&small(8, rate), None, &mut |_| {}).map_err(|e| e.to_string())?;
+    let err = (r.avg_packet_latency - booksim) / booksim;
+    if err.abs() > 0.10 {
+        return Err(format!("latency {:.2} vs BookSim2 {booksim} ({:+.1} %)", r.avg_packet_latency, 100.0 * err));
+    }
+    Ok(format!("latency {:.2} vs BookSim2 {booksim} ({:+.1} %), accepted {:.4}", r.avg_packet_latency, 100.0 * err, r.accepted_flit_rate))
+}
+
+fn booksim_010() -> Result<String, String> {
+    against_booksim(0.10, 34.09)
+}
+
+fn booksim_025() -> Result<String, String> {
+    against_booksim(0.25, 41.13)
+}
+
+fn determinism() -> Result<String, String> {
+    let mut base = small(6, 0.25);
+    base.traffic.packet_size = 3;
+    let run = |threads: u32, ff: bool| {
+        let mut c = base.clone();
+        c.sim.threads = threads;
+        c.sim.fast_forward = ff;
+        let (r, m) = run_point(&c, None, &mut |_| {}).unwrap();
+        (serde_json::to_string(&(r.avg_packet_latency, r.accepted_flit_rate, r.cycles, r.avg_hops)).unwrap(), m.ni_totals(), m.router_totals())
+    };
+    let a = run(1, true);
+    for (t, ff) in [(2, true), (1, false), (2, false), (3, true)] {
+        let b = run(t, ff);
+        if a != b {
+            return Err(format!("threads={t} ff={ff} differs: {} vs {}", b.0, a.0));
+        }
+    }
+    Ok(format!("identical over 5 stepping modes: {}", a.0))
+}
+
+fn credits() -> Result<String, String> {
+    let mut c = small(4, 0.3);
+    c.traffic.packet_size = 4;
+    c.mesh.router.vc_buf = 3;
+    let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
+    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
+    let mut checks = 0;
+    while mesh.now() < 3000 {
+        let end = mesh.now() + 4;
+        mesh.run(end, &ctx, false).map_err(|e| e.to_string())?;
+        mesh.check_credits()?;
+        checks += 1;
+    }
+    Ok(format!("{checks} checks passed"))
+}
+
+fn watchdog() -> Result<String, String> {
+    let mut c = small(3, 0.2);
+    c.measure.watchdog_cycles = 500;
+    let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
+    mesh.tile_mut(4).router.fault_zero_credits(0); // centre router, +x output never gets credits
+    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
+    match mesh.run(100_000, &ctx, false) {
+        Err(hw::noc::NocError::Watchdog(r)) => {
+            let text = r.to_string();
+            if !text.contains("top.mesh.r_1_1.in_") || !text.contains("out_e") {
+                return Err(format!("diagnostic does not name the blocked buffer:\n{text}"));
+            }
+            Ok(format!("tripped at cycle {} naming {} blocked buffer(s)", r.cycle, r.blocked.len()))
+        }
+        Err(e) => Err(format!("unexpected error {e}")),
+        Ok(_) => Err("watchdog did not trip".into()),
+    }
+}
+
+fn patterns() -> Result<String, String> {
+    let mut out = Vec::new();
+    for p in [TrafficPattern::Transpose, TrafficPattern::BitComplement, TrafficPattern::Hotspot { nodes: vec![5], fraction: 0.3 }] {
+        let mut c = small(4, 0.15);
+        c.traffic.pattern = p.clone();
+        c.traffic.packet_size = 2;
+        let (r, m) = run_point(&c, None, &mut |_| {}).map_err(|e| e.to_string())?;
+        let s = m.ni_totals();
+        if s.measured_gen != s.measured_ret {
+            return Err(format!("{}: {} measured packets created, {} delivered", p.name(), s.measured_gen, s.measured_ret));
+        }
+        out.push(format!("{} lat {:.1}", p.name(), r.avg_packet_latency));
+    }
+    Ok(out.join(", "))
+}
