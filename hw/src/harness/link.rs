@@ -2,9 +2,9 @@
 //!
 //! A value sent in cycle *t* is received in cycle *t + lat*, `lat ≥ 1`. At most one value
 //! enters and one leaves per cycle (the link is one flit wide; wider links are modelled by
-//! the sender's flit size). The link is a ring of `lat + 1` slots indexed by cycle: the sender
-//! in cycle *t* writes slot `(t + lat) mod (lat + 1)` and the receiver in cycle *t* reads (and
-//! clears) slot `t mod (lat + 1)`. The two are always different slots, so a sender and a
+//! the sender's flit size). The link is a ring of N ≥ `lat + 1` slots indexed by cycle: the
+//! sender in cycle *t* writes slot `(t + lat) mod N` and the receiver in cycle *t* reads (and
+//! clears) slot `t mod N`. As 0 < lat < N these are always different slots, so a sender and a
 //! receiver evaluated concurrently in the same cycle never touch the same memory. This is why
 //! the parallel stepper needs a single barrier per cycle and no copy-out/commit phase.
 
@@ -14,6 +14,9 @@ use super::Cycle;
 
 pub struct Link<T> {
     lat: u32,
+    /// Ring size − 1; the ring has the next power of two ≥ lat + 1 slots so that slot
+    /// selection is a mask, not a division (this is on the hot path of every module).
+    mask: u64,
     slots: Box<[UnsafeCell<Option<T>>]>,
 }
 
@@ -25,8 +28,9 @@ unsafe impl<T: Send> Sync for Link<T> {}
 impl<T: Copy> Link<T> {
     pub fn new(lat: u32) -> Self {
         assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
-        let slots = (0..=lat).map(|_| UnsafeCell::new(None)).collect();
-        Link { lat, slots }
+        let n = (lat as u64 + 1).next_power_of_two();
+        let slots = (0..n).map(|_| UnsafeCell::new(None)).collect();
+        Link { lat, mask: n - 1, slots }
     }
 
     #[inline]
@@ -36,7 +40,7 @@ impl<T: Copy> Link<T> {
 
     #[inline]
     fn n(&self) -> u64 {
-        self.lat as u64 + 1
+        self.mask + 1
     }
 
     /// Receives the value arriving in cycle `now`, if any, and clears the slot.
@@ -46,7 +50,7 @@ impl<T: Copy> Link<T> {
     /// of the engine's schedule (all threads in the same cycle, cycles separated by a barrier).
     #[inline]
     pub unsafe fn recv(&self, now: Cycle) -> Option<T> {
-        let slot = &mut *self.slots[(now % self.n()) as usize].get();
+        let slot = &mut *self.slots[(now & self.mask) as usize].get();
         slot.take()
     }
 
@@ -57,7 +61,7 @@ impl<T: Copy> Link<T> {
     /// the engine's schedule.
     #[inline]
     pub unsafe fn send(&self, now: Cycle, v: T) {
-        let slot = &mut *self.slots[((now + self.lat as u64) % self.n()) as usize].get();
+        let slot = &mut *self.slots[((now + self.lat as u64) & self.mask) as usize].get();
         assert!(slot.is_none(), "link overrun: receiver did not consume the previous value");
         *slot = Some(v);
     }

@@ -44,6 +44,8 @@ pub struct PointResult {
     /// Cycles actually evaluated (fewer than `cycles` when fast-forward skipped idle ones).
     pub evaluated_cycles: u64,
     pub wall_seconds: f64,
+    /// Router event counters summed over the mesh (whole run).
+    pub router: super::router::RouterStats,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -209,6 +211,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
         sample_periods: total_phases + (aborted as u64),
         cycles: mesh.now(),
         evaluated_cycles: mesh.evaluated,
+        router: mesh.router_totals(),
         wall_seconds: start.elapsed().as_secs_f64(),
     };
     Ok((r, mesh))

@@ -125,6 +125,8 @@ pub struct RouterCl {
     buf: Vec<Flit>,
     /// Input VC (port·V + vc) holding each output VC, `NONE8` if free.
     ovc_owner: Vec<u8>,
+    /// Free output VCs per output port (bit vc), mirror of `ovc_owner` for fast VA.
+    ovc_free: [u64; NPORTS],
     /// Upstream view of each downstream VC buffer.
     ovc_credits: Vec<CreditCounterCl>,
     va_gptr: Vec<u32>,
@@ -135,6 +137,9 @@ pub struct RouterCl {
     sw_rr: [u32; NPORTS],
     /// Flits in switch traversal, per output port: (departure cycle, flit).
     xbar: Vec<VecDeque<(Cycle, Flit)>>,
+    /// Port and VC of each input VC index (iv = port·V + vc), so the hot path never divides.
+    iv_port: [u8; 64],
+    iv_vc: [u8; 64],
     /// Input VCs waiting for VA (Routing/VcAlloc) and Active VCs with a flit, as bitmasks.
     va_set: u64,
     sa_set: u64,
@@ -142,6 +147,7 @@ pub struct RouterCl {
     in_xbar: u32,
     /// Flit sent on each output this cycle (for traces): trace id or 0.
     pub out_trace: [u64; NPORTS],
+    traced_send: bool,
     pub stats: RouterStats,
 }
 
@@ -166,6 +172,7 @@ impl RouterCl {
             ivc: vec![InVc::default(); nv],
             buf: vec![Flit::default(); nv * depth],
             ovc_owner: vec![NONE8; nv],
+            ovc_free: [if v == 64 { u64::MAX } else { (1u64 << v) - 1 }; NPORTS],
             ovc_credits: vec![CreditCounterCl::new(depth as u16); nv],
             va_gptr: vec![0; nv],
             va_aptr: vec![0; nv],
@@ -173,11 +180,14 @@ impl RouterCl {
             sa_aptr: [0; NPORTS],
             sw_rr: [0; NPORTS],
             xbar: (0..NPORTS).map(|_| VecDeque::with_capacity(st as usize + 1)).collect(),
+            iv_port: std::array::from_fn(|i| (i / v.max(1)) as u8),
+            iv_vc: std::array::from_fn(|i| (i % v.max(1)) as u8),
             va_set: 0,
             sa_set: 0,
             buffered: 0,
             in_xbar: 0,
             out_trace: [0; NPORTS],
+            traced_send: false,
             stats: RouterStats::default(),
         }
     }
@@ -220,8 +230,9 @@ impl RouterCl {
     /// and this router the only sender/receiver of the links named in its `ports`.
     pub unsafe fn eval(&mut self, now: Cycle, flits: &[Link<Flit>], credits: &[Link<Credit>]) -> (u64, bool) {
         let mut sent = false;
-        if self.out_trace != [0; NPORTS] {
+        if self.traced_send {
             self.out_trace = [0; NPORTS];
+            self.traced_send = false;
         }
         // --- input queuing: flits into VC buffers, credits into counters
         for p in 0..NPORTS {
@@ -257,6 +268,7 @@ impl RouterCl {
                         self.in_xbar -= 1;
                         flits[self.ports.out_flit[o] as usize].send(now, f);
                         self.out_trace[o] = f.trace_id();
+                        self.traced_send = true;
                         sent = true;
                     }
                 }
@@ -265,6 +277,7 @@ impl RouterCl {
         (moved, sent)
     }
 
+    #[inline(never)]
     fn buffer_write(&mut self, p: usize, f: Flit, now: Cycle) {
         let iv = p * self.v + f.vc as usize;
         let depth = self.depth;
@@ -277,7 +290,10 @@ impl RouterCl {
             Dir::from_idx(p).short(),
             f.vc
         );
-        let slot = (s.head as usize + s.len as usize) % depth;
+        let mut slot = s.head as usize + s.len as usize;
+        if slot >= depth {
+            slot -= depth;
+        }
         s.len += 1;
         self.buf[iv * depth + slot] = f;
         self.buffered += 1;
@@ -304,12 +320,15 @@ impl RouterCl {
 
     /// VC allocation: separable iSLIP over input VCs × output VCs (BookSim `islip` VC
     /// allocator, one iteration). A VC in Routing/VcAlloc whose RC is done requests every free
-    /// VC of its output port. A decision takes effect `va_delay − 1` cycles later, when the
-    /// output VC is re-checked; a VC that got nothing retries `va_delay` cycles after it asked.
+    /// VC of its output port, so all free VCs of a port see the same requester set. A decision
+    /// takes effect `va_delay − 1` cycles later, when the output VC is re-checked; a VC that got
+    /// nothing retries `va_delay` cycles after it asked.
+    #[inline(never)]
     fn vc_alloc(&mut self, now: Cycle) {
         let v = self.v;
-        let nv = NPORTS * v;
-        let mut out_req = [0u64; 64];
+        let nv = (NPORTS * v) as u32;
+        let fast = self.va == 1;
+        let mut req_by_port = [0u64; NPORTS];
         let mut asked = 0u64;
         let mut bits = self.va_set;
         while bits != 0 {
@@ -320,41 +339,77 @@ impl RouterCl {
                 continue;
             }
             s.state = VcState::VcAlloc;
-            asked |= 1 << iv;
             let o = s.out_port as usize;
-            for ov in o * v..(o + 1) * v {
-                if self.ovc_owner[ov] == NONE8 {
-                    out_req[ov] |= 1 << iv;
+            if self.ovc_free[o] == 0 {
+                // No request can be made. With a 1-cycle VA this attempt changes no state (the
+                // VC simply asks again next cycle), so it is skipped; with longer VA the retry
+                // phase matters and the attempt is recorded below.
+                self.stats.va_stalls += 1;
+                if fast {
+                    continue;
                 }
+            } else {
+                req_by_port[o] |= 1 << iv;
             }
+            asked |= 1 << iv;
         }
         if asked != 0 {
-            // Grant phase: each output VC picks one requesting input VC.
-            let mut grants_to = [0u64; 64];
-            for ov in 0..nv {
-                if out_req[ov] != 0 {
-                    let g = rr_pick(out_req[ov], self.va_gptr[ov], nv as u32).unwrap() as usize;
-                    grants_to[g] |= 1 << ov;
+            // Grant phase: each free output VC picks one requester.
+            let mut g_ov = [0u8; 64];
+            let mut g_iv = [0u8; 64];
+            let mut ng = 0;
+            for o in 0..NPORTS {
+                let r = req_by_port[o];
+                if r == 0 {
+                    continue;
+                }
+                let mut f = self.ovc_free[o];
+                while f != 0 {
+                    let ov = o * v + f.trailing_zeros() as usize;
+                    f &= f - 1;
+                    g_ov[ng] = ov as u8;
+                    g_iv[ng] = rr_pick(r, self.va_gptr[ov], nv).unwrap() as u8;
+                    ng += 1;
                 }
             }
-            // Accept phase: each input VC accepts one grant; pointers move on accept only.
+            // Accept phase: each requester accepts one grant; pointers move on accept only.
             let apply = now + self.va - 1;
             let mut bits = asked;
             while bits != 0 {
                 let iv = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let s = &mut self.ivc[iv];
-                s.va_apply = apply;
-                s.va_grant = NONE8;
-                if grants_to[iv] != 0 {
-                    let a = rr_pick(grants_to[iv], self.va_aptr[iv], nv as u32).unwrap() as usize;
-                    self.va_gptr[a] = ((iv + 1) % nv) as u32;
-                    self.va_aptr[iv] = ((a + 1) % nv) as u32;
-                    s.va_grant = a as u8;
+                let mut m = 0u64;
+                for j in 0..ng {
+                    if g_iv[j] as usize == iv {
+                        m |= 1 << g_ov[j];
+                    }
+                }
+                let grant = if m != 0 {
+                    let a = rr_pick(m, self.va_aptr[iv], nv).unwrap() as usize;
+                    self.va_gptr[a] = wrap_inc(iv, nv as usize);
+                    self.va_aptr[iv] = wrap_inc(a, nv as usize);
+                    a as u8
+                } else {
+                    if req_by_port[self.ivc[iv].out_port as usize] >> iv & 1 == 1 {
+                        self.stats.va_stalls += 1;
+                    }
+                    NONE8
+                };
+                if fast {
+                    if grant != NONE8 {
+                        self.take_ovc(iv, grant as usize, now);
+                    }
+                } else {
+                    let s = &mut self.ivc[iv];
+                    s.va_apply = apply;
+                    s.va_grant = grant;
                 }
             }
         }
-        // Update: decisions taking effect now.
+        if fast {
+            return;
+        }
+        // Update: decisions taking effect now (VA longer than one cycle).
         let mut bits = self.va_set;
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
@@ -366,18 +421,27 @@ impl RouterCl {
             s.va_apply = NEVER;
             let g = s.va_grant;
             if g != NONE8 && self.ovc_owner[g as usize] == NONE8 {
-                self.ovc_owner[g as usize] = iv as u8;
-                s.out_vc = (g as usize % v) as u8;
-                s.state = VcState::Active;
-                s.ready = now + 1;
-                self.va_set &= !(1 << iv);
-                self.sa_set |= 1 << iv;
-                self.stats.va_grants += 1;
+                self.take_ovc(iv, g as usize, now);
             } else {
                 s.ready = now + 1;
-                self.stats.va_stalls += 1;
             }
         }
+    }
+
+    /// Input VC `iv` acquires output VC `ov`; it may request the switch from the next cycle.
+    #[inline]
+    fn take_ovc(&mut self, iv: usize, ov: usize, now: Cycle) {
+        debug_assert_eq!(self.ovc_owner[ov], NONE8);
+        self.ovc_owner[ov] = iv as u8;
+        let o = self.iv_port[ov] as usize;
+        self.ovc_free[o] &= !(1 << self.iv_vc[ov]);
+        let s = &mut self.ivc[iv];
+        s.out_vc = self.iv_vc[ov];
+        s.state = VcState::Active;
+        s.ready = now + 1;
+        self.va_set &= !(1 << iv);
+        self.sa_set |= 1 << iv;
+        self.stats.va_grants += 1;
     }
 
     /// Switch allocation: per input port one VC per output (round-robin from `sw_rr`), then
@@ -385,11 +449,15 @@ impl RouterCl {
     /// credit request. A granted flit leaves its buffer when the decision takes effect
     /// (`sa_delay − 1` cycles later, credit re-checked), returns a credit upstream and enters
     /// the crossbar for `st_delay` cycles.
+    #[inline(never)]
     fn sw_alloc(&mut self, now: Cycle, credits: &[Link<Credit>], sent: &mut bool) -> u64 {
         let v = self.v;
-        let mut req_po = [[0u64; NPORTS]; NPORTS];
-        let mut in_req = [0u64; NPORTS];
+        let fast = self.sa == 1;
+        let mut in_req = [0u8; NPORTS];
+        let mut chosen = [[0u8; NPORTS]; NPORTS];
+        let mut rank = [[u8::MAX; NPORTS]; NPORTS];
         let mut asked = 0u64;
+        let mut n_req = 0u64;
         let mut bits = self.sa_set;
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
@@ -398,25 +466,33 @@ impl RouterCl {
             if s.sa_apply != NEVER || s.ready > now {
                 continue;
             }
-            asked |= 1 << iv;
-            let o = s.out_port as usize;
-            if self.ovc_credits[o * v + s.out_vc as usize].can_send() {
-                let p = iv / v;
-                req_po[p][o] |= 1 << (iv % v);
-                in_req[p] |= 1 << o;
-            } else {
-                self.stats.sa_credit_stalls += 1;
+            if !fast {
+                asked |= 1 << iv;
             }
+            let o = s.out_port as usize;
+            if !self.ovc_credits[o * v + s.out_vc as usize].can_send() {
+                self.stats.sa_credit_stalls += 1;
+                continue;
+            }
+            n_req += 1;
+            let p = self.iv_port[iv] as usize;
+            let vc = self.iv_vc[iv];
+            let off = self.sw_rr[p] as u8;
+            let r = if vc >= off { vc - off } else { vc + v as u8 - off };
+            if r < rank[p][o] {
+                rank[p][o] = r;
+                chosen[p][o] = vc;
+            }
+            in_req[p] |= 1 << o;
         }
-        if asked != 0 {
+        let mut moved = 0;
+        if n_req != 0 {
             let mut out_req = [0u64; NPORTS];
-            let mut chosen = [[0u8; NPORTS]; NPORTS];
             for p in 0..NPORTS {
                 let mut m = in_req[p];
                 while m != 0 {
                     let o = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    chosen[p][o] = rr_pick(req_po[p][o], self.sw_rr[p], v as u32).unwrap() as u8;
                     out_req[o] |= 1 << p;
                 }
             }
@@ -427,29 +503,41 @@ impl RouterCl {
                     grants_to[g] |= 1 << o;
                 }
             }
-            let mut granted = 0u64;
-            for p in 0..NPORTS {
-                if grants_to[p] != 0 {
-                    let a = rr_pick(grants_to[p], self.sa_aptr[p], NPORTS as u32).unwrap() as usize;
-                    self.sa_gptr[a] = ((p + 1) % NPORTS) as u32;
-                    self.sa_aptr[p] = ((a + 1) % NPORTS) as u32;
-                    let vc = chosen[p][a] as usize;
-                    self.sw_rr[p] = ((vc + 1) % v) as u32;
-                    granted |= 1 << (p * v + vc);
-                }
-            }
             let apply = now + self.sa - 1;
-            let mut bits = asked;
-            while bits != 0 {
-                let iv = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let s = &mut self.ivc[iv];
-                s.sa_apply = apply;
-                s.sa_grant = granted >> iv & 1 == 1;
-                if !s.sa_grant && in_req[iv / v] >> s.out_port & 1 == 1 {
-                    self.stats.sa_conflicts += 1;
+            for p in 0..NPORTS {
+                if grants_to[p] == 0 {
+                    continue;
+                }
+                let a = rr_pick(grants_to[p], self.sa_aptr[p], NPORTS as u32).unwrap() as usize;
+                self.sa_gptr[a] = wrap_inc(p, NPORTS);
+                self.sa_aptr[p] = wrap_inc(a, NPORTS);
+                let vc = chosen[p][a] as usize;
+                self.sw_rr[p] = wrap_inc(vc, v);
+                let iv = p * v + vc;
+                moved += 1;
+                if fast {
+                    self.traverse(iv, now, credits, sent);
+                } else {
+                    let s = &mut self.ivc[iv];
+                    s.sa_apply = apply;
+                    s.sa_grant = true;
+                    asked &= !(1 << iv);
                 }
             }
+            self.stats.sa_conflicts += n_req - moved;
+        }
+        if fast {
+            return moved;
+        }
+        // SA longer than one cycle: the attempts that got nothing also wait out the delay.
+        let apply = now + self.sa - 1;
+        let mut bits = asked;
+        while bits != 0 {
+            let iv = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let s = &mut self.ivc[iv];
+            s.sa_apply = apply;
+            s.sa_grant = false;
         }
         // Update: decisions taking effect now.
         let mut moved = 0;
@@ -457,65 +545,74 @@ impl RouterCl {
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            if self.ivc[iv].sa_apply != now {
-                continue;
-            }
             let s = self.ivc[iv];
-            self.ivc[iv].sa_apply = NEVER;
-            let o = s.out_port as usize;
-            let ov = o * v + s.out_vc as usize;
-            if !(s.sa_grant && self.ovc_credits[ov].can_send()) {
-                self.ivc[iv].ready = now + 1;
+            if s.sa_apply != now {
                 continue;
             }
-            // Dequeue the front flit.
-            let mut f = *self.front(iv);
-            {
-                let s = &mut self.ivc[iv];
-                s.head = ((s.head as usize + 1) % self.depth) as u8;
-                s.len -= 1;
-            }
-            self.buffered -= 1;
-            f.hops = f.hops.saturating_add(1);
-            f.vc = s.out_vc;
-            self.ovc_credits[ov].on_send();
-            if f.tail {
-                // wait_for_tail_credit = 0: the output VC is free once the tail is sent.
-                self.ovc_owner[ov] = NONE8;
-            }
-            // The freed slot goes back upstream as a credit.
-            let p = iv / v;
-            // SAFETY: within this router's eval (see `eval`), sole sender on this link.
-            unsafe { credits[self.ports.out_credit[p] as usize].send(now, Credit { vc: (iv % v) as u8 }) };
-            *sent = true;
-            self.xbar[o].push_back((now + self.st, f));
-            self.in_xbar += 1;
-            debug_assert!(self.xbar[o].len() <= self.st as usize + self.sa as usize);
-            moved += 1;
-            self.stats.flits_switched += 1;
-            let len = self.ivc[iv].len;
-            let st = &mut self.ivc[iv];
-            if f.tail {
-                if len > 0 {
-                    // Next packet's head: RC starts next cycle.
-                    let nf = self.buf[iv * self.depth + st.head as usize];
-                    assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
-                    st.state = VcState::Routing;
-                    st.out_port = route_xy_fl(self.coord, Coord::of(nf.dest as u32, self.k)) as u8;
-                    st.ready = now + 1 + self.rd;
-                    self.va_set |= 1 << iv;
-                } else {
-                    st.state = VcState::Idle;
-                }
-                self.sa_set &= !(1 << iv);
+            self.ivc[iv].sa_apply = NEVER;
+            let ov = s.out_port as usize * v + s.out_vc as usize;
+            if s.sa_grant && self.ovc_credits[ov].can_send() {
+                self.traverse(iv, now, credits, sent);
+                moved += 1;
             } else {
-                st.ready = now + 1;
-                if len == 0 {
-                    self.sa_set &= !(1 << iv);
-                }
+                self.ivc[iv].ready = now + 1;
             }
         }
         moved
+    }
+
+    /// The front flit of `iv` leaves its buffer through the switch (SA decision taking
+    /// effect): credit consumed downstream, credit returned upstream, crossbar entered.
+    #[inline]
+    fn traverse(&mut self, iv: usize, now: Cycle, credits: &[Link<Credit>], sent: &mut bool) {
+        let v = self.v;
+        let s = self.ivc[iv];
+        let o = s.out_port as usize;
+        let ov = o * v + s.out_vc as usize;
+        let mut f = *self.front(iv);
+        {
+            let s = &mut self.ivc[iv];
+            s.head = wrap_inc(s.head as usize, self.depth) as u8;
+            s.len -= 1;
+        }
+        self.buffered -= 1;
+        f.hops = f.hops.saturating_add(1);
+        f.vc = s.out_vc;
+        self.ovc_credits[ov].on_send();
+        if f.tail {
+            // wait_for_tail_credit = 0: the output VC is free once the tail is sent.
+            self.ovc_owner[ov] = NONE8;
+            self.ovc_free[o] |= 1 << s.out_vc;
+        }
+        // The freed slot goes back upstream as a credit.
+        let p = self.iv_port[iv] as usize;
+        // SAFETY: within this router's eval (see `eval`), sole sender on this link.
+        unsafe { credits[self.ports.out_credit[p] as usize].send(now, Credit { vc: self.iv_vc[iv] }) };
+        *sent = true;
+        self.xbar[o].push_back((now + self.st, f));
+        self.in_xbar += 1;
+        self.stats.flits_switched += 1;
+        let len = self.ivc[iv].len;
+        let st = &mut self.ivc[iv];
+        if f.tail {
+            if len > 0 {
+                // Next packet's head: RC starts next cycle.
+                let nf = self.buf[iv * self.depth + st.head as usize];
+                assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
+                st.state = VcState::Routing;
+                st.out_port = route_xy_fl(self.coord, Coord::of(nf.dest as u32, self.k)) as u8;
+                st.ready = now + 1 + self.rd;
+                self.va_set |= 1 << iv;
+            } else {
+                st.state = VcState::Idle;
+            }
+            self.sa_set &= !(1 << iv);
+        } else {
+            st.ready = now + 1;
+            if len == 0 {
+                self.sa_set &= !(1 << iv);
+            }
+        }
     }
 
     /// Lines describing blocked buffers, for the watchdog diagnostic.
@@ -567,6 +664,16 @@ impl RouterCl {
                 vc
             ));
         }
+    }
+}
+
+/// (x + 1) mod n without a division.
+#[inline]
+fn wrap_inc(x: usize, n: usize) -> u32 {
+    if x + 1 >= n {
+        0
+    } else {
+        (x + 1) as u32
     }
 }
 
