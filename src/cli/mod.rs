@@ -1,5 +1,6 @@
 //! Subcommands.
 
+mod bench;
 mod export;
 mod noc;
 mod regress;
@@ -33,6 +34,8 @@ pub enum Cmd {
     Regress(regress::RegressArgs),
     /// Write the controllers' Verilog (one file per block) and a manifest.
     ExportVerilog(export::ExportArgs),
+    /// Simulation speed (simulated cycles per wall second) against BookSim2's reference.
+    Bench(bench::BenchArgs),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -42,6 +45,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Wave(w) => wave::run(w),
         Cmd::Regress(a) => regress::run(a),
         Cmd::ExportVerilog(a) => export::run(a),
+        Cmd::Bench(a) => bench::run(a),
     }
 }
 

@@ -17,7 +17,8 @@ use crate::harness::{Cycle, SignalSink};
 pub enum PointStatus {
     /// Converged and every measured packet was delivered.
     Converged,
-    /// Hit `max_samples` without converging ("Too many sample periods needed to converge").
+    /// Hit `max_samples` without three converged periods in a row (BookSim: still drained and
+    /// reported; "Too many sample periods needed to converge" when still warming up).
     NotConverged,
     /// Average latency (delivered + in flight) exceeded `latency_thres`: unstable.
     Unstable,
@@ -156,12 +157,15 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
     }
 
     let mut status = PointStatus::NotConverged;
+    // BookSim drains and reports a run that hit max_samples while running, but it did not
+    // converge (its "finished, NOT converged" case).
+    let converged_ok = converged >= 3;
     let drain_time = mesh.now();
     // Throughput window: end of warm-up to the end of the last sample period.
     let window = mesh.ni_totals();
     if !aborted && ctx.phase == Phase::Running {
         ctx.phase = Phase::Draining { drain_time };
-        status = PointStatus::Converged;
+        status = if converged_ok { PointStatus::Converged } else { PointStatus::NotConverged };
         // Keep injecting (unmeasured) traffic until every measured packet is delivered,
         // checking the latency threshold every 1000 cycles like BookSim.
         loop {
@@ -186,7 +190,11 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
         status = PointStatus::Unstable;
     }
     let s = mesh.ni_totals();
-    let win_cycles = drain_time.saturating_sub(running_since).max(1) as f64;
+    // Unstable runs report the window since the last stats clear, as BookSim's last
+    // per-period print-out does.
+    let (window, win_start, win_end) =
+        if aborted { (s, reset_time, mesh.now()) } else { (window, running_since, drain_time) };
+    let win_cycles = win_end.saturating_sub(win_start).max(1) as f64;
     let per_pkt = |x: u64| if s.plat_count > 0 { x as f64 / s.plat_count as f64 } else { 0.0 };
     let avg_packet_latency = per_pkt(s.plat_sum);
     let avg_network_latency = per_pkt(s.nlat_sum);

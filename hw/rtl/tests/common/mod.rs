@@ -7,13 +7,8 @@ use std::process::Command;
 
 use rust_hdl::prelude::*;
 
-// The CL golden models. They are compiled from the `hw` crate's own source files (not a copy),
-// because `hw`'s lib does not export `noc` yet. Once `hw::noc` is public, replace these two
-// modules with `pub use hw::noc::{arbiter, credit};` (and add `hw` as a dev-dependency).
-#[path = "../../../src/noc/arbiter.rs"]
-pub mod arbiter;
-#[path = "../../../src/noc/credit.rs"]
-pub mod credit;
+// The CL golden models: the very structs the mesh router uses.
+pub use hw::noc::{arbiter, credit};
 
 /// Settles combinational logic after inputs changed (rust-hdl's own fixpoint loop).
 pub fn settle<U: Block>(uut: &mut U) {
