@@ -30,13 +30,16 @@ pub struct PartStatus {
     pub next_event: Cycle,
     /// Forward-progress events this cycle (flits moved), for the watchdog.
     pub progress: u64,
+    /// Since when the longest-waiting item (e.g. a flit at the head of a buffer) has waited
+    /// without moving (`NEVER` if nothing waits), for the watchdog.
+    pub oldest_wait: Cycle,
     /// System-defined counters, summed over partitions (e.g. outstanding measured packets).
     pub counters: [u64; N_COUNTERS],
 }
 
 impl Default for PartStatus {
     fn default() -> Self {
-        PartStatus { busy: false, next_event: NEVER, progress: 0, counters: [0; N_COUNTERS] }
+        PartStatus { busy: false, next_event: NEVER, progress: 0, oldest_wait: NEVER, counters: [0; N_COUNTERS] }
     }
 }
 
@@ -46,6 +49,7 @@ impl PartStatus {
         self.busy |= o.busy;
         self.next_event = self.next_event.min(o.next_event);
         self.progress += o.progress;
+        self.oldest_wait = self.oldest_wait.min(o.oldest_wait);
         for (a, b) in self.counters.iter_mut().zip(o.counters.iter()) {
             *a += *b;
         }
@@ -80,6 +84,7 @@ struct AtomicStatus {
     busy: AtomicBool,
     next_event: AtomicU64,
     progress: AtomicU64,
+    oldest_wait: AtomicU64,
     counters: [AtomicU64; N_COUNTERS],
 }
 
@@ -89,6 +94,7 @@ impl AtomicStatus {
             busy: AtomicBool::new(false),
             next_event: AtomicU64::new(NEVER),
             progress: AtomicU64::new(0),
+            oldest_wait: AtomicU64::new(NEVER),
             counters: Default::default(),
         }
     }
@@ -96,6 +102,7 @@ impl AtomicStatus {
         self.busy.store(s.busy, Ordering::Relaxed);
         self.next_event.store(s.next_event, Ordering::Relaxed);
         self.progress.store(s.progress, Ordering::Relaxed);
+        self.oldest_wait.store(s.oldest_wait, Ordering::Relaxed);
         for (a, v) in self.counters.iter().zip(s.counters.iter()) {
             a.store(*v, Ordering::Relaxed);
         }
@@ -109,6 +116,7 @@ impl AtomicStatus {
             busy: self.busy.load(Ordering::Relaxed),
             next_event: self.next_event.load(Ordering::Relaxed),
             progress: self.progress.load(Ordering::Relaxed),
+            oldest_wait: self.oldest_wait.load(Ordering::Relaxed),
             counters,
         }
     }

@@ -1,6 +1,7 @@
 //! Progress watchdog: ends a run in which work is pending but nothing has moved for `limit`
-//! cycles, so a deadlock or a lost credit fails fast with a diagnostic instead of spinning to
-//! the cycle limit. The system supplies the diagnostic (which buffers are blocked, which
+//! cycles — globally (deadlock), or for one waiting item such as a flit stuck at the head of
+//! its buffer while the rest of the system still moves (a lost credit, starvation) — so the
+//! run fails fast with a diagnostic instead of spinning to the cycle limit. The system supplies the diagnostic (which buffers are blocked, which
 //! packets wait) in a [`WatchdogReport`].
 
 use std::fmt;
@@ -20,11 +21,19 @@ impl Watchdog {
         Watchdog { limit, stalled: 0, last_cycle: None }
     }
 
-    /// Feeds one evaluated cycle; returns true when the watchdog trips.
-    pub fn observe(&mut self, now: Cycle, busy: bool, progress: u64) -> bool {
+    /// Feeds one evaluated cycle; `oldest_wait` is since when the longest-waiting item has
+    /// not moved (`NEVER`: nothing waits). Returns true when the watchdog trips.
+    pub fn observe(&mut self, now: Cycle, busy: bool, progress: u64, oldest_wait: Cycle) -> bool {
         let elapsed = self.last_cycle.map_or(1, |l| now - l);
         self.last_cycle = Some(now);
-        if !busy || progress > 0 || self.limit == 0 {
+        if self.limit == 0 {
+            return false;
+        }
+        if oldest_wait != super::NEVER && now.saturating_sub(oldest_wait) >= self.limit {
+            self.stalled = now - oldest_wait;
+            return true;
+        }
+        if !busy || progress > 0 {
             self.stalled = 0;
             return false;
         }
@@ -76,17 +85,28 @@ impl fmt::Display for WatchdogReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::NEVER;
 
     #[test]
     fn trips_only_when_busy_without_progress() {
         let mut w = Watchdog::new(10);
         for t in 0..100 {
-            assert!(!w.observe(t, false, 0), "idle never trips");
+            assert!(!w.observe(t, false, 0, NEVER), "idle never trips");
         }
         for t in 100..109 {
-            assert!(!w.observe(t, true, 0));
+            assert!(!w.observe(t, true, 0, NEVER));
         }
-        assert!(w.observe(109, true, 0));
-        assert!(!w.observe(110, true, 1), "progress resets");
+        assert!(w.observe(109, true, 0, NEVER));
+        assert!(!w.observe(110, true, 1, NEVER), "progress resets");
+    }
+
+    #[test]
+    fn trips_on_one_stuck_item_while_others_move() {
+        let mut w = Watchdog::new(10);
+        for t in 0..10 {
+            assert!(!w.observe(t, true, 5, 0));
+        }
+        assert!(w.observe(10, true, 5, 0));
+        assert_eq!(w.stalled_for(), 10);
     }
 }

@@ -74,6 +74,9 @@ impl Partition for MeshPart {
             let busy = t.router.occupancy() > 0 || t.ni.has_packet() || (t.last_send != NEVER && now < t.last_send + self.max_lat);
             st.busy |= busy;
             st.next_event = st.next_event.min(t.ni.next_event());
+            if t.router.occupancy() > 0 {
+                st.oldest_wait = st.oldest_wait.min(t.router.oldest_front());
+            }
             let s = &t.ni.stats;
             st.counters[C_MEASURED_GEN] += s.measured_gen;
             st.counters[C_MEASURED_RET] += s.measured_ret;
@@ -109,7 +112,7 @@ pub struct MeshControl {
 impl Control for MeshControl {
     fn decide(&mut self, now: Cycle, st: &PartStatus) -> Step {
         self.evaluated += 1;
-        if self.watchdog.observe(now, st.busy, st.progress) {
+        if self.watchdog.observe(now, st.busy, st.progress, st.oldest_wait) {
             self.tripped = true;
             return Step::Stop;
         }
@@ -300,7 +303,11 @@ impl Mesh {
         for t in self.tiles() {
             t.router.blocked_report(&t.scope(), &mut blocked, &mut waiting);
         }
-        WatchdogReport { cycle, stalled_for, blocked, waiting }
+        // Longest-waiting first: the stuck buffers lead the diagnostic.
+        blocked.sort_by_key(|(since, _)| *since);
+        waiting.sort_by_key(|(since, _)| *since);
+        let strip = |v: Vec<(Cycle, String)>| v.into_iter().map(|(_, s)| s).collect();
+        WatchdogReport { cycle, stalled_for, blocked: strip(blocked), waiting: strip(waiting) }
     }
 
     /// Sums of the terminals' statistics.

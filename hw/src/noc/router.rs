@@ -58,6 +58,8 @@ struct InVc {
     /// Cycle an SA decision takes effect, and whether it was granted.
     sa_apply: Cycle,
     sa_grant: bool,
+    /// Cycle the current front flit reached the front (watchdog: no flit may wait forever).
+    front_since: Cycle,
 }
 
 impl Default for InVc {
@@ -73,6 +75,7 @@ impl Default for InVc {
             va_grant: NONE8,
             sa_apply: NEVER,
             sa_grant: false,
+            front_since: NEVER,
         }
     }
 }
@@ -215,6 +218,21 @@ impl RouterCl {
         self.xbar[port].iter().filter(|(_, f)| f.vc as usize == vc).count()
     }
 
+    /// Since when the longest-waiting front flit of any input VC has been waiting
+    /// (`NEVER` if the buffers are empty).
+    pub fn oldest_front(&self) -> Cycle {
+        let mut m = NEVER;
+        let mut bits = self.va_set | self.sa_set;
+        while bits != 0 {
+            let iv = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if self.ivc[iv].len > 0 {
+                m = m.min(self.ivc[iv].front_since);
+            }
+        }
+        m
+    }
+
     /// Test hook for the watchdog: a port whose downstream stops returning credits.
     pub fn fault_zero_credits(&mut self, port: usize) {
         for vc in 0..self.v {
@@ -293,6 +311,9 @@ impl RouterCl {
         let mut slot = s.head as usize + s.len as usize;
         if slot >= depth {
             slot -= depth;
+        }
+        if s.len == 0 {
+            s.front_since = now;
         }
         s.len += 1;
         self.buf[iv * depth + slot] = f;
@@ -574,6 +595,7 @@ impl RouterCl {
             let s = &mut self.ivc[iv];
             s.head = wrap_inc(s.head as usize, self.depth) as u8;
             s.len -= 1;
+            s.front_since = now;
         }
         self.buffered -= 1;
         f.hops = f.hops.saturating_add(1);
@@ -616,7 +638,7 @@ impl RouterCl {
     }
 
     /// Lines describing blocked buffers, for the watchdog diagnostic.
-    pub fn blocked_report(&self, scope: &str, out: &mut Vec<String>, waiting: &mut Vec<String>) {
+    pub fn blocked_report(&self, scope: &str, out: &mut Vec<(Cycle, String)>, waiting: &mut Vec<(Cycle, String)>) {
         for iv in 0..NPORTS * self.v {
             let s = &self.ivc[iv];
             if s.len == 0 {
@@ -646,15 +668,16 @@ impl RouterCl {
                 }
                 VcState::Idle => "idle with flits (model bug)".into(),
             };
-            out.push(format!(
-                "{scope}.in_{}.vc{}: {} flit(s), state {:?}, {}",
+            out.push((s.front_since, format!(
+                "{scope}.in_{}.vc{}: {} flit(s), front waiting since cycle {}, state {:?}, {}",
                 Dir::from_idx(p).short(),
                 vc,
                 s.len,
+                s.front_since,
                 s.state,
                 why
-            ));
-            waiting.push(format!(
+            )));
+            waiting.push((s.front_since, format!(
                 "packet {:#x} (src {} -> dest {}, created cycle {}) at {scope}.in_{}.vc{}",
                 f.pid,
                 f.src,
@@ -662,7 +685,7 @@ impl RouterCl {
                 f.ctime,
                 Dir::from_idx(p).short(),
                 vc
-            ));
+            )));
         }
     }
 }

@@ -1,0 +1,304 @@
+//! The `waferstream` binary: bad input is refused up front with a non-zero exit code and a
+//! message naming the field; the main subcommands produce their outputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_waferstream"));
+    c.env("RUST_LOG", "warn");
+    c
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Res {
+    out: Output,
+    secs: f64,
+}
+
+impl Res {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    fn describe(&self) -> String {
+        format!("exit {:?}\n--- stdout\n{}\n--- stderr\n{}", self.code(), self.stdout(), self.stderr())
+    }
+}
+
+fn run(args: &[&str], cwd: Option<&Path>) -> Res {
+    let mut c = bin();
+    c.args(args);
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    let t = Instant::now();
+    let out = c.output().expect("spawn waferstream");
+    Res { out, secs: t.elapsed().as_secs_f64() }
+}
+
+/// Refused: non-zero exit, stderr names every `needles`, nothing simulated (no result table,
+/// and quick).
+fn assert_refused(r: &Res, needles: &[&str]) {
+    assert!(!r.out.status.success(), "expected failure\n{}", r.describe());
+    assert_ne!(r.code(), Some(0));
+    let err = r.stderr();
+    for n in needles {
+        assert!(err.contains(n), "stderr does not name `{n}`\n{}", r.describe());
+    }
+    let out = r.stdout();
+    assert!(!out.contains("cycles/s") && !out.contains("pkt_lat"), "simulated before refusing\n{}", r.describe());
+    assert!(r.secs < 10.0, "refusal took {:.1} s: did it simulate first?", r.secs);
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+// ----- refused input
+
+#[test]
+fn noc_config_unknown_key() {
+    let d = tmp("unknown_key");
+    let p = write(&d, "c.toml", "[mesh]\nkk = 3\n");
+    let r = run(&["noc", "--config", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["kk"]);
+    // The file is named so the user knows where to look.
+    assert!(r.stderr().contains("c.toml"), "{}", r.describe());
+}
+
+#[test]
+fn noc_config_wrong_type() {
+    let d = tmp("wrong_type");
+    let p = write(&d, "c.toml", "[mesh]\nk = \"eight\"\n");
+    let r = run(&["noc", "--config", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["k", "eight"]);
+    let err = r.stderr();
+    assert!(err.contains("mesh.k") || err.contains("k = \"eight\""), "field not identified\n{}", r.describe());
+}
+
+#[test]
+fn noc_config_invalid_value_in_file() {
+    let d = tmp("bad_value");
+    let p = write(&d, "c.toml", "[mesh]\nk = 4\n[mesh.router]\nva_delay = 0\n");
+    let r = run(&["noc", "--config", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["mesh.router.va_delay"]);
+}
+
+#[test]
+fn noc_k_zero() {
+    let r = run(&["noc", "--k", "0", "--rates", "0.1", "--quiet"], None);
+    assert_refused(&r, &["mesh.k"]);
+}
+
+#[test]
+fn noc_vc_buf_zero() {
+    let r = run(&["noc", "--k", "4", "--vc-buf", "0", "--rates", "0.1", "--quiet"], None);
+    assert_refused(&r, &["mesh.router.vc_buf"]);
+}
+
+#[test]
+fn noc_vcs_zero() {
+    let r = run(&["noc", "--k", "4", "--vcs", "0", "--rates", "0.1", "--quiet"], None);
+    assert_refused(&r, &["mesh.router.vcs"]);
+}
+
+#[test]
+fn noc_link_latency_zero() {
+    let r = run(&["noc", "--k", "4", "--link-latency", "0", "--rates", "0.1", "--quiet"], None);
+    assert_refused(&r, &["mesh.link_latency"]);
+}
+
+#[test]
+fn noc_rate_out_of_range() {
+    for rates in ["1.5", "-0.1", "0.1,1.2", "0.5:1.5:0.5"] {
+        let r = run(&["noc", "--k", "4", "--rates", rates, "--quiet"], None);
+        assert_refused(&r, &["rate"]);
+        assert!(r.stderr().contains("--rates"), "{}", r.describe());
+    }
+}
+
+#[test]
+fn noc_rates_bad_syntax() {
+    for rates in ["abc", "0.1,,0.2", "0.1:0.2", "0.1:0.2:0", "0.3:0.1:0.1", "0.1;0.2"] {
+        let r = run(&["noc", "--k", "4", "--rates", rates, "--quiet"], None);
+        assert_refused(&r, &["--rates"]);
+    }
+}
+
+#[test]
+fn noc_bad_traffic_and_window() {
+    let r = run(&["noc", "--k", "4", "--rates", "0.1", "--traffic", "tornado", "--quiet"], None);
+    assert_refused(&r, &["--traffic", "tornado"]);
+    let r = run(&["noc", "--k", "4", "--rates", "0.1", "--traffic", "hotspot", "--hotspot-nodes", "99", "--quiet"], None);
+    assert_refused(&r, &["traffic"]);
+    let d = tmp("bad_window");
+    let v = d.join("w.vcd");
+    let r = run(&["noc", "--k", "4", "--rates", "0.1", "--vcd", v.to_str().unwrap(), "--window", "500..100", "--quiet"], None);
+    assert_refused(&r, &["--window"]);
+    let r = run(&["noc", "--k", "4", "--rates", "0.1", "--trace", "top.mesh.r_1_*", "--quiet"], None);
+    assert_refused(&r, &["--trace"]);
+}
+
+#[test]
+fn run_scenario_unknown_key() {
+    let d = tmp("scenario_unknown");
+    let p = write(
+        &d,
+        "s.toml",
+        "[scenario]\nname = \"x\"\nkind = \"noc_sweep\"\nrates = [0.1]\n\n[noc.mesh]\nk = 4\nlink_latncy = 2\n",
+    );
+    let r = run(&["run", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["link_latncy"]);
+    assert!(r.stderr().contains("s.toml"), "{}", r.describe());
+}
+
+#[test]
+fn run_scenario_rate_out_of_range() {
+    let d = tmp("scenario_rate");
+    let p = write(&d, "s.toml", "[scenario]\nname = \"x\"\nkind = \"noc_sweep\"\n\n[noc.mesh]\nk = 4\n\n[noc.traffic]\nrate = 2.0\n");
+    let r = run(&["run", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["noc.traffic.rate"]);
+    let p = write(&d, "s2.toml", "[scenario]\nname = \"x\"\nkind = \"noc_sweep\"\nrates = [0.1, 3.0]\n\n[noc.mesh]\nk = 4\n");
+    let r = run(&["run", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["scenario.rates"]);
+}
+
+#[test]
+fn run_scenario_missing_file() {
+    let d = tmp("scenario_missing");
+    let p = d.join("nope.toml");
+    let r = run(&["run", p.to_str().unwrap(), "--quiet"], None);
+    assert_refused(&r, &["nope.toml"]);
+}
+
+// ----- positive paths
+
+#[test]
+fn noc_json_output() {
+    let d = tmp("json");
+    let j = d.join("x.json");
+    let r = run(&["noc", "--k", "4", "--rates", "0.1", "--json", j.to_str().unwrap(), "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let p0 = &v["points"][0];
+    assert!(p0.is_object(), "no points[0] in {v}");
+    for key in ["rate", "avg_packet_latency", "avg_network_latency", "accepted_flit_rate", "avg_hops", "saturated"] {
+        assert!(p0.get(key).is_some(), "points[0] lacks `{key}`: {p0}");
+    }
+    for key in ["cycles", "wall_seconds", "cycles_per_second"] {
+        assert!(v.get(key).is_some(), "top level lacks `{key}`");
+    }
+    assert_eq!(v["points"].as_array().unwrap().len(), 1);
+    assert_eq!(p0["rate"].as_f64(), Some(0.1));
+    assert_eq!(p0["saturated"].as_bool(), Some(false), "4x4 at 0.1 must not saturate: {p0}");
+    let lat = p0["avg_packet_latency"].as_f64().unwrap();
+    let net = p0["avg_network_latency"].as_f64().unwrap();
+    assert!(lat >= net && net > 0.0, "latencies {lat} / {net}");
+    let acc = p0["accepted_flit_rate"].as_f64().unwrap();
+    assert!((acc - 0.1).abs() < 0.02, "accepted {acc} at offered 0.1");
+    assert!(p0["avg_hops"].as_f64().unwrap() >= 1.0);
+    assert!(v["cycles"].as_u64().unwrap() > 0);
+    assert_eq!(v["k"].as_u64(), Some(4));
+    // The table went to stdout too.
+    assert!(r.stdout().contains("cycles/s"), "{}", r.describe());
+}
+
+fn traced(dir: &Path, name: &str, seed: &str) -> PathBuf {
+    let v = dir.join(name);
+    let r = run(
+        &["noc", "--k", "4", "--rates", "0.05", "--seed", seed, "--vcd", v.to_str().unwrap(), "--trace", "top.mesh.r_1_*", "--window", "100..2000", "--quiet"],
+        None,
+    );
+    assert!(r.out.status.success(), "{}", r.describe());
+    assert!(v.exists());
+    v
+}
+
+#[test]
+fn noc_vcd_and_wave_tools() {
+    let d = tmp("waves");
+    let a = traced(&d, "a.vcd", "0");
+    let a2 = traced(&d, "a2.vcd", "0");
+    let b = traced(&d, "b.vcd", "1");
+    let text = std::fs::read_to_string(&a).unwrap();
+    assert!(text.contains("$timescale"), "not a VCD");
+    assert!(text.contains("r_1_0") && text.contains("r_1_3"));
+    assert!(!text.contains("r_0_0") && !text.contains("r_2_"), "--trace did not restrict scopes");
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&a2).unwrap(), "same seed, different VCD bytes");
+
+    let s = run(&["wave", "stats", a.to_str().unwrap()], None);
+    assert!(s.out.status.success(), "{}", s.describe());
+    assert!(s.stdout().contains("signals") && s.stdout().contains("changes"), "{}", s.describe());
+
+    let same = run(&["wave", "diff", a.to_str().unwrap(), a.to_str().unwrap()], None);
+    assert_eq!(same.code(), Some(0), "{}", same.describe());
+    assert!(same.stdout().contains("same"), "{}", same.describe());
+
+    let differ = run(&["wave", "diff", a.to_str().unwrap(), b.to_str().unwrap()], None);
+    assert_eq!(differ.code(), Some(1), "{}", differ.describe());
+    assert!(differ.stdout().contains("top.mesh.r_1_"), "diff does not name a signal\n{}", differ.describe());
+
+    let missing = run(&["wave", "stats", d.join("none.vcd").to_str().unwrap()], None);
+    assert!(!missing.out.status.success());
+    assert!(missing.stderr().contains("none.vcd"), "{}", missing.describe());
+}
+
+#[test]
+fn export_verilog_writes_manifest_and_modules() {
+    let d = tmp("verilog");
+    let r = run(&["export-verilog", "--out", d.to_str().unwrap()], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let manifest = d.join("manifest.json");
+    assert!(manifest.exists(), "no manifest.json\n{}", r.describe());
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).expect("manifest is JSON");
+    assert!(m.is_object() || m.is_array());
+    let vs: Vec<PathBuf> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "v")).collect();
+    assert!(!vs.is_empty(), "no .v files in {}", d.display());
+    for v in &vs {
+        let t = std::fs::read_to_string(v).unwrap();
+        assert!(t.contains("module") && t.contains("endmodule"), "{} is not Verilog", v.display());
+        let name = v.file_name().unwrap().to_str().unwrap();
+        assert!(m.to_string().contains(name), "manifest does not list {name}");
+    }
+}
+
+#[test]
+fn regress_list() {
+    let r = run(&["regress", "--list"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    assert!(r.stdout().contains("noc/"), "{}", r.describe());
+}
+
+#[test]
+fn run_print_default() {
+    let r = run(&["run", "--print-default"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let out = r.stdout();
+    assert!(out.contains("[scenario]"), "{out}");
+    let v: toml::Value = toml::from_str(&out).expect("printed default is TOML");
+    assert!(v.get("scenario").is_some() && v.get("noc").is_some());
+}
+
+#[test]
+fn unknown_subcommand_and_flag() {
+    let r = run(&["frobnicate"], None);
+    assert!(!r.out.status.success());
+    let r = run(&["noc", "--kk", "4"], None);
+    assert!(!r.out.status.success());
+    assert!(r.stderr().contains("--kk"), "{}", r.describe());
+}
