@@ -11,8 +11,8 @@
 //! On several threads, each thread owns a contiguous group of partitions and keeps its own
 //! replica of the `Control`; all replicas see the same combined status and so take the same
 //! decision. One spinning barrier per cycle separates cycles. Statuses are published in
-//! atomics double-buffered by cycle parity, so a fast thread writing cycle *t + 1* never
-//! overwrites what a slow thread is still reading for cycle *t*.
+//! atomics double-buffered by step parity, so a fast thread writing the next step never
+//! overwrites what a slow thread is still reading for this one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -169,8 +169,12 @@ pub fn run_partitions<P: Partition, C: Control>(
 
     let worker = |first: usize, group: &mut [P], mut ctl: C| -> (Cycle, C) {
         let mut now = start;
+        // Parity of the *step* (not the cycle: fast-forward may jump by an even number of
+        // cycles, and the slot of the step before must stay untouched until everyone read it).
+        let mut step = 0usize;
         loop {
-            let par = (now & 1) as usize;
+            let par = step & 1;
+            step += 1;
             for (i, p) in group.iter_mut().enumerate() {
                 let s = p.eval(now, shared, ctx);
                 status[first + i][par].store(&s);
@@ -254,6 +258,47 @@ mod tests {
         let (end, _) = run_partitions(&mut ps, &sh, &(), 0, Until(500), threads);
         assert_eq!(end, 500);
         ps.into_iter().flat_map(|p| p.acc).collect()
+    }
+
+    /// Partitions without links, under a control that jumps by 1, 2 or 4 cycles depending on
+    /// the combined status: every thread must take the same jumps (regression: statuses used
+    /// to be double-buffered by cycle parity, which an even jump aliased, hanging threads).
+    struct Counter {
+        seen: Vec<Cycle>,
+        id: u64,
+    }
+    impl Partition for Counter {
+        type Shared = ();
+        type Ctx = ();
+        fn eval(&mut self, now: Cycle, _: &(), _: &()) -> PartStatus {
+            self.seen.push(now);
+            let mut s = PartStatus::default();
+            s.counters[0] = (now * 7 + self.id) % 5;
+            s
+        }
+    }
+    #[derive(Clone)]
+    struct Jumpy(Cycle);
+    impl Control for Jumpy {
+        fn decide(&mut self, now: Cycle, st: &PartStatus) -> Step {
+            if now >= self.0 {
+                return Step::Stop;
+            }
+            Step::Next(now + [1, 2, 4][(st.counters[0] % 3) as usize])
+        }
+    }
+
+    #[test]
+    fn parallel_fast_forward_jumps_agree() {
+        let run = |threads: usize| {
+            let mut ps: Vec<Counter> = (0..4).map(|id| Counter { seen: vec![], id }).collect();
+            let (end, _) = run_partitions(&mut ps, &(), &(), 0, Jumpy(20_000), threads);
+            (end, ps.into_iter().map(|p| p.seen).collect::<Vec<_>>())
+        };
+        let serial = run(1);
+        assert!(serial.1[0].len() < 15_000, "the control must have jumped");
+        assert_eq!(run(2), serial);
+        assert_eq!(run(4), serial);
     }
 
     #[test]

@@ -132,7 +132,18 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
         prev_latency = cur_latency;
         prev_accepted = cur_accepted;
 
+        tracing::debug!(
+            period = total_phases,
+            cycle = mesh.now(),
+            phase = ?ctx.phase,
+            latency = cur_latency,
+            accepted = cur_accepted,
+            latency_change,
+            accepted_change,
+            "sample period"
+        );
         if over_threshold(&mesh) {
+            tracing::info!(cycle = mesh.now(), rate = cfg.traffic.rate, "average latency exceeded latency_thres: unstable");
             aborted = true;
             break;
         }
@@ -189,6 +200,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
     if aborted {
         status = PointStatus::Unstable;
     }
+    tracing::info!(rate = cfg.traffic.rate, ?status, cycles = mesh.now(), evaluated = mesh.evaluated, "point done");
     let s = mesh.ni_totals();
     // Unstable runs report the window since the last stats clear, as BookSim's last
     // per-period print-out does.

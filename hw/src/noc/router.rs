@@ -127,13 +127,13 @@ pub struct RouterCl {
     ivc: Vec<InVc>,
     buf: Vec<Flit>,
     /// Input VC (port·V + vc) holding each output VC, `NONE8` if free.
-    ovc_owner: Vec<u8>,
+    ovc_owner: [u8; 64],
     /// Free output VCs per output port (bit vc), mirror of `ovc_owner` for fast VA.
     ovc_free: [u64; NPORTS],
     /// Upstream view of each downstream VC buffer.
-    ovc_credits: Vec<CreditCounterCl>,
-    va_gptr: Vec<u32>,
-    va_aptr: Vec<u32>,
+    ovc_credits: [CreditCounterCl; 64],
+    va_gptr: [u32; 64],
+    va_aptr: [u32; 64],
     sa_gptr: [u32; NPORTS],
     sa_aptr: [u32; NPORTS],
     /// Per input port: round-robin offset among its VCs for switch requests.
@@ -148,6 +148,8 @@ pub struct RouterCl {
     sa_set: u64,
     buffered: u32,
     in_xbar: u32,
+    /// Outputs whose crossbar queue is non-empty (bit o).
+    xbar_mask: u8,
     /// Flit sent on each output this cycle (for traces): trace id or 0.
     pub out_trace: [u64; NPORTS],
     traced_send: bool,
@@ -174,11 +176,11 @@ impl RouterCl {
             ports,
             ivc: vec![InVc::default(); nv],
             buf: vec![Flit::default(); nv * depth],
-            ovc_owner: vec![NONE8; nv],
+            ovc_owner: [NONE8; 64],
             ovc_free: [if v == 64 { u64::MAX } else { (1u64 << v) - 1 }; NPORTS],
-            ovc_credits: vec![CreditCounterCl::new(depth as u16); nv],
-            va_gptr: vec![0; nv],
-            va_aptr: vec![0; nv],
+            ovc_credits: [CreditCounterCl::new(depth as u16); 64],
+            va_gptr: [0; 64],
+            va_aptr: [0; 64],
             sa_gptr: [0; NPORTS],
             sa_aptr: [0; NPORTS],
             sw_rr: [0; NPORTS],
@@ -189,6 +191,7 @@ impl RouterCl {
             sa_set: 0,
             buffered: 0,
             in_xbar: 0,
+            xbar_mask: 0,
             out_trace: [0; NPORTS],
             traced_send: false,
             stats: RouterStats::default(),
@@ -278,11 +281,17 @@ impl RouterCl {
             moved = self.sw_alloc(now, credits, &mut sent);
         }
         // --- switch traversal: flits whose crossbar delay has elapsed leave on their link
-        if self.in_xbar != 0 {
-            for o in 0..NPORTS {
+        let mut m = self.xbar_mask;
+        while m != 0 {
+            let o = m.trailing_zeros() as usize;
+            m &= m - 1;
+            {
                 if let Some(&(t, f)) = self.xbar[o].front() {
                     if t == now {
                         self.xbar[o].pop_front();
+                        if self.xbar[o].is_empty() {
+                            self.xbar_mask &= !(1 << o);
+                        }
                         self.in_xbar -= 1;
                         flits[self.ports.out_flit[o] as usize].send(now, f);
                         self.out_trace[o] = f.trace_id();
@@ -612,6 +621,7 @@ impl RouterCl {
         unsafe { credits[self.ports.out_credit[p] as usize].send(now, Credit { vc: self.iv_vc[iv] }) };
         *sent = true;
         self.xbar[o].push_back((now + self.st, f));
+        self.xbar_mask |= 1 << o;
         self.in_xbar += 1;
         self.stats.flits_switched += 1;
         let len = self.ivc[iv].len;
