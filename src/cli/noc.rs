@@ -58,10 +58,20 @@ pub struct NocArgs {
     /// Write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Dump a VCD of the first rate's run.
+    #[command(flatten)]
+    pub waves: WaveArgs,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Waveform flags shared by `noc` and `run` (the dump covers the first rate's run).
+#[derive(Args, Debug, Clone, Default)]
+pub struct WaveArgs {
+    /// Dump a VCD.
     #[arg(long)]
     pub vcd: Option<PathBuf>,
-    /// Dump an FST of the first rate's run.
+    /// Dump an FST.
     #[arg(long)]
     pub fst: Option<PathBuf>,
     /// Scope/signal globs to trace, e.g. 'top.mesh.r_3_*' (repeatable; default: everything).
@@ -70,9 +80,6 @@ pub struct NocArgs {
     /// Cycle window to trace, e.g. 1000..5000.
     #[arg(long)]
     pub window: Option<String>,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 /// Parses `0.05,0.1` or `start:stop:step` (inclusive of stop within rounding).
@@ -158,8 +165,9 @@ pub struct WaveOpts {
     pub window: Option<(u64, u64)>,
 }
 
-pub fn wave_opts(vcd: &Option<PathBuf>, fst: &Option<PathBuf>, trace: &[String], window: &Option<String>) -> CliResult<Option<WaveOpts>> {
-    let path = match (vcd, fst) {
+pub fn wave_opts(w: &WaveArgs) -> CliResult<Option<WaveOpts>> {
+    let (trace, window) = (&w.trace, &w.window);
+    let path = match (&w.vcd, &w.fst) {
         (Some(_), Some(_)) => return Err("give one of --vcd / --fst".into()),
         (Some(p), None) | (None, Some(p)) => p.clone(),
         (None, None) => {
@@ -238,7 +246,7 @@ pub fn print_table(r: &SweepResult) {
 pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     let cfg = build_cfg(&a)?;
     let rates = parse_rates(&a.rates)?;
-    let waves = wave_opts(&a.vcd, &a.fst, &a.trace, &a.window)?;
+    let waves = wave_opts(&a.waves)?;
     let pb = progress_bar(a.quiet, rates.len() as u64, "noc");
     let result = if let Some(w) = &waves {
         // The first rate with waves, the others without; one table.

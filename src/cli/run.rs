@@ -8,7 +8,7 @@ use clap::Args;
 use hw::noc::{run_sweep, NocCfg};
 use serde::{Deserialize, Serialize};
 
-use super::noc::{print_table, progress_bar, traced_point, wave_opts};
+use super::noc::{print_table, progress_bar, traced_point, wave_opts, WaveArgs};
 use super::{ensure_parent, CliResult};
 
 /// The embedded default scenario.
@@ -59,14 +59,9 @@ pub struct RunArgs {
     /// Override: JSON stats output.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    #[arg(long)]
-    pub vcd: Option<PathBuf>,
-    #[arg(long)]
-    pub fst: Option<PathBuf>,
-    #[arg(long = "trace")]
-    pub trace: Vec<String>,
-    #[arg(long)]
-    pub window: Option<String>,
+    /// Override the file's [output] waveform settings.
+    #[command(flatten)]
+    pub waves: WaveArgs,
     /// Print the embedded default scenario and exit.
     #[arg(long = "print-default")]
     pub print_default: bool,
@@ -97,11 +92,13 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     };
     let o = &sc.output;
     let json = a.json.clone().or(o.json.clone());
-    let vcd = a.vcd.clone().or(o.vcd.clone());
-    let fst = a.fst.clone().or(o.fst.clone());
-    let trace = if a.trace.is_empty() { o.trace.clone() } else { a.trace.clone() };
-    let window = a.window.clone().or(o.window.clone());
-    let waves = wave_opts(&vcd, &fst, &trace, &window)?;
+    let w = &a.waves;
+    let waves = wave_opts(&WaveArgs {
+        vcd: w.vcd.clone().or(o.vcd.clone()),
+        fst: w.fst.clone().or(o.fst.clone()),
+        trace: if w.trace.is_empty() { o.trace.clone() } else { w.trace.clone() },
+        window: w.window.clone().or(o.window.clone()),
+    })?;
     println!("scenario `{}` ({:?})", sc.scenario.name, sc.scenario.kind);
     tracing::info!(name = %sc.scenario.name, "running scenario");
     let rates = if sc.scenario.rates.is_empty() { vec![sc.noc.traffic.rate] } else { sc.scenario.rates.clone() };

@@ -256,15 +256,7 @@ endmodule
     ignore = "needs verilator (enable feature `yosys`)"
 )]
 fn credit_counter_verilator_lint() {
-    let dir = common::scratch_dir("lint_credit_counter");
-    rtl::export::export_all(&dir).unwrap();
-    let unwaived = common::verilator_lint(&dir, "credit_counter_8");
-    for w in &unwaived {
-        assert!(
-            w.contains("DECLFILENAME"),
-            "warning not covered by a waiver: {w}"
-        );
-    }
+    common::assert_lint_clean("lint_credit_counter", &["credit_counter_8"]);
 }
 
 #[test]
@@ -273,7 +265,5 @@ fn credit_counter_verilator_lint() {
     ignore = "needs yosys (enable feature `yosys`)"
 )]
 fn credit_counter_exported_synthesizable() {
-    let v = verilog_of("credit_counter_8").unwrap();
-    let v = v.replace("module credit_counter_8(", "module top(");
-    yosys_validate("waferstream_export_credit_counter_8", &v).unwrap();
+    common::assert_exported_synthesizable(&["credit_counter_8"]);
 }

@@ -311,18 +311,7 @@ fn rr_arbiter_icarus_cosim_cl() {
     ignore = "needs verilator (enable feature `yosys`)"
 )]
 fn rr_arbiter_verilator_lint() {
-    let dir = common::scratch_dir("lint_rr_arbiter");
-    rtl::export::export_all(&dir).unwrap();
-    for name in ["rr_arbiter_5", "rr_arbiter_10"] {
-        let unwaived = common::verilator_lint(&dir, name);
-        // The waiver file must stay narrow: without it, only the waived rule may fire.
-        for w in &unwaived {
-            assert!(
-                w.contains("DECLFILENAME"),
-                "{name}: warning not covered by a waiver: {w}"
-            );
-        }
-    }
+    common::assert_lint_clean("lint_rr_arbiter", &["rr_arbiter_5", "rr_arbiter_10"]);
 }
 
 #[test]
@@ -331,11 +320,5 @@ fn rr_arbiter_verilator_lint() {
     ignore = "needs yosys (enable feature `yosys`)"
 )]
 fn rr_arbiter_exported_synthesizable() {
-    // The exported (renamed) text, not just generate_verilog's, must pass yosys.
-    for name in ["rr_arbiter_5", "rr_arbiter_10"] {
-        let v = verilog_of(name).unwrap();
-        // yosys_validate expects the root to be called `top`.
-        let v = v.replace(&format!("module {name}("), "module top(");
-        yosys_validate(&format!("waferstream_export_{name}"), &v).unwrap();
-    }
+    common::assert_exported_synthesizable(&["rr_arbiter_5", "rr_arbiter_10"]);
 }

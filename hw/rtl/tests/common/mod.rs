@@ -99,3 +99,26 @@ pub fn hex(field: &str, what: &str, cycle: usize) -> u64 {
     u64::from_str_radix(field, 16)
         .unwrap_or_else(|_| panic!("cycle {cycle}: {what} = {field:?} is not a known value"))
 }
+
+/// Exports every block into a scratch dir and asserts Verilator's lint of `modules` is clean
+/// with the waiver file, and that without it only the waived rule (DECLFILENAME) fires, so the
+/// waiver file stays narrow.
+pub fn assert_lint_clean(scratch: &str, modules: &[&str]) {
+    let dir = scratch_dir(scratch);
+    rtl::export::export_all(&dir).unwrap();
+    for name in modules {
+        for w in &verilator_lint(&dir, name) {
+            assert!(w.contains("DECLFILENAME"), "{name}: warning not covered by a waiver: {w}");
+        }
+    }
+}
+
+/// The exported (renamed) text, not just generate_verilog's, must pass yosys.
+pub fn assert_exported_synthesizable(modules: &[&str]) {
+    for name in modules {
+        let v = rtl::export::verilog_of(name).unwrap();
+        // yosys_validate expects the root to be called `top`.
+        let v = v.replace(&format!("module {name}("), "module top(");
+        yosys_validate(&format!("waferstream_export_{name}"), &v).unwrap();
+    }
+}
