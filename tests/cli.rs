@@ -126,7 +126,8 @@ fn noc_link_latency_zero() {
 #[test]
 fn noc_rate_out_of_range() {
     for rates in ["1.5", "-0.1", "0.1,1.2", "0.5:1.5:0.5"] {
-        let r = run(&["noc", "--k", "4", "--rates", rates, "--quiet"], None);
+        let arg = format!("--rates={rates}"); // `=` so clap takes "-0.1" as a value
+        let r = run(&["noc", "--k", "4", &arg, "--quiet"], None);
         assert_refused(&r, &["rate"]);
         assert!(r.stderr().contains("--rates"), "{}", r.describe());
     }
@@ -135,7 +136,8 @@ fn noc_rate_out_of_range() {
 #[test]
 fn noc_rates_bad_syntax() {
     for rates in ["abc", "0.1,,0.2", "0.1:0.2", "0.1:0.2:0", "0.3:0.1:0.1", "0.1;0.2"] {
-        let r = run(&["noc", "--k", "4", "--rates", rates, "--quiet"], None);
+        let arg = format!("--rates={rates}");
+        let r = run(&["noc", "--k", "4", &arg, "--quiet"], None);
         assert_refused(&r, &["--rates"]);
     }
 }
@@ -253,9 +255,25 @@ fn noc_vcd_and_wave_tools() {
     assert_eq!(differ.code(), Some(1), "{}", differ.describe());
     assert!(differ.stdout().contains("top.mesh.r_1_"), "diff does not name a signal\n{}", differ.describe());
 
-    let missing = run(&["wave", "stats", d.join("none.vcd").to_str().unwrap()], None);
-    assert!(!missing.out.status.success());
-    assert!(missing.stderr().contains("none.vcd"), "{}", missing.describe());
+    // A file that is not a waveform is refused with the usual error exit (2), naming it.
+    let junk = write(&d, "junk.vcd", "not a waveform\n");
+    let bad = run(&["wave", "stats", junk.to_str().unwrap()], None);
+    assert_eq!(bad.code(), Some(2), "{}", bad.describe());
+    assert!(bad.stderr().contains("junk.vcd"), "{}", bad.describe());
+}
+
+/// A missing waveform file must be an ordinary error (exit 2, the path named), not a panic:
+/// `wave diff` uses exit 1 for "differ", so a panic's 101 is easy to misread in scripts.
+#[test]
+fn wave_tools_missing_file_is_an_error_not_a_panic() {
+    let d = tmp("waves_missing");
+    let none = d.join("none.vcd");
+    for args in [vec!["wave", "stats", none.to_str().unwrap()], vec!["wave", "diff", none.to_str().unwrap(), none.to_str().unwrap()]] {
+        let r = run(&args, None);
+        assert_eq!(r.code(), Some(2), "{}", r.describe());
+        assert!(r.stderr().contains("none.vcd"), "{}", r.describe());
+        assert!(!r.stderr().contains("panicked"), "{}", r.describe());
+    }
 }
 
 #[test]

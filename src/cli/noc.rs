@@ -33,7 +33,7 @@ pub struct NocArgs {
     #[arg(long = "hotspot-fraction", default_value_t = 0.2)]
     pub hotspot_fraction: f64,
     /// Injection rates in flits/node/cycle: a list `0.05,0.1` or a range `start:stop:step`.
-    #[arg(long, default_value = "0.05:0.45:0.05")]
+    #[arg(long, default_value = "0.05:0.45:0.05", allow_hyphen_values = true)]
     pub rates: String,
     #[arg(long)]
     pub seed: Option<u64>,
@@ -114,7 +114,22 @@ pub fn parse_rates(s: &str) -> CliResult<Vec<f64>> {
 
 pub fn load_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> CliResult<T> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse_toml(&text, &path.display().to_string())
+}
+
+/// Parses TOML into a config struct; errors name the origin, the field path (e.g.
+/// `mesh.router.vc_buf`) and the line.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> CliResult<T> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path.is_empty() || path == "." {
+            format!("{origin}: {inner}")
+        } else {
+            format!("{origin}: config field `{path}`: {inner}")
+        }
+    })
 }
 
 pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {

@@ -70,7 +70,7 @@ pub struct RunArgs {
 }
 
 pub fn parse_scenario(text: &str, origin: &str) -> CliResult<ScenarioCfg> {
-    let s: ScenarioCfg = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    let s: ScenarioCfg = super::noc::parse_toml(text, origin)?;
     s.noc.validate().map_err(|e| format!("{origin}: {}", e.to_string().replacen("config field `", "config field `noc.", 1)))?;
     if let Some(r) = s.scenario.rates.iter().find(|r| !(0.0..=1.0).contains(*r)) {
         return Err(format!("{origin}: config field `scenario.rates`: rate {r} outside 0..=1 flits/node/cycle"));

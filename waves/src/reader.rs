@@ -22,7 +22,14 @@ fn map_err(path: &Path, e: WellenError) -> WaveError {
     }
 }
 
+/// wellen `expect`s that the file opens; check first so a missing or unreadable file is an
+/// error naming the path, not a panic.
+fn check_readable(path: &Path) -> Result<()> {
+    std::fs::File::open(path).map(drop).map_err(|e| WaveError::Parse { path: path.to_path_buf(), what: format!("cannot open: {e}") })
+}
+
 fn load(path: &Path) -> Result<Waveform> {
+    check_readable(path)?;
     wellen::simple::read(path).map_err(|e| map_err(path, e))
 }
 
@@ -302,6 +309,7 @@ fn timed<'s>(
 
 /// Full dotted names of all scopes, sorted. Reads only the header.
 pub fn list_scopes(path: &Path) -> Result<Vec<String>> {
+    check_readable(path)?;
     let header = wellen::viewers::read_header_from_file(path, &LoadOptions::default())
         .map_err(|e| map_err(path, e))?;
     let h = &header.hierarchy;
