@@ -65,7 +65,7 @@ fn outcome(r: &PointResult, mesh: &Mesh) -> Outcome {
         measured_packets: r.measured_packets,
         sample_periods: r.sample_periods,
         cycles: r.cycles,
-        router: r.router.clone(),
+        router: r.router,
         ni: mesh.ni_totals(),
         router_totals: mesh.router_totals(),
     }

@@ -92,7 +92,7 @@ pub fn parse_rates(s: &str) -> CliResult<Vec<f64>> {
         }
         let p: Vec<f64> = parts.iter().map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number")))).collect::<Result<_, _>>()?;
         let (a, b, st) = (p[0], p[1], p[2]);
-        if !(st > 0.0) {
+        if st.is_nan() || st <= 0.0 {
             return Err(bad("step must be > 0"));
         }
         let n = ((b - a) / st + 1e-9).floor() as i64;

@@ -26,7 +26,7 @@ impl ClockDomain {
     pub fn ratio(name: &str, reference: &ClockDomain, num: u64, den: u64) -> Self {
         assert!(num > 0 && den > 0);
         let p = reference.period_ps * den;
-        assert!(p % num == 0, "clock {name}: ratio {num}/{den} gives a non-integer period in ps");
+        assert!(p.is_multiple_of(num), "clock {name}: ratio {num}/{den} gives a non-integer period in ps");
         ClockDomain::new(name, p / num)
     }
     pub fn freq_mhz(&self) -> f64 {

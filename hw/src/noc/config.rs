@@ -209,10 +209,11 @@ impl NocCfg {
         if s.max_samples == 0 || s.max_samples < s.warmup_periods {
             return err("measure.max_samples", format!("must be >= 1 and >= warmup_periods ({})", s.warmup_periods));
         }
-        if !(s.latency_thres > 0.0) {
+        if s.latency_thres.is_nan() || s.latency_thres <= 0.0 {
             return err("measure.latency_thres", "must be > 0 cycles");
         }
-        if !(s.stopping_threshold >= 0.0) || !(s.acc_stopping_threshold >= 0.0) {
+        let negative = |x: f64| x.is_nan() || x < 0.0;
+        if negative(s.stopping_threshold) || negative(s.acc_stopping_threshold) {
             return err("measure.stopping_threshold", "thresholds must be >= 0");
         }
         let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64;

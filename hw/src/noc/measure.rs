@@ -113,7 +113,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
     };
 
     while total_phases < m.max_samples && (ctx.phase != Phase::Running || converged < 3) {
-        if clear_last || (ctx.phase == Phase::WarmingUp && total_phases % 2 == 0) {
+        if clear_last || (ctx.phase == Phase::WarmingUp && total_phases.is_multiple_of(2)) {
             clear_last = false;
             mesh.clear_stats();
             reset_time = mesh.now();

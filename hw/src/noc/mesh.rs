@@ -220,15 +220,11 @@ impl Mesh {
                 }
             }
             let router = RouterCl::new(i, k, r, ports);
-            let t = &cfg.traffic;
             let ni = TerminalCl::new(
                 i,
                 k,
-                r.vcs,
-                r.vc_buf,
-                t.rate,
-                t.packet_size,
-                t.seed,
+                r,
+                &cfg.traffic,
                 NiPorts { inj_flit: 6 * i + 5, inj_credit: 6 * i + 4, ej_flit: 6 * i + 4, ej_credit: 6 * i + 5 },
             );
             tiles.push(Tile { router, ni, last_send: NEVER });

@@ -354,6 +354,7 @@ impl RouterCl {
     /// takes effect `va_delay − 1` cycles later, when the output VC is re-checked; a VC that got
     /// nothing retries `va_delay` cycles after it asked.
     #[inline(never)]
+    #[allow(clippy::needless_range_loop)] // o indexes several per-port arrays
     fn vc_alloc(&mut self, now: Cycle) {
         let v = self.v;
         let nv = (NPORTS * v) as u32;
@@ -480,6 +481,7 @@ impl RouterCl {
     /// (`sa_delay − 1` cycles later, credit re-checked), returns a credit upstream and enters
     /// the crossbar for `st_delay` cycles.
     #[inline(never)]
+    #[allow(clippy::needless_range_loop)] // p/o index several per-port arrays
     fn sw_alloc(&mut self, now: Cycle, credits: &[Link<Credit>], sent: &mut bool) -> u64 {
         let v = self.v;
         let fast = self.sa == 1;

@@ -16,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sched::noc::TrafficPattern;
 
+use super::config::{RouterCfg, TrafficCfg};
 use super::credit::CreditCounterCl;
 use super::flit::{make_pid, Credit, Flit};
 use crate::harness::{Cycle, Link, Probe, SignalDecl, NEVER};
@@ -150,13 +151,14 @@ fn node_seed(seed: u64, node: u32) -> u64 {
 }
 
 impl TerminalCl {
-    pub fn new(id: u32, k: u32, vcs: u32, vc_buf: u32, rate: f64, packet_size: u32, seed: u64, ports: NiPorts) -> Self {
-        let p = (rate / packet_size as f64).min(1.0);
+    pub fn new(id: u32, k: u32, router: &RouterCfg, traffic: &TrafficCfg, ports: NiPorts) -> Self {
+        let (vcs, vc_buf, packet_size) = (router.vcs, router.vc_buf, traffic.packet_size);
+        let p = (traffic.rate / packet_size as f64).min(1.0);
         let mut t = TerminalCl {
             id,
             k,
             ports,
-            rng: Xoshiro256PlusPlus::seed_from_u64(node_seed(seed, id)),
+            rng: Xoshiro256PlusPlus::seed_from_u64(node_seed(traffic.seed, id)),
             p_trial: p,
             ln_q: (1.0 - p).ln(),
             packet_size: packet_size as u16,

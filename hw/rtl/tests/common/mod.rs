@@ -8,6 +8,7 @@ use std::process::Command;
 use rust_hdl::prelude::*;
 
 // The CL golden models: the very structs the mesh router uses.
+#[allow(unused_imports)] // each test binary uses one of the two
 pub use hw::noc::{arbiter, credit};
 
 /// Settles combinational logic after inputs changed (rust-hdl's own fixpoint loop).
