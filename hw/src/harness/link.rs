@@ -17,46 +17,80 @@ use std::cell::UnsafeCell;
 
 use super::{Cycle, NEVER};
 
-pub struct Link<T> {
-    lat: u32,
-    /// Ring size − 1; the ring has the next power of two ≥ lat + 1 slots so that slot
-    /// selection is a mask, not a division (this is on the hot path of every module).
-    mask: u64,
-    /// (cycle the value is due, value); `NEVER` = never written.
-    slots: Box<[UnsafeCell<(Cycle, T)>]>,
+/// Where one link's slots live in a [`LinkArena`]; modules keep these in their port tables, so
+/// reaching a slot is one indexed load from the arena (no per-link indirection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkId {
+    base: u32,
+    /// Ring size − 1 (a power of two ≥ lat + 1 minus one): slot selection is a mask, not a
+    /// division, on the hot path of every module.
+    mask: u16,
+    lat: u16,
 }
 
-// SAFETY: a `Link` is shared between the thread of its sender and the thread of its receiver.
-// The access protocol (see `send`/`recv`) guarantees that in any cycle the two touch disjoint
-// slots, and cycles are separated by a barrier (a happens-before edge) in the engine.
-unsafe impl<T: Send> Sync for Link<T> {}
+impl LinkId {
+    /// An unconnected port.
+    pub const NONE: LinkId = LinkId { base: u32::MAX, mask: 0, lat: 0 };
 
-impl<T: Copy + Default> Link<T> {
-    pub fn new(lat: u32) -> Self {
+    #[inline]
+    pub fn is_none(self) -> bool {
+        self.base == u32::MAX
+    }
+
+    #[inline]
+    pub fn latency(self) -> u32 {
+        self.lat as u32
+    }
+}
+
+/// The slots of many links of one payload type in one allocation (a system allocates its
+/// links receiver by receiver, so a module's inputs sit side by side in memory).
+pub struct LinkArena<T> {
+    /// (cycle the value is due, value); `NEVER` = never written.
+    slots: Vec<UnsafeCell<(Cycle, T)>>,
+}
+
+// SAFETY: the arena is shared between the threads of the links' senders and receivers. The
+// access protocol (see `send`/`recv`) guarantees that in any cycle a link's sender and
+// receiver touch different slots, every slot belongs to one link, and cycles are separated by
+// a barrier (a happens-before edge) in the engine.
+unsafe impl<T: Send> Sync for LinkArena<T> {}
+
+impl<T: Copy + Default> Default for LinkArena<T> {
+    fn default() -> Self {
+        LinkArena { slots: Vec::new() }
+    }
+}
+
+impl<T: Copy + Default> LinkArena<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a link of latency `lat` (≥ 1) and returns its id.
+    pub fn add(&mut self, lat: u32) -> LinkId {
         assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
-        let n = (lat as u64 + 1).next_power_of_two();
-        let slots = (0..n).map(|_| UnsafeCell::new((NEVER, T::default()))).collect();
-        Link { lat, mask: n - 1, slots }
+        assert!(lat < 1 << 15, "link latency {lat} too large");
+        let n = (lat as usize + 1).next_power_of_two();
+        let base = self.slots.len();
+        assert!(base + n < u32::MAX as usize, "too many link slots");
+        self.slots.extend((0..n).map(|_| UnsafeCell::new((NEVER, T::default()))));
+        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16 }
     }
 
     #[inline]
-    pub fn latency(&self) -> u32 {
-        self.lat
+    fn slot(&self, id: LinkId, t: Cycle) -> *mut (Cycle, T) {
+        self.slots[id.base as usize + (t & id.mask as u64) as usize].get()
     }
 
-    #[inline]
-    fn n(&self) -> u64 {
-        self.mask + 1
-    }
-
-    /// Receives the value arriving in cycle `now`, if any.
+    /// Receives the value arriving on `id` in cycle `now`, if any.
     ///
     /// # Safety
-    /// Only the link's single receiver may call this, once per cycle at most, in cycle `now`
-    /// of the engine's schedule (all threads in the same cycle, cycles separated by a barrier).
+    /// Only the link's single receiver may call this, in cycle `now` of the engine's schedule
+    /// (all threads in the same cycle, cycles separated by a barrier).
     #[inline]
-    pub unsafe fn recv(&self, now: Cycle) -> Option<T> {
-        let slot = &*self.slots[(now & self.mask) as usize].get();
+    pub unsafe fn recv(&self, id: LinkId, now: Cycle) -> Option<T> {
+        let slot = &*self.slot(id, now);
         if slot.0 == now {
             Some(slot.1)
         } else {
@@ -64,27 +98,70 @@ impl<T: Copy + Default> Link<T> {
         }
     }
 
-    /// Sends `v` in cycle `now`; it is received in cycle `now + lat`.
+    /// Sends `v` on `id` in cycle `now`; it is received in cycle `now + lat`.
     ///
     /// # Safety
     /// Only the link's single sender may call this, at most once per cycle, in cycle `now` of
     /// the engine's schedule.
     #[inline]
-    pub unsafe fn send(&self, now: Cycle, v: T) {
-        let due = now + self.lat as u64;
-        let slot = &mut *self.slots[(due & self.mask) as usize].get();
+    pub unsafe fn send(&self, id: LinkId, now: Cycle, v: T) {
+        let due = now + id.lat as u64;
+        let slot = &mut *self.slot(id, due);
         assert!(slot.0 != due, "link written twice for the same cycle (two senders, or two sends in a cycle)");
         *slot = (due, v);
     }
 
-    /// Values in flight with the cycle each will be received, given the current cycle `now`
-    /// (the next cycle to be evaluated), in delivery order. Exclusive access, between runs.
-    pub fn pending(&mut self, now: Cycle) -> Vec<(Cycle, T)> {
-        let mut out: Vec<(Cycle, T)> =
-            self.slots.iter_mut().map(|s| *s.get_mut()).filter(|&(due, _)| due != NEVER && due >= now).collect();
+    /// Values in flight on `id` with the cycle each will be received, given the next cycle to
+    /// be evaluated `now`, in delivery order. Exclusive access, between runs only.
+    pub fn pending(&mut self, id: LinkId, now: Cycle) -> Vec<(Cycle, T)> {
+        if id.is_none() {
+            return Vec::new();
+        }
+        let n = id.mask as usize + 1;
+        let mut out: Vec<(Cycle, T)> = self.slots[id.base as usize..id.base as usize + n]
+            .iter_mut()
+            .map(|s| *s.get_mut())
+            .filter(|&(due, _)| due != NEVER && due >= now)
+            .collect();
         out.sort_by_key(|&(due, _)| due);
-        debug_assert!(out.len() as u64 <= self.n());
         out
+    }
+}
+
+/// A standalone link (its own one-link arena), for small systems and tests.
+pub struct Link<T> {
+    arena: LinkArena<T>,
+    id: LinkId,
+}
+
+impl<T: Copy + Default> Link<T> {
+    pub fn new(lat: u32) -> Self {
+        let mut arena = LinkArena::new();
+        let id = arena.add(lat);
+        Link { arena, id }
+    }
+
+    #[inline]
+    pub fn latency(&self) -> u32 {
+        self.id.latency()
+    }
+
+    /// # Safety
+    /// As [`LinkArena::recv`].
+    #[inline]
+    pub unsafe fn recv(&self, now: Cycle) -> Option<T> {
+        self.arena.recv(self.id, now)
+    }
+
+    /// # Safety
+    /// As [`LinkArena::send`].
+    #[inline]
+    pub unsafe fn send(&self, now: Cycle, v: T) {
+        self.arena.send(self.id, now, v)
+    }
+
+    pub fn pending(&mut self, now: Cycle) -> Vec<(Cycle, T)> {
+        self.arena.pending(self.id, now)
     }
 }
 

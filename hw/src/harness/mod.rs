@@ -29,6 +29,6 @@ pub const NEVER: Cycle = u64::MAX;
 pub use barrier::SpinBarrier;
 pub use clock::{ClockDomain, ClockSet};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
-pub use link::Link;
+pub use link::{Link, LinkArena, LinkId};
 pub use trace::{ChangeLog, Probe, SignalDecl, SignalSink};
 pub use watchdog::{Watchdog, WatchdogReport};

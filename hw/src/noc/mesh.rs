@@ -1,23 +1,22 @@
 //! The k×k mesh: tiles (router + network interface) connected by links, stepped by the
 //! harness engine in row-band partitions.
 //!
-//! Link numbering: tile i owns flit links `6i + p` (router output port p, p = 4 is the
-//! ejection channel to its NI) and `6i + 5` (the NI's injection channel), and credit links
-//! `6i + p` (credits from router input port p back upstream; p = 4 goes to the NI) and
-//! `6i + 5` (the NI's ejection credits). Latencies follow BookSim's channel semantics — a flit
-//! written to a latency-L channel in cycle t is processed in cycle t + L + 1 — so a
-//! router-to-router link of `link_latency` L is a harness `Link` of latency L + 1, and
+//! Links live in two arenas (flits, credits), allocated receiver by receiver so each
+//! router's inputs sit side by side in memory. Latencies follow BookSim's channel semantics — a
+//! flit written to a latency-L channel in cycle t is processed in cycle t + L + 1 — so a
+//! router-to-router link of `link_latency` L is a harness link of latency L + 1, and
 //! injection/ejection channels (latency 1) are harness links of latency 2. Credit links add
-//! `credit_delay` where a router consumes them.
+//! `credit_delay` where a router consumes them (the NI consumes credits at once, as BookSim's
+//! traffic manager does).
 
 use sched::noc::{Coord, Dir};
 
 use super::config::{CfgError, NocCfg};
 use super::flit::{Credit, Flit};
-use super::router::{RouterCl, RouterPorts, RouterStats, NO_LINK, NPORTS};
+use super::router::{RouterCl, RouterPorts, RouterStats, NPORTS};
 use super::terminal::{NiCtx, NiPorts, NiStats, TerminalCl};
 use crate::harness::{
-    run_partitions, ChangeLog, Control, Cycle, Link, PartStatus, Partition, Probe, SignalDecl, SignalSink, Step, Watchdog,
+    run_partitions, ChangeLog, Control, Cycle, LinkArena, LinkId, PartStatus, Partition, Probe, SignalDecl, SignalSink, Step, Watchdog,
     WatchdogReport, NEVER,
 };
 
@@ -51,8 +50,22 @@ pub struct MeshPart {
 
 /// All links of the mesh (shared by partitions under the link protocol).
 pub struct MeshWires {
-    pub flits: Vec<Link<Flit>>,
-    pub credits: Vec<Link<Credit>>,
+    pub flits: LinkArena<Flit>,
+    pub credits: LinkArena<Credit>,
+}
+
+/// Neighbour of node `i` in direction `d` on a k×k mesh.
+fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
+    let c = Coord::of(i, k);
+    let (x, y) = (c.x as i64, c.y as i64);
+    let (nx, ny) = match d {
+        Dir::XPlus => (x + 1, y),
+        Dir::XMinus => (x - 1, y),
+        Dir::YPlus => (x, y + 1),
+        Dir::YMinus => (x, y - 1),
+        Dir::Local => return None,
+    };
+    (nx >= 0 && ny >= 0 && nx < k as i64 && ny < k as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(k))
 }
 
 impl Partition for MeshPart {
@@ -173,53 +186,50 @@ impl Mesh {
         let r = &cfg.mesh.router;
         let l = cfg.mesh.link_latency;
         let cd = r.credit_delay;
-        let mut flits = Vec::with_capacity(6 * n);
-        let mut credits = Vec::with_capacity(6 * n);
-        for _ in 0..n {
-            for p in 0..NPORTS {
-                flits.push(Link::new(if p == Dir::Local.idx() { 2 } else { l + 1 }));
-                // Credits from input port p: to the NI (no credit_delay there) or upstream router.
-                credits.push(Link::new(if p == Dir::Local.idx() { 2 } else { l + 1 + cd }));
+        // Allocate every link at its receiver: router i's input flit links and the credit links
+        // of its output ports, then its NI's ejection channel and injection credits.
+        let mut flits = LinkArena::new();
+        let mut credits = LinkArena::new();
+        let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
+        let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
+        let mut ej = vec![LinkId::NONE; n];
+        let mut inj_credit = vec![LinkId::NONE; n];
+        for i in 0..n {
+            for d in Dir::ALL {
+                let p = d.idx();
+                if d == Dir::Local {
+                    flit_in[i][p] = flits.add(2); // NI injection channel
+                    credit_in[i][p] = credits.add(2 + cd); // NI ejection credits
+                } else if neighbour(i as u32, d, k).is_some() {
+                    flit_in[i][p] = flits.add(l + 1);
+                    credit_in[i][p] = credits.add(l + 1 + cd);
+                }
             }
-            flits.push(Link::new(2)); // NI injection channel
-            credits.push(Link::new(2 + cd)); // NI ejection credits, consumed by the router
+            ej[i] = flits.add(2);
+            inj_credit[i] = credits.add(2);
         }
-        let max_lat = credits.iter().chain(std::iter::empty()).map(|c: &Link<Credit>| c.latency()).max().unwrap_or(1).max(l + 1) as u64;
-
-        let neighbour = |i: u32, d: Dir| -> Option<u32> {
-            let c = Coord::of(i, k);
-            let (x, y) = (c.x as i64, c.y as i64);
-            let (nx, ny) = match d {
-                Dir::XPlus => (x + 1, y),
-                Dir::XMinus => (x - 1, y),
-                Dir::YPlus => (x, y + 1),
-                Dir::YMinus => (x, y - 1),
-                Dir::Local => return None,
-            };
-            (nx >= 0 && ny >= 0 && nx < k as i64 && ny < k as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(k))
-        };
+        let max_lat = (l + 1 + cd).max(2 + cd) as u64;
 
         let mut tiles = Vec::with_capacity(n);
         for i in 0..n as u32 {
+            let iu = i as usize;
             let mut ports = RouterPorts {
-                in_flit: [NO_LINK; NPORTS],
-                out_flit: [NO_LINK; NPORTS],
-                in_credit: [NO_LINK; NPORTS],
-                out_credit: [NO_LINK; NPORTS],
+                in_flit: flit_in[iu],
+                out_flit: [LinkId::NONE; NPORTS],
+                in_credit: credit_in[iu],
+                out_credit: [LinkId::NONE; NPORTS],
             };
             for d in Dir::ALL {
                 let p = d.idx();
                 if d == Dir::Local {
-                    ports.in_flit[p] = 6 * i + 5;
-                    ports.out_flit[p] = 6 * i + 4;
-                    ports.in_credit[p] = 6 * i + 5;
-                    ports.out_credit[p] = 6 * i + 4;
-                } else if let Some(nb) = neighbour(i, d) {
-                    let q = d.opposite().idx() as u32;
-                    ports.in_flit[p] = 6 * nb + q;
-                    ports.out_flit[p] = 6 * i + p as u32;
-                    ports.in_credit[p] = 6 * nb + q;
-                    ports.out_credit[p] = 6 * i + p as u32;
+                    ports.out_flit[p] = ej[iu];
+                    ports.out_credit[p] = inj_credit[iu];
+                } else if let Some(nb) = neighbour(i, d, k) {
+                    // My output p feeds the neighbour's input on the facing side; credits for my
+                    // input p go back to the neighbour's output on that side.
+                    let q = d.opposite().idx();
+                    ports.out_flit[p] = flit_in[nb as usize][q];
+                    ports.out_credit[p] = credit_in[nb as usize][q];
                 }
             }
             let router = RouterCl::new(i, k, r, ports);
@@ -228,7 +238,7 @@ impl Mesh {
                 k,
                 r,
                 &cfg.traffic,
-                NiPorts { inj_flit: 6 * i + 5, inj_credit: 6 * i + 4, ej_flit: 6 * i + 4, ej_credit: 6 * i + 5 },
+                NiPorts { inj_flit: flit_in[iu][Dir::Local.idx()], inj_credit: inj_credit[iu], ej_flit: ej[iu], ej_credit: credit_in[iu][Dir::Local.idx()] },
             );
             tiles.push(Tile { router, ni, last_send: NEVER });
         }
@@ -382,60 +392,70 @@ impl Mesh {
         let k = self.cfg.mesh.k;
         let v = self.cfg.mesh.router.vcs as usize;
         let depth = self.cfg.mesh.router.vc_buf as usize;
-        let n = (k * k) as usize;
-        let mut flits_on: Vec<Vec<usize>> = vec![vec![0; v]; 6 * n];
-        let mut credits_on: Vec<Vec<usize>> = vec![vec![0; v]; 6 * n];
-        for (i, l) in self.wires.flits.iter_mut().enumerate() {
-            for (_, f) in l.pending(now) {
-                flits_on[i][f.vc as usize] += 1;
+        let wires = &mut self.wires;
+        // Values in flight on a link, per VC.
+        let mut per_vc_f = |id: LinkId| {
+            let mut c = vec![0usize; v];
+            for (_, f) in wires.flits.pending(id, now) {
+                c[f.vc as usize] += 1;
             }
-        }
-        for (i, l) in self.wires.credits.iter_mut().enumerate() {
-            for (_, c) in l.pending(now) {
-                credits_on[i][c.vc as usize] += 1;
-            }
-        }
+            c
+        };
         let tiles: Vec<&Tile> = self.parts.iter().flat_map(|p| p.tiles.iter()).collect();
+        let mut flits_on = Vec::with_capacity(tiles.len());
+        for t in &tiles {
+            let r = &t.router;
+            let out: Vec<Vec<usize>> = (0..NPORTS).map(|p| per_vc_f(r.ports.out_flit[p])).collect();
+            flits_on.push((out, per_vc_f(t.ni.ports.inj_flit)));
+        }
+        let mut per_vc_c = |id: LinkId| {
+            let mut c = vec![0usize; v];
+            for (_, cr) in wires.credits.pending(id, now) {
+                c[cr.vc as usize] += 1;
+            }
+            c
+        };
         for (i, t) in tiles.iter().enumerate() {
             let r = &t.router;
             for p in 0..NPORTS {
-                let out = r.ports.out_flit[p];
-                if out == NO_LINK {
+                if r.ports.out_flit[p].is_none() {
                     continue;
                 }
-                // Downstream buffer of output p: neighbour's input port, or the NI (no buffer).
+                let back = per_vc_c(r.ports.in_credit[p]);
                 for vc in 0..v {
                     let credits = r.credits(p, vc) as usize;
-                    let (occ, back) = if p == Dir::Local.idx() {
-                        (0, credits_on[6 * i + 5][vc])
-                    } else {
-                        let d = Dir::from_idx(p);
-                        let nb = r.ports.in_flit[p] as usize / 6; // the neighbour in direction p
-                        let q = d.opposite().idx();
-                        (tiles[nb].router.vc_occupancy(q, vc), credits_on[6 * nb + q][vc])
+                    // Downstream buffer of output p: the neighbour's facing input, or the NI
+                    // (which retires on arrival: no buffer).
+                    let d = Dir::from_idx(p);
+                    let occ = match neighbour(i as u32, d, k) {
+                        Some(nb) => tiles[nb as usize].router.vc_occupancy(d.opposite().idx(), vc),
+                        None => 0,
                     };
-                    let total = credits + r.xbar_count(p, vc) + flits_on[out as usize][vc] + occ + back;
+                    let xbar = r.xbar_count(p, vc);
+                    let link = flits_on[i].0[p][vc];
+                    let total = credits + xbar + link + occ + back[vc];
                     if total != depth || credits > depth {
                         return Err(format!(
                             "{}.out_{}.vc{}: credits {} + xbar {} + link {} + downstream {} + returning {} = {} != depth {}",
                             t.scope(),
-                            Dir::from_idx(p).short(),
+                            d.short(),
                             vc,
                             credits,
-                            r.xbar_count(p, vc),
-                            flits_on[out as usize][vc],
+                            xbar,
+                            link,
                             occ,
-                            back,
+                            back[vc],
                             total,
                             depth
                         ));
                     }
                 }
             }
-            // Injection channel: NI credits vs router input port 4.
+            // Injection channel: NI credits vs router input port l.
+            let back = per_vc_c(t.ni.ports.inj_credit);
             for vc in 0..v {
                 let credits = t.ni.inj_credit(vc) as usize;
-                let total = credits + flits_on[6 * i + 5][vc] + r.vc_occupancy(Dir::Local.idx(), vc) + credits_on[6 * i + 4][vc];
+                let total = credits + flits_on[i].1[vc] + r.vc_occupancy(Dir::Local.idx(), vc) + back[vc];
                 if total != depth {
                     return Err(format!("{}.ni.inj vc{vc}: credits conservation {total} != {depth}", t.scope()));
                 }

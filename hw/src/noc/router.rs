@@ -23,11 +23,9 @@ use super::arbiter::rr_pick;
 use super::config::RouterCfg;
 use super::credit::CreditCounterCl;
 use super::flit::{Credit, Flit};
-use crate::harness::{Cycle, Link, Probe, SignalDecl, NEVER};
+use crate::harness::{Cycle, LinkArena, LinkId, Probe, SignalDecl, NEVER};
 
 pub const NPORTS: usize = 5;
-/// Port not connected (mesh edge).
-pub const NO_LINK: u32 = u32::MAX;
 const NONE8: u8 = u8::MAX;
 
 /// BookSim's VC states.
@@ -80,17 +78,17 @@ impl Default for InVc {
     }
 }
 
-/// Link ids of the router's ports (`NO_LINK` on the mesh edge).
+/// Link ids of the router's ports (`LinkId::NONE` on the mesh edge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouterPorts {
     /// Flits arriving on input port p.
-    pub in_flit: [u32; NPORTS],
+    pub in_flit: [LinkId; NPORTS],
     /// Flits leaving on output port p.
-    pub out_flit: [u32; NPORTS],
+    pub out_flit: [LinkId; NPORTS],
     /// Credits arriving for output port p (from the downstream input buffer).
-    pub in_credit: [u32; NPORTS],
+    pub in_credit: [LinkId; NPORTS],
     /// Credits leaving for input port p (to the upstream sender).
-    pub out_credit: [u32; NPORTS],
+    pub out_credit: [LinkId; NPORTS],
 }
 
 /// Event counters (always on, cheap).
@@ -249,7 +247,7 @@ impl RouterCl {
     /// # Safety
     /// Must be called by the engine in cycle `now`, with `flits`/`credits` the system's links
     /// and this router the only sender/receiver of the links named in its `ports`.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &[Link<Flit>], credits: &[Link<Credit>]) -> (u64, bool) {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>) -> (u64, bool) {
         let mut sent = false;
         if self.traced_send {
             self.out_trace = [0; NPORTS];
@@ -258,14 +256,14 @@ impl RouterCl {
         // --- input queuing: flits into VC buffers, credits into counters
         for p in 0..NPORTS {
             let l = self.ports.in_flit[p];
-            if l != NO_LINK {
-                if let Some(f) = flits[l as usize].recv(now) {
+            if !l.is_none() {
+                if let Some(f) = flits.recv(l, now) {
                     self.buffer_write(p, f, now);
                 }
             }
             let c = self.ports.in_credit[p];
-            if c != NO_LINK {
-                if let Some(cr) = credits[c as usize].recv(now) {
+            if !c.is_none() {
+                if let Some(cr) = credits.recv(c, now) {
                     self.ovc_credits[p * self.v + cr.vc as usize].on_credit();
                 }
             }
@@ -293,7 +291,7 @@ impl RouterCl {
                             self.xbar_mask &= !(1 << o);
                         }
                         self.in_xbar -= 1;
-                        flits[self.ports.out_flit[o] as usize].send(now, f);
+                        flits.send(self.ports.out_flit[o], now, f);
                         self.out_trace[o] = f.trace_id();
                         self.traced_send = true;
                         sent = true;
@@ -482,7 +480,7 @@ impl RouterCl {
     /// the crossbar for `st_delay` cycles.
     #[inline(never)]
     #[allow(clippy::needless_range_loop)] // p/o index several per-port arrays
-    fn sw_alloc(&mut self, now: Cycle, credits: &[Link<Credit>], sent: &mut bool) -> u64 {
+    fn sw_alloc(&mut self, now: Cycle, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
         let v = self.v;
         let fast = self.sa == 1;
         let mut in_req = [0u8; NPORTS];
@@ -596,7 +594,7 @@ impl RouterCl {
     /// The front flit of `iv` leaves its buffer through the switch (SA decision taking
     /// effect): credit consumed downstream, credit returned upstream, crossbar entered.
     #[inline]
-    fn traverse(&mut self, iv: usize, now: Cycle, credits: &[Link<Credit>], sent: &mut bool) {
+    fn traverse(&mut self, iv: usize, now: Cycle, credits: &LinkArena<Credit>, sent: &mut bool) {
         let v = self.v;
         let s = self.ivc[iv];
         let o = s.out_port as usize;
@@ -620,7 +618,7 @@ impl RouterCl {
         // The freed slot goes back upstream as a credit.
         let p = self.iv_port[iv] as usize;
         // SAFETY: within this router's eval (see `eval`), sole sender on this link.
-        unsafe { credits[self.ports.out_credit[p] as usize].send(now, Credit { vc: self.iv_vc[iv] }) };
+        unsafe { credits.send(self.ports.out_credit[p], now, Credit { vc: self.iv_vc[iv] }) };
         *sent = true;
         self.xbar[o].push_back((now + self.st, f));
         self.xbar_mask |= 1 << o;
@@ -720,7 +718,7 @@ impl Probe for RouterCl {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
         let occ_w = bits_for(self.depth as u64);
         for p in 0..NPORTS {
-            if self.ports.in_flit[p] == NO_LINK {
+            if self.ports.in_flit[p] .is_none() {
                 continue;
             }
             for vc in 0..self.v {
@@ -732,7 +730,7 @@ impl Probe for RouterCl {
             }
         }
         for p in 0..NPORTS {
-            if self.ports.out_flit[p] == NO_LINK {
+            if self.ports.out_flit[p] .is_none() {
                 continue;
             }
             let mut sc = scope.to_vec();
@@ -750,7 +748,7 @@ impl Probe for RouterCl {
 
     fn sample(&self, out: &mut Vec<u64>) {
         for p in 0..NPORTS {
-            if self.ports.in_flit[p] == NO_LINK {
+            if self.ports.in_flit[p] .is_none() {
                 continue;
             }
             for vc in 0..self.v {
@@ -760,7 +758,7 @@ impl Probe for RouterCl {
             }
         }
         for p in 0..NPORTS {
-            if self.ports.out_flit[p] == NO_LINK {
+            if self.ports.out_flit[p] .is_none() {
                 continue;
             }
             out.push((self.out_trace[p] != 0) as u64);

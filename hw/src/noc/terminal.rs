@@ -19,7 +19,7 @@ use sched::noc::TrafficPattern;
 use super::config::{RouterCfg, TrafficCfg};
 use super::credit::CreditCounterCl;
 use super::flit::{make_pid, Credit, Flit};
-use crate::harness::{Cycle, Link, Probe, SignalDecl, NEVER};
+use crate::harness::{Cycle, LinkArena, LinkId, Probe, SignalDecl, NEVER};
 
 /// Which packets the measurement counts (BookSim's `record`), set per run by the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,10 +111,10 @@ impl NiStats {
 /// Link ids of the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NiPorts {
-    pub inj_flit: u32,
-    pub inj_credit: u32,
-    pub ej_flit: u32,
-    pub ej_credit: u32,
+    pub inj_flit: LinkId,
+    pub inj_credit: LinkId,
+    pub ej_flit: LinkId,
+    pub ej_credit: LinkId,
 }
 
 pub struct TerminalCl {
@@ -218,19 +218,19 @@ impl TerminalCl {
     /// # Safety
     /// As [`super::router::RouterCl::eval`]: called by the engine in cycle `now`, sole
     /// sender/receiver of its links.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &[Link<Flit>], credits: &[Link<Credit>], ctx: &NiCtx) -> (u64, bool) {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, ctx: &NiCtx) -> (u64, bool) {
         let mut moved = 0;
         let mut sent = false;
         self.inj_trace = 0;
         self.ej_trace = 0;
         // --- sink: retire the arriving flit, return its credit at once.
-        if let Some(f) = flits[self.ports.ej_flit as usize].recv(now) {
+        if let Some(f) = flits.recv(self.ports.ej_flit, now) {
             self.retire(f, now, ctx);
-            credits[self.ports.ej_credit as usize].send(now, Credit { vc: f.vc });
+            credits.send(self.ports.ej_credit, now, Credit { vc: f.vc });
             sent = true;
             moved += 1;
         }
-        if let Some(c) = credits[self.ports.inj_credit as usize].recv(now) {
+        if let Some(c) = credits.recv(self.ports.inj_credit, now) {
             self.inj_credits[c.vc as usize].on_credit();
         }
         // --- source: materialise the head of the implicit queue.
@@ -292,7 +292,7 @@ impl TerminalCl {
                     } else {
                         pkt.next += 1;
                     }
-                    flits[self.ports.inj_flit as usize].send(now, f);
+                    flits.send(self.ports.inj_flit, now, f);
                     self.inj_trace = f.trace_id();
                     self.stats.injected_flits += 1;
                     sent = true;
