@@ -60,6 +60,9 @@ pub struct NocArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub waves: WaveArgs,
+    /// Include every router's counters (hierarchical names) in the JSON.
+    #[arg(long = "per-router")]
+    pub per_router: bool,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -157,6 +160,9 @@ pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {
     set!(c.traffic.packet_size, a.packet_size);
     set!(c.traffic.seed, a.seed);
     set!(c.sim.threads, a.threads);
+    if a.per_router {
+        c.measure.per_router_stats = true;
+    }
     if a.no_fast_forward {
         c.sim.fast_forward = false;
     }
@@ -209,7 +215,7 @@ pub fn traced_point(cfg: &NocCfg, w: &WaveOpts, pb: &ProgressBar) -> CliResult<h
     ensure_parent(&w.path)?;
     let mut writer = waves::WaveWriter::create(&w.path, format, cfg.mesh.period_ps(), &signals, &filter).map_err(|e| format!("{}: {e}", w.path.display()))?;
     if writer.selected_count() == 0 {
-        return Err(format!("--trace {:?} selects no signal (names look like top.mesh.r_0_0.in_e.vc0.occ)", w.globs));
+        return Err(format!("--trace {:?} selects no signal (names look like top.mesh.r_0_0.router.in_e.vc0.occ)", w.globs));
     }
     let (r, _mesh) = run_point(cfg, Some(WaveOut { sink: &mut writer }), &mut |c| pb.set_position(c)).map_err(|e| e.to_string())?;
     writer.finish(r.cycles).map_err(|e| e.to_string())?;

@@ -103,7 +103,7 @@ fn watchdog() -> Result<String, String> {
     match mesh.run(100_000, &ctx, false) {
         Err(hw::noc::NocError::Watchdog(r)) => {
             let text = r.to_string();
-            if !text.contains("top.mesh.r_1_1.in_") || !text.contains("out_e") {
+            if !text.contains("top.mesh.r_1_1.router.in_") || !text.contains("out_e") {
                 return Err(format!("diagnostic does not name the blocked buffer:\n{text}"));
             }
             Ok(format!("tripped at cycle {} naming {} blocked buffer(s)", r.cycle, r.blocked.len()))

@@ -108,6 +108,8 @@ pub struct MeasureCfg {
     pub acc_stopping_threshold: f64,
     /// Cycles without any flit moving, while flits wait, that stop the run (0 = off).
     pub watchdog_cycles: u64,
+    /// Report every router's event counters under its hierarchical name.
+    pub per_router_stats: bool,
 }
 
 impl Default for MeasureCfg {
@@ -120,6 +122,7 @@ impl Default for MeasureCfg {
             stopping_threshold: 0.05,
             acc_stopping_threshold: 0.05,
             watchdog_cycles: 10_000,
+            per_router_stats: false,
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct PointResult {
     pub wall_seconds: f64,
     /// Router event counters summed over the mesh (whole run).
     pub router: super::router::RouterStats,
+    /// Per router, by hierarchical name (`top.mesh.r_0_1.router`), when
+    /// `measure.per_router_stats` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_router: Option<std::collections::BTreeMap<String, super::router::RouterStats>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -232,6 +236,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
         cycles: mesh.now(),
         evaluated_cycles: mesh.evaluated,
         router: mesh.router_totals(),
+        per_router: cfg.measure.per_router_stats.then(|| mesh.tiles().map(|t| (format!("{}.router", t.scope()), t.router.stats)).collect()),
         wall_seconds: start.elapsed().as_secs_f64(),
     };
     Ok((r, mesh))

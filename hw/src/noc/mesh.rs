@@ -310,7 +310,7 @@ impl Mesh {
         let mut blocked = Vec::new();
         let mut waiting = Vec::new();
         for t in self.tiles() {
-            t.router.blocked_report(&t.scope(), &mut blocked, &mut waiting);
+            t.router.blocked_report(&format!("{}.router", t.scope()), &mut blocked, &mut waiting);
         }
         // Longest-waiting first: the stuck buffers lead the diagnostic.
         blocked.sort_by_key(|(since, _)| *since);
@@ -356,7 +356,9 @@ impl Mesh {
         let mut out = Vec::new();
         for t in self.tiles() {
             let scope: Vec<String> = t.scope().split('.').map(String::from).collect();
-            t.router.declare(&scope, &mut out);
+            let mut rscope = scope.clone();
+            rscope.push("router".into());
+            t.router.declare(&rscope, &mut out);
             t.ni.declare(&scope, &mut out);
         }
         out
