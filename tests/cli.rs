@@ -320,3 +320,20 @@ fn unknown_subcommand_and_flag() {
     assert!(!r.out.status.success());
     assert!(r.stderr().contains("--kk"), "{}", r.describe());
 }
+
+#[test]
+fn noc_plot_and_per_router_stats() {
+    let d = tmp("plot");
+    let svg = d.join("curve.svg");
+    let json = d.join("pr.json");
+    let r = run(&["noc", "--k", "3", "--rates", "0.05,0.2", "--quiet", "--plot", svg.to_str().unwrap(), "--per-router", "--json", json.to_str().unwrap()], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let text = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(text.starts_with("<svg") && text.contains("packet latency"), "not an SVG plot");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let pr = v["points"][0]["per_router"].as_object().expect("per_router map");
+    assert_eq!(pr.len(), 9);
+    assert!(pr.contains_key("top.mesh.r_2_1.router"));
+    let sum: u64 = pr.values().map(|s| s["flits_switched"].as_u64().unwrap()).sum();
+    assert_eq!(sum, v["points"][0]["router"]["flits_switched"].as_u64().unwrap());
+}

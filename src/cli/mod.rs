@@ -3,6 +3,7 @@
 mod bench;
 mod export;
 mod noc;
+mod plot;
 mod regress;
 mod run;
 mod wave;

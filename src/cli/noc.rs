@@ -60,6 +60,9 @@ pub struct NocArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub waves: WaveArgs,
+    /// Write the load-latency curve as SVG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     /// Include every router's counters (hierarchical names) in the JSON.
     #[arg(long = "per-router")]
     pub per_router: bool,
@@ -298,6 +301,11 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     }
     if let Some(w) = &waves {
         println!("wrote {}", w.path.display());
+    }
+    if let Some(p) = &a.plot {
+        ensure_parent(p)?;
+        super::plot::latency_curve(&result, p)?;
+        println!("wrote {}", p.display());
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
