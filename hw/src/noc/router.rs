@@ -132,6 +132,8 @@ pub struct RouterCl {
     ovc_credits: [CreditCounterCl; 64],
     va_gptr: [u32; 64],
     va_aptr: [u32; 64],
+    /// VA scratch: output VCs granting each input VC this cycle (all zero between cycles).
+    va_grants_to: [u64; 64],
     sa_gptr: [u32; NPORTS],
     sa_aptr: [u32; NPORTS],
     /// Per input port: round-robin offset among its VCs for switch requests.
@@ -179,6 +181,7 @@ impl RouterCl {
             ovc_credits: [CreditCounterCl::new(depth as u16); 64],
             va_gptr: [0; 64],
             va_aptr: [0; 64],
+            va_grants_to: [0; 64],
             sa_gptr: [0; NPORTS],
             sa_aptr: [0; NPORTS],
             sw_rr: [0; NPORTS],
@@ -383,10 +386,8 @@ impl RouterCl {
             asked |= 1 << iv;
         }
         if asked != 0 {
-            // Grant phase: each free output VC picks one requester.
-            let mut g_ov = [0u8; 64];
-            let mut g_iv = [0u8; 64];
-            let mut ng = 0;
+            // Grant phase: each free output VC picks one requester. `va_grants_to` is scratch
+            // kept zeroed between calls: only the entries of requesters are touched.
             for o in 0..NPORTS {
                 let r = req_by_port[o];
                 if r == 0 {
@@ -396,9 +397,8 @@ impl RouterCl {
                 while f != 0 {
                     let ov = o * v + f.trailing_zeros() as usize;
                     f &= f - 1;
-                    g_ov[ng] = ov as u8;
-                    g_iv[ng] = rr_pick(r, self.va_gptr[ov], nv).unwrap() as u8;
-                    ng += 1;
+                    let g = rr_pick(r, self.va_gptr[ov], nv).unwrap() as usize;
+                    self.va_grants_to[g] |= 1 << ov;
                 }
             }
             // Accept phase: each requester accepts one grant; pointers move on accept only.
@@ -407,12 +407,7 @@ impl RouterCl {
             while bits != 0 {
                 let iv = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let mut m = 0u64;
-                for j in 0..ng {
-                    if g_iv[j] as usize == iv {
-                        m |= 1 << g_ov[j];
-                    }
-                }
+                let m = std::mem::take(&mut self.va_grants_to[iv]);
                 let grant = if m != 0 {
                     let a = rr_pick(m, self.va_aptr[iv], nv).unwrap() as usize;
                     self.va_gptr[a] = wrap_inc(iv, nv as usize);
