@@ -478,9 +478,10 @@ impl RouterCl {
     fn sw_alloc(&mut self, now: Cycle, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
         let v = self.v;
         let fast = self.sa == 1;
-        let mut in_req = [0u8; NPORTS];
         let mut chosen = [[0u8; NPORTS]; NPORTS];
         let mut rank = [[u8::MAX; NPORTS]; NPORTS];
+        let mut out_req = [0u64; NPORTS];
+        let mut outs = 0u32;
         let mut asked = 0u64;
         let mut n_req = 0u64;
         let mut bits = self.sa_set;
@@ -508,31 +509,26 @@ impl RouterCl {
                 rank[p][o] = r;
                 chosen[p][o] = vc;
             }
-            in_req[p] |= 1 << o;
+            out_req[o] |= 1 << p;
+            outs |= 1 << o;
         }
         let mut moved = 0;
         if n_req != 0 {
-            let mut out_req = [0u64; NPORTS];
-            for p in 0..NPORTS {
-                let mut m = in_req[p];
-                while m != 0 {
-                    let o = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    out_req[o] |= 1 << p;
-                }
-            }
+            // Grant phase over the requested outputs only, accept phase over granted inputs.
             let mut grants_to = [0u64; NPORTS];
-            for o in 0..NPORTS {
-                if out_req[o] != 0 {
-                    let g = rr_pick(out_req[o], self.sa_gptr[o], NPORTS as u32).unwrap() as usize;
-                    grants_to[g] |= 1 << o;
-                }
+            let mut ins = 0u32;
+            let mut m = outs;
+            while m != 0 {
+                let o = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let g = rr_pick(out_req[o], self.sa_gptr[o], NPORTS as u32).unwrap() as usize;
+                grants_to[g] |= 1 << o;
+                ins |= 1 << g;
             }
             let apply = now + self.sa - 1;
-            for p in 0..NPORTS {
-                if grants_to[p] == 0 {
-                    continue;
-                }
+            while ins != 0 {
+                let p = ins.trailing_zeros() as usize;
+                ins &= ins - 1;
                 let a = rr_pick(grants_to[p], self.sa_aptr[p], NPORTS as u32).unwrap() as usize;
                 self.sa_gptr[a] = wrap_inc(p, NPORTS);
                 self.sa_aptr[p] = wrap_inc(a, NPORTS);
