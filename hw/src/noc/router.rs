@@ -361,6 +361,7 @@ impl RouterCl {
         let nv = (NPORTS * v) as u32;
         let fast = self.va == 1;
         let mut req_by_port = [0u64; NPORTS];
+        let mut ports_req = 0u32;
         let mut asked = 0u64;
         let mut bits = self.va_set;
         while bits != 0 {
@@ -382,17 +383,17 @@ impl RouterCl {
                 }
             } else {
                 req_by_port[o] |= 1 << iv;
+                ports_req |= 1 << o;
             }
             asked |= 1 << iv;
         }
         if asked != 0 {
             // Grant phase: each free output VC picks one requester. `va_grants_to` is scratch
             // kept zeroed between calls: only the entries of requesters are touched.
-            for o in 0..NPORTS {
+            while ports_req != 0 {
+                let o = ports_req.trailing_zeros() as usize;
+                ports_req &= ports_req - 1;
                 let r = req_by_port[o];
-                if r == 0 {
-                    continue;
-                }
                 let mut f = self.ovc_free[o];
                 while f != 0 {
                     let ov = o * v + f.trailing_zeros() as usize;
