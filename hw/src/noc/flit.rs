@@ -13,8 +13,11 @@ pub struct Flit {
     pub ctime: Cycle,
     /// Cycle this flit entered the injection channel, for network/flit latency.
     pub itime: Cycle,
-    pub src: u16,
     pub dest: u16,
+    /// Destination coordinates, carried so routers route without dividing by k (set by the
+    /// NI from `dest`; k <= 256).
+    pub dest_x: u8,
+    pub dest_y: u8,
     /// Index of this flit in its packet.
     pub seq: u16,
     /// VC the flit occupies on the link it is on / in the buffer it sits in.
@@ -30,6 +33,17 @@ pub struct Flit {
 }
 
 impl Flit {
+    /// Source node (kept in the packet id's top bits).
+    #[inline]
+    pub fn src(&self) -> u32 {
+        (self.pid >> PID_SRC_SHIFT) as u32
+    }
+
+    #[inline]
+    pub fn dest_coord(&self) -> sched::noc::Coord {
+        sched::noc::Coord { x: self.dest_x as u32, y: self.dest_y as u32 }
+    }
+
     /// Short id for waveforms: low 32 bits of (pid × 16 + seq), never 0 for a real flit.
     #[inline]
     pub fn trace_id(&self) -> u64 {

@@ -114,7 +114,6 @@ impl RouterStats {
 pub struct RouterCl {
     pub id: u32,
     pub coord: Coord,
-    k: u32,
     v: usize,
     depth: usize,
     rd: u64,
@@ -166,7 +165,6 @@ impl RouterCl {
         RouterCl {
             id,
             coord: Coord::of(id, k),
-            k,
             v,
             depth,
             rd: cfg.routing_delay as u64,
@@ -332,7 +330,7 @@ impl RouterCl {
             VcState::Idle => {
                 assert!(f.head, "router {}: body flit at an idle VC (lost head)", self.id);
                 s.state = VcState::Routing;
-                s.out_port = route_xy_fl(self.coord, Coord::of(f.dest as u32, self.k)) as u8;
+                s.out_port = route_xy_fl(self.coord, f.dest_coord()) as u8;
                 s.ready = now + self.rd;
                 self.va_set |= 1 << iv;
             }
@@ -624,7 +622,7 @@ impl RouterCl {
                 let nf = self.buf[iv * self.depth + st.head as usize];
                 assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
                 st.state = VcState::Routing;
-                st.out_port = route_xy_fl(self.coord, Coord::of(nf.dest as u32, self.k)) as u8;
+                st.out_port = route_xy_fl(self.coord, nf.dest_coord()) as u8;
                 st.ready = now + 1 + self.rd;
                 self.va_set |= 1 << iv;
             } else {
@@ -682,7 +680,7 @@ impl RouterCl {
             waiting.push((s.front_since, format!(
                 "packet {:#x} (src {} -> dest {}, created cycle {}) at {scope}.in_{}.vc{}",
                 f.pid,
-                f.src,
+                f.src(),
                 f.dest,
                 f.ctime,
                 Dir::from_idx(p).short(),
