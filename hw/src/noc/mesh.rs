@@ -186,6 +186,9 @@ impl Mesh {
         let r = &cfg.mesh.router;
         let l = cfg.mesh.link_latency;
         let cd = r.credit_delay;
+        // A router hands a flit to its output link at switch allocation; the link's latency
+        // covers switch traversal (`st_delay`) plus the channel.
+        let st = r.st_delay;
         // Allocate every link at its receiver: router i's input flit links and the credit links
         // of its output ports, then its NI's ejection channel and injection credits.
         let mut flits = LinkArena::new();
@@ -201,14 +204,14 @@ impl Mesh {
                     flit_in[i][p] = flits.add(2); // NI injection channel
                     credit_in[i][p] = credits.add(2 + cd); // NI ejection credits
                 } else if neighbour(i as u32, d, k).is_some() {
-                    flit_in[i][p] = flits.add(l + 1);
+                    flit_in[i][p] = flits.add(st + l + 1);
                     credit_in[i][p] = credits.add(l + 1 + cd);
                 }
             }
-            ej[i] = flits.add(2);
+            ej[i] = flits.add(st + 2);
             inj_credit[i] = credits.add(2);
         }
-        let max_lat = (l + 1 + cd).max(2 + cd) as u64;
+        let max_lat = (l + 1 + cd).max(2 + cd).max(st + l + 1).max(st + 2) as u64;
 
         let mut tiles = Vec::with_capacity(n);
         for i in 0..n as u32 {
@@ -387,7 +390,7 @@ impl Mesh {
     // ----- invariants (tests)
 
     /// Credit conservation on every channel: for each sender-side VC counter,
-    /// `credits + flits in the crossbar + flits on the link + downstream occupancy + credits
+    /// `credits + flits in switch traversal or on the link + downstream occupancy + credits
     /// returning == depth`, and `0 <= credits <= depth`. Call between runs.
     pub fn check_credits(&mut self) -> Result<(), String> {
         let now = self.now;
@@ -433,17 +436,15 @@ impl Mesh {
                         Some(nb) => tiles[nb as usize].router.vc_occupancy(d.opposite().idx(), vc),
                         None => 0,
                     };
-                    let xbar = r.xbar_count(p, vc);
                     let link = flits_on[i].0[p][vc];
-                    let total = credits + xbar + link + occ + back[vc];
+                    let total = credits + link + occ + back[vc];
                     if total != depth || credits > depth {
                         return Err(format!(
-                            "{}.out_{}.vc{}: credits {} + xbar {} + link {} + downstream {} + returning {} = {} != depth {}",
+                            "{}.out_{}.vc{}: credits {} + switch/link {} + downstream {} + returning {} = {} != depth {}",
                             t.scope(),
                             d.short(),
                             vc,
                             credits,
-                            xbar,
                             link,
                             occ,
                             back[vc],

@@ -7,15 +7,15 @@
 //! control per VC; an output VC is held by one input VC from VA until its tail is sent.
 //!
 //! In-cycle order (BookSim's `_InternalStep`): input queuing (flits into VC buffers, credits
-//! into counters) → VA evaluate → VA update → SA evaluate → SA update → ST. A VC that finishes a
-//! stage in cycle *t* starts the next one in *t + 1*, which gives the zero-load hop time
-//! `routing + va + sa + st + link` of BookSim.
+//! into counters) → VA evaluate → VA update → SA evaluate → SA update. A VC that finishes a
+//! stage in cycle *t* starts the next one in *t + 1*. Switch traversal and the channel form one
+//! fixed pipeline, so a granted flit is handed to its output link at once and the link's
+//! latency includes `st_delay` (the mesh builds it so); this gives BookSim's zero-load hop
+//! time `routing + va + sa + st + link` without copying flits through a crossbar queue.
 //!
 //! The router touches only its own registers and its links, so its state is updated in place
 //! during `eval` (no other module can observe it within the cycle); links provide the
 //! registered boundary.
-
-use std::collections::VecDeque;
 
 use sched::noc::{route_xy_fl, Coord, Dir};
 
@@ -119,7 +119,6 @@ pub struct RouterCl {
     rd: u64,
     va: u64,
     sa: u64,
-    st: u64,
     pub ports: RouterPorts,
     ivc: Vec<InVc>,
     buf: Vec<Flit>,
@@ -137,8 +136,6 @@ pub struct RouterCl {
     sa_aptr: [u32; NPORTS],
     /// Per input port: round-robin offset among its VCs for switch requests.
     sw_rr: [u32; NPORTS],
-    /// Flits in switch traversal, per output port: (departure cycle, flit).
-    xbar: Vec<VecDeque<(Cycle, Flit)>>,
     /// Port and VC of each input VC index (iv = port·V + vc), so the hot path never divides.
     iv_port: [u8; 64],
     iv_vc: [u8; 64],
@@ -146,9 +143,6 @@ pub struct RouterCl {
     va_set: u64,
     sa_set: u64,
     buffered: u32,
-    in_xbar: u32,
-    /// Outputs whose crossbar queue is non-empty (bit o).
-    xbar_mask: u8,
     /// Flit sent on each output this cycle (for traces): trace id or 0.
     pub out_trace: [u64; NPORTS],
     traced_send: bool,
@@ -161,7 +155,6 @@ impl RouterCl {
         let depth = cfg.vc_buf as usize;
         let nv = NPORTS * v;
         assert!(nv <= 64 && depth <= 255);
-        let st = cfg.st_delay as u64;
         RouterCl {
             id,
             coord: Coord::of(id, k),
@@ -170,7 +163,6 @@ impl RouterCl {
             rd: cfg.routing_delay as u64,
             va: cfg.va_delay as u64,
             sa: cfg.sa_delay as u64,
-            st,
             ports,
             ivc: vec![InVc::default(); nv],
             buf: vec![Flit::default(); nv * depth],
@@ -183,14 +175,11 @@ impl RouterCl {
             sa_gptr: [0; NPORTS],
             sa_aptr: [0; NPORTS],
             sw_rr: [0; NPORTS],
-            xbar: (0..NPORTS).map(|_| VecDeque::with_capacity(st as usize + 1)).collect(),
             iv_port: std::array::from_fn(|i| (i / v.max(1)) as u8),
             iv_vc: std::array::from_fn(|i| (i % v.max(1)) as u8),
             va_set: 0,
             sa_set: 0,
             buffered: 0,
-            in_xbar: 0,
-            xbar_mask: 0,
             out_trace: [0; NPORTS],
             traced_send: false,
             stats: RouterStats::default(),
@@ -200,7 +189,7 @@ impl RouterCl {
     /// Flits held (VC buffers + switch traversal).
     #[inline]
     pub fn occupancy(&self) -> u32 {
-        self.buffered + self.in_xbar
+        self.buffered
     }
 
     pub fn vc_occupancy(&self, port: usize, vc: usize) -> usize {
@@ -213,11 +202,6 @@ impl RouterCl {
 
     pub fn credits(&self, port: usize, vc: usize) -> u16 {
         self.ovc_credits[port * self.v + vc].credits
-    }
-
-    /// Flits in switch traversal towards `port` on output VC `vc`.
-    pub fn xbar_count(&self, port: usize, vc: usize) -> usize {
-        self.xbar[port].iter().filter(|(_, f)| f.vc as usize == vc).count()
     }
 
     /// Since when the longest-waiting front flit of any input VC has been waiting
@@ -269,7 +253,7 @@ impl RouterCl {
                 }
             }
         }
-        if self.buffered == 0 && self.in_xbar == 0 {
+        if self.buffered == 0 {
             return (0, false);
         }
         if self.va_set != 0 {
@@ -277,28 +261,7 @@ impl RouterCl {
         }
         let mut moved = 0;
         if self.sa_set != 0 {
-            moved = self.sw_alloc(now, credits, &mut sent);
-        }
-        // --- switch traversal: flits whose crossbar delay has elapsed leave on their link
-        let mut m = self.xbar_mask;
-        while m != 0 {
-            let o = m.trailing_zeros() as usize;
-            m &= m - 1;
-            {
-                if let Some(&(t, f)) = self.xbar[o].front() {
-                    if t == now {
-                        self.xbar[o].pop_front();
-                        if self.xbar[o].is_empty() {
-                            self.xbar_mask &= !(1 << o);
-                        }
-                        self.in_xbar -= 1;
-                        flits.send(self.ports.out_flit[o], now, f);
-                        self.out_trace[o] = f.trace_id();
-                        self.traced_send = true;
-                        sent = true;
-                    }
-                }
-            }
+            moved = self.sw_alloc(now, flits, credits, &mut sent);
         }
         (moved, sent)
     }
@@ -474,7 +437,7 @@ impl RouterCl {
     /// the crossbar for `st_delay` cycles.
     #[inline(never)]
     #[allow(clippy::needless_range_loop)] // p/o index several per-port arrays
-    fn sw_alloc(&mut self, now: Cycle, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
+    fn sw_alloc(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
         let v = self.v;
         let fast = self.sa == 1;
         let mut chosen = [[0u8; NPORTS]; NPORTS];
@@ -536,7 +499,7 @@ impl RouterCl {
                 let iv = p * v + vc;
                 moved += 1;
                 if fast {
-                    self.traverse(iv, now, credits, sent);
+                    self.traverse(iv, now, flits, credits, sent);
                 } else {
                     let s = &mut self.ivc[iv];
                     s.sa_apply = apply;
@@ -572,7 +535,7 @@ impl RouterCl {
             self.ivc[iv].sa_apply = NEVER;
             let ov = s.out_port as usize * v + s.out_vc as usize;
             if s.sa_grant && self.ovc_credits[ov].can_send() {
-                self.traverse(iv, now, credits, sent);
+                self.traverse(iv, now, flits, credits, sent);
                 moved += 1;
             } else {
                 self.ivc[iv].ready = now + 1;
@@ -584,7 +547,7 @@ impl RouterCl {
     /// The front flit of `iv` leaves its buffer through the switch (SA decision taking
     /// effect): credit consumed downstream, credit returned upstream, crossbar entered.
     #[inline]
-    fn traverse(&mut self, iv: usize, now: Cycle, credits: &LinkArena<Credit>, sent: &mut bool) {
+    fn traverse(&mut self, iv: usize, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) {
         let v = self.v;
         let s = self.ivc[iv];
         let o = s.out_port as usize;
@@ -610,9 +573,13 @@ impl RouterCl {
         // SAFETY: within this router's eval (see `eval`), sole sender on this link.
         unsafe { credits.send(self.ports.out_credit[p], now, Credit { vc: self.iv_vc[iv] }) };
         *sent = true;
-        self.xbar[o].push_back((now + self.st, f));
-        self.xbar_mask |= 1 << o;
-        self.in_xbar += 1;
+        // Switch traversal (ST) and the link are one pipeline: the output link's latency
+        // includes `st_delay`, so the flit is handed to it now and arrives exactly when it would
+        // after ST + link.
+        // SAFETY: within this router's eval, sole sender on this link.
+        unsafe { flits.send(self.ports.out_flit[o], now, f) };
+        self.out_trace[o] = f.trace_id();
+        self.traced_send = true;
         self.stats.flits_switched += 1;
         let len = self.ivc[iv].len;
         let st = &mut self.ivc[iv];
