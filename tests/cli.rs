@@ -337,3 +337,18 @@ fn noc_plot_and_per_router_stats() {
     let sum: u64 = pr.values().map(|s| s["flits_switched"].as_u64().unwrap()).sum();
     assert_eq!(sum, v["points"][0]["router"]["flits_switched"].as_u64().unwrap());
 }
+
+#[test]
+fn run_default_scenario_with_fst_window() {
+    let d = tmp("run_fst");
+    let fst = d.join("run.fst");
+    let json = d.join("run.json");
+    let r = run(&["run", "--quiet", "--json", json.to_str().unwrap(), "--fst", fst.to_str().unwrap(), "--trace", "top.mesh.r_0_*", "--window", "2000..2500"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    assert!(r.stdout().contains("mesh8x8-uniform"), "{}", r.describe());
+    let s = run(&["wave", "stats", fst.to_str().unwrap()], None);
+    assert!(s.out.status.success(), "{}", s.describe());
+    assert!(s.stdout().contains("top.mesh.r_0_"), "{}", s.describe());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["result"]["points"].as_array().unwrap().len(), 4);
+}
