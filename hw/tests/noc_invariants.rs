@@ -31,6 +31,8 @@ struct Params {
     st_delay: u32,
     credit_delay: u32,
     link_latency: u32,
+    /// Serialization cycles per flit on mesh links (flit_bytes / link_width_bytes).
+    ser: u32,
     threads: u32,
     fast_forward: bool,
     seed: u64,
@@ -47,9 +49,9 @@ fn params() -> impl Strategy<Value = Params> {
     (
         (2u32..=5, 1u32..=3, 1u32..=4, 1u32..=4, 0.02f64..0.6, pattern_strategy()),
         (0u32..=2, 1u32..=2, 1u32..=2, 1u32..=2, 0u32..=2, 1u32..=3),
-        (1u32..=2, any::<bool>(), any::<u64>(), prop::collection::vec(1u64..=7, 1..6)),
+        (1u32..=2, any::<bool>(), any::<u64>(), prop::collection::vec(1u64..=7, 1..6), 1u32..=3),
     )
-        .prop_map(|((k, vcs, vc_buf, packet_size, rate, (pk, hn, hf)), (rd, va, sa, st, cd, ll), (threads, ff, seed, chunks))| {
+        .prop_map(|((k, vcs, vc_buf, packet_size, rate, (pk, hn, hf)), (rd, va, sa, st, cd, ll), (threads, ff, seed, chunks, ser))| {
             let pattern = match pk {
                 0 => TrafficPattern::Uniform,
                 1 => TrafficPattern::Transpose,
@@ -69,6 +71,7 @@ fn params() -> impl Strategy<Value = Params> {
                 st_delay: st,
                 credit_delay: cd,
                 link_latency: ll,
+                ser,
                 threads,
                 fast_forward: ff,
                 seed,
@@ -81,6 +84,8 @@ fn cfg_of(p: &Params) -> NocCfg {
     let mut c = NocCfg::default();
     c.mesh.k = p.k;
     c.mesh.link_latency = p.link_latency;
+    c.mesh.flit_bytes = 16 * p.ser;
+    c.mesh.link_width_bytes = 16;
     let r = &mut c.mesh.router;
     r.vcs = p.vcs;
     r.vc_buf = p.vc_buf;

@@ -52,6 +52,12 @@ pub struct NocArgs {
     pub link_latency: Option<u32>,
     #[arg(long = "credit-delay")]
     pub credit_delay: Option<u32>,
+    /// Flit size in bytes (with --link-width: serialization over narrow links).
+    #[arg(long = "flit-bytes")]
+    pub flit_bytes: Option<u32>,
+    /// Router-to-router link width in bytes per cycle.
+    #[arg(long = "link-width")]
+    pub link_width: Option<u32>,
     /// Step every cycle even when idle (results are identical; for checking that claim).
     #[arg(long = "no-fast-forward")]
     pub no_fast_forward: bool,
@@ -160,6 +166,8 @@ pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {
     set!(m.router.st_delay, a.st_delay);
     set!(m.router.credit_delay, a.credit_delay);
     set!(m.link_latency, a.link_latency);
+    set!(m.flit_bytes, a.flit_bytes);
+    set!(m.link_width_bytes, a.link_width);
     set!(c.traffic.packet_size, a.packet_size);
     set!(c.traffic.seed, a.seed);
     set!(c.sim.threads, a.threads);

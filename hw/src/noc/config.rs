@@ -55,18 +55,28 @@ pub struct MeshCfg {
     pub link_latency: u32,
     /// Clock for waveform timestamps, MHz.
     pub clock_mhz: f64,
+    /// Flit size and router-to-router link width, bytes. A flit takes
+    /// ceil(flit_bytes / link_width_bytes) cycles to cross a link (serialization): the output
+    /// port is busy that long and the flit's last byte arrives that much later. A link carries
+    /// at most one flit per cycle. Equal sizes (the default) are BookSim's one flit per cycle.
+    pub flit_bytes: u32,
+    pub link_width_bytes: u32,
     pub router: RouterCfg,
 }
 
 impl Default for MeshCfg {
     fn default() -> Self {
-        MeshCfg { k: 8, link_latency: 1, clock_mhz: 1000.0, router: RouterCfg::default() }
+        MeshCfg { k: 8, link_latency: 1, clock_mhz: 1000.0, flit_bytes: 16, link_width_bytes: 16, router: RouterCfg::default() }
     }
 }
 
 impl MeshCfg {
     pub fn nodes(&self) -> u32 {
         self.k * self.k
+    }
+    /// Cycles a flit occupies a router-to-router link (serialization), >= 1.
+    pub fn ser_cycles(&self) -> u32 {
+        self.flit_bytes.div_ceil(self.link_width_bytes).max(1)
     }
     /// Clock period in ps for waveform timestamps.
     pub fn period_ps(&self) -> u64 {
@@ -168,6 +178,15 @@ impl NocCfg {
         if m.link_latency == 0 {
             return err("mesh.link_latency", "links are registered: latency must be >= 1 cycle (got 0)");
         }
+        if m.flit_bytes == 0 {
+            return err("mesh.flit_bytes", "a flit has at least 1 byte (got 0)");
+        }
+        if m.link_width_bytes == 0 {
+            return err("mesh.link_width_bytes", "a link is at least 1 byte wide (got 0)");
+        }
+        if m.ser_cycles() > 4096 {
+            return err("mesh.link_width_bytes", format!("a {}-byte flit on a {}-byte link takes {} cycles (max 4096)", m.flit_bytes, m.link_width_bytes, m.ser_cycles()));
+        }
         if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {
             return err("mesh.clock_mhz", format!("must be a positive frequency (got {})", m.clock_mhz));
         }
@@ -219,7 +238,7 @@ impl NocCfg {
         if negative(s.stopping_threshold) || negative(s.acc_stopping_threshold) {
             return err("measure.stopping_threshold", "thresholds must be >= 0");
         }
-        let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64;
+        let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64 + m.ser_cycles() as u64;
         if s.watchdog_cycles != 0 && s.watchdog_cycles <= max_lat {
             return err("measure.watchdog_cycles", format!("must exceed the longest pipeline+link latency ({max_lat} cycles) or be 0 to disable"));
         }

@@ -189,6 +189,8 @@ impl Mesh {
         // A router hands a flit to its output link at switch allocation; the link's latency
         // covers switch traversal (`st_delay`) plus the channel.
         let st = r.st_delay;
+        // Serialization: the flit's last byte arrives ser − 1 cycles after its first.
+        let ser = cfg.mesh.ser_cycles();
         // Allocate every link at its receiver: router i's input flit links and the credit links
         // of its output ports, then its NI's ejection channel and injection credits.
         let mut flits = LinkArena::new();
@@ -204,14 +206,14 @@ impl Mesh {
                     flit_in[i][p] = flits.add(2); // NI injection channel
                     credit_in[i][p] = credits.add(2 + cd); // NI ejection credits
                 } else if neighbour(i as u32, d, k).is_some() {
-                    flit_in[i][p] = flits.add(st + l + 1);
+                    flit_in[i][p] = flits.add(st + l + 1 + (ser - 1));
                     credit_in[i][p] = credits.add(l + 1 + cd);
                 }
             }
             ej[i] = flits.add(st + 2);
             inj_credit[i] = credits.add(2);
         }
-        let max_lat = (l + 1 + cd).max(2 + cd).max(st + l + 1).max(st + 2) as u64;
+        let max_lat = (l + 1 + cd).max(2 + cd).max(st + l + ser).max(st + 2) as u64;
 
         let mut tiles = Vec::with_capacity(n);
         for i in 0..n as u32 {
@@ -235,7 +237,7 @@ impl Mesh {
                     ports.out_credit[p] = credit_in[nb as usize][q];
                 }
             }
-            let router = RouterCl::new(i, k, r, ports);
+            let router = RouterCl::new(i, k, r, ser, ports);
             let ni = TerminalCl::new(
                 i,
                 k,

@@ -146,11 +146,16 @@ pub struct RouterCl {
     /// Flit sent on each output this cycle (for traces): trace id or 0.
     pub out_trace: [u64; NPORTS],
     traced_send: bool,
+    /// Serialization cycles of the mesh outputs, and the cycle each output is free again
+    /// (an output sends one flit per `ser` cycles; the local port is never serialized).
+    ser: u64,
+    out_free_at: [Cycle; NPORTS],
     pub stats: RouterStats,
 }
 
 impl RouterCl {
-    pub fn new(id: u32, k: u32, cfg: &RouterCfg, ports: RouterPorts) -> Self {
+    /// `ser`: cycles a flit occupies each mesh output (serialization; 1 = one flit per cycle).
+    pub fn new(id: u32, k: u32, cfg: &RouterCfg, ser: u32, ports: RouterPorts) -> Self {
         let v = cfg.vcs as usize;
         let depth = cfg.vc_buf as usize;
         let nv = NPORTS * v;
@@ -182,6 +187,8 @@ impl RouterCl {
             buffered: 0,
             out_trace: [0; NPORTS],
             traced_send: false,
+            ser: ser as u64,
+            out_free_at: [0; NPORTS],
             stats: RouterStats::default(),
         }
     }
@@ -462,6 +469,10 @@ impl RouterCl {
                 self.stats.sa_credit_stalls += 1;
                 continue;
             }
+            if self.ser > 1 && self.out_free_at[o] > now {
+                // The output is still serializing the previous flit.
+                continue;
+            }
             n_req += 1;
             let p = self.iv_port[iv] as usize;
             let vc = self.iv_vc[iv];
@@ -578,6 +589,9 @@ impl RouterCl {
         // after ST + link.
         // SAFETY: within this router's eval, sole sender on this link.
         unsafe { flits.send(self.ports.out_flit[o], now, f) };
+        if self.ser > 1 && o != Dir::Local.idx() {
+            self.out_free_at[o] = now + self.ser;
+        }
         self.out_trace[o] = f.trace_id();
         self.traced_send = true;
         self.stats.flits_switched += 1;
