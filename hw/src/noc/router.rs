@@ -566,8 +566,10 @@ impl RouterCl {
         let mut f = *self.front(iv);
         {
             let s = &mut self.ivc[iv];
-            s.head = wrap_inc(s.head as usize, self.depth) as u8;
             s.len -= 1;
+            // An emptied ring restarts at slot 0: a lightly loaded VC then reuses the same one
+            // or two cache lines instead of walking its whole buffer (same behaviour).
+            s.head = if s.len == 0 { 0 } else { wrap_inc(s.head as usize, self.depth) as u8 };
             s.front_since = now;
         }
         self.buffered -= 1;
