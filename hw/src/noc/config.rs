@@ -172,8 +172,9 @@ impl NocCfg {
         if m.k == 0 {
             return err("mesh.k", "mesh must have at least 1 router per side (got 0)");
         }
-        if m.k > 256 {
-            return err("mesh.k", format!("{} routers per side is beyond the 16-bit node ids (max 256)", m.k));
+        if m.k > 128 {
+            // Flits count hops in 8 bits; the longest XY path on a 128x128 mesh is 255 routers.
+            return err("mesh.k", format!("at most 128 routers per side (8-bit hop counts in flits); got {}", m.k));
         }
         if m.link_latency == 0 {
             return err("mesh.link_latency", "links are registered: latency must be >= 1 cycle (got 0)");

@@ -15,7 +15,7 @@ pub struct Flit {
     pub itime: Cycle,
     pub dest: u16,
     /// Destination coordinates, carried so routers route without dividing by k (set by the
-    /// NI from `dest`; k <= 256).
+    /// NI from `dest`; k <= 128).
     pub dest_x: u8,
     pub dest_y: u8,
     /// Index of this flit in its packet.
