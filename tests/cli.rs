@@ -352,3 +352,15 @@ fn run_default_scenario_with_fst_window() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["result"]["points"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn noc_line_trace() {
+    let r = run(&["noc", "--k", "4", "--rates", "0.3", "--line-trace", "top.mesh.r_1_1", "--window", "3000..3010", "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let lines: Vec<String> = r.stdout().lines().filter(|l| l.contains(" r_1_1 ")).map(String::from).collect();
+    assert_eq!(lines.len(), 10, "{}", r.describe());
+    assert!(lines[0].trim_start().starts_with("3000 r_1_1 e["), "{}", lines[0]);
+    let bad = run(&["noc", "--k", "4", "--rates", "0.3", "--line-trace", "top.mesh.r_9_*"], None);
+    assert_eq!(bad.code(), Some(2), "{}", bad.describe());
+    assert!(bad.stderr().contains("selects no router"), "{}", bad.describe());
+}

@@ -69,6 +69,10 @@ pub struct NocArgs {
     /// Write the load-latency curve as SVG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Print a per-cycle line trace of the routers whose scope matches this glob (e.g.
+    /// 'top.mesh.r_1_*'), for the first rate, within --window (default 0..200).
+    #[arg(long = "line-trace")]
+    pub line_trace: Option<String>,
     /// Include every router's counters (hierarchical names) in the JSON.
     #[arg(long = "per-router")]
     pub per_router: bool,
@@ -233,6 +237,25 @@ pub fn traced_point(cfg: &NocCfg, w: &WaveOpts, pb: &ProgressBar) -> CliResult<h
     Ok(r)
 }
 
+/// Runs `cfg` (traffic measured as in BookSim's running phase) up to the end of `window` and
+/// returns the line trace of the routers whose scope matches `glob`.
+pub fn line_trace(cfg: &NocCfg, glob: &str, window: (u64, u64)) -> CliResult<Vec<String>> {
+    let filter = waves::WaveFilter { globs: vec![glob.to_string()], window: None }.compile().map_err(|e| format!("--line-trace: {e}"))?;
+    let mut mesh = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
+    let n = mesh.enable_line_trace(
+        &|scope: &str| filter.selects(&waves::SignalDecl { scope: scope.split('.').map(String::from).collect(), name: "router".into(), width: 1 }),
+        window,
+    );
+    if n == 0 {
+        return Err(format!("--line-trace `{glob}` selects no router (scopes look like top.mesh.r_1_2)"));
+    }
+    let ctx = hw::noc::NiCtx { pattern: cfg.traffic.pattern.clone(), phase: hw::noc::Phase::Running, inject: true, log_deliveries: false };
+    mesh.run(window.1.saturating_sub(1), &ctx, false).map_err(|e| e.to_string())?;
+    let mut out = vec![format!("line trace: {n} router(s), cycles {}..{}; per input port and VC: state (. idle, R route, V VC alloc, A active) + occupancy, # = holds a flit that did not leave this cycle; > outputs a flit was switched to; ni[i e q] = injected, ejected, packet queued", window.0, window.1)];
+    out.extend(mesh.drain_line_trace());
+    Ok(out)
+}
+
 pub fn progress_bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
     if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         return ProgressBar::hidden();
@@ -278,7 +301,22 @@ pub fn print_table(r: &SweepResult) {
 pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     let cfg = build_cfg(&a)?;
     let rates = parse_rates(&a.rates)?;
-    let waves = wave_opts(&a.waves)?;
+    if let Some(glob) = &a.line_trace {
+        let mut c = cfg.clone();
+        c.traffic.rate = rates[0];
+        let window = match &a.waves.window {
+            Some(w) => waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?,
+            None => (0, 200),
+        };
+        for line in line_trace(&c, glob, window)? {
+            println!("{line}");
+        }
+    }
+    let mut wave_args = a.waves.clone();
+    if a.line_trace.is_some() && wave_args.vcd.is_none() && wave_args.fst.is_none() {
+        wave_args.window = None; // the window was the line trace's
+    }
+    let waves = wave_opts(&wave_args)?;
     let pb = progress_bar(a.quiet, rates.len() as u64, "noc");
     let result = if let Some(w) = &waves {
         // The first rate with waves, the others without; one table.

@@ -44,6 +44,10 @@ pub struct MeshPart {
     pub first: usize,
     pub tiles: Vec<Tile>,
     log: Option<ChangeLog>,
+    /// Line trace (S4): selected tiles (by index in this part) and the cycle window; lines
+    /// are collected here and drained in (cycle, tile) order.
+    line_trace: Option<(Vec<usize>, (Cycle, Cycle))>,
+    lines: Vec<(Cycle, usize, String)>,
     /// Longest link latency: a tile that sent something within this many cycles is busy.
     max_lat: u64,
 }
@@ -106,6 +110,14 @@ impl Partition for MeshPart {
                 t.ni.sample(buf);
             }
             log.commit(now);
+        }
+        if let Some((sel, (a, b))) = &self.line_trace {
+            if now >= *a && now < *b {
+                for &i in sel {
+                    let t = &self.tiles[i];
+                    self.lines.push((now, self.first + i, format!("{:>8} {}  {}", now, t.router, t.ni)));
+                }
+            }
         }
         st
     }
@@ -255,7 +267,7 @@ impl Mesh {
         for p in 0..threads {
             let take = (n - first) / (threads - p);
             let band: Vec<Tile> = it.by_ref().take(take).collect();
-            parts.push(MeshPart { first, tiles: band, log: None, max_lat });
+            parts.push(MeshPart { first, tiles: band, log: None, line_trace: None, lines: Vec::new(), max_lat });
             first += take;
         }
         Ok(Mesh {
@@ -381,6 +393,25 @@ impl Mesh {
             p.log = Some(ChangeLog::new(base, decl.len()));
             base += decl.len();
         }
+    }
+
+    /// Starts a per-cycle line trace (PyMTL style, one line per selected router per cycle) of
+    /// the tiles whose scope `select` accepts, in cycles `window.0 .. window.1`.
+    pub fn enable_line_trace(&mut self, select: &dyn Fn(&str) -> bool, window: (Cycle, Cycle)) -> usize {
+        let mut n = 0;
+        for p in self.parts.iter_mut() {
+            let sel: Vec<usize> = p.tiles.iter().enumerate().filter(|(_, t)| select(&t.scope())).map(|(i, _)| i).collect();
+            n += sel.len();
+            p.line_trace = Some((sel, window));
+        }
+        n
+    }
+
+    /// Line-trace lines recorded so far, in (cycle, tile) order; empties the buffers.
+    pub fn drain_line_trace(&mut self) -> Vec<String> {
+        let mut all: Vec<(Cycle, usize, String)> = self.parts.iter_mut().flat_map(|p| std::mem::take(&mut p.lines)).collect();
+        all.sort_by_key(|(c, t, _)| (*c, *t));
+        all.into_iter().map(|(_, _, l)| l).collect()
     }
 
     /// Moves recorded changes into `sink`, merged in (cycle, signal) order.

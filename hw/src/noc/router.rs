@@ -146,6 +146,8 @@ pub struct RouterCl {
     /// Flit sent on each output this cycle (for traces): trace id or 0.
     pub out_trace: [u64; NPORTS],
     traced_send: bool,
+    /// Cycle of the latest eval (for the line trace's stall marks).
+    last_eval: Cycle,
     /// Serialization cycles of the mesh outputs, and the cycle each output is free again
     /// (an output sends one flit per `ser` cycles; the local port is never serialized).
     ser: u64,
@@ -187,6 +189,7 @@ impl RouterCl {
             buffered: 0,
             out_trace: [0; NPORTS],
             traced_send: false,
+            last_eval: 0,
             ser: ser as u64,
             out_free_at: [0; NPORTS],
             stats: RouterStats::default(),
@@ -241,6 +244,7 @@ impl RouterCl {
     /// and this router the only sender/receiver of the links named in its `ports`.
     pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>) -> (u64, bool) {
         let mut sent = false;
+        self.last_eval = now;
         if self.traced_send {
             self.out_trace = [0; NPORTS];
             self.traced_send = false;
@@ -742,5 +746,41 @@ impl Probe for RouterCl {
                 out.push((self.ovc_owner[ov] != NONE8) as u64);
             }
         }
+    }
+}
+
+/// One-line trace of the router's state after a cycle (DESIGN-NOTES S4, PyMTL symbols):
+/// `r_1_2 e[A1 .0] w[.0 .0] … > e l`. Per input port and VC: the state (`.` idle, `R` route
+/// computation, `V` waiting for an output VC, `A` active) and the buffer occupancy, with `#`
+/// when a VC holds flits but sent none this cycle; after `>`, the outputs a flit was switched
+/// to this cycle.
+impl std::fmt::Display for RouterCl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "r_{}_{}", self.coord.y, self.coord.x)?;
+        for p in 0..NPORTS {
+            if self.ports.in_flit[p].is_none() {
+                continue;
+            }
+            write!(f, " {}[", Dir::from_idx(p).short())?;
+            for vc in 0..self.v {
+                let s = &self.ivc[p * self.v + vc];
+                let c = match s.state {
+                    VcState::Idle => '.',
+                    VcState::Routing => 'R',
+                    VcState::VcAlloc => 'V',
+                    VcState::Active => 'A',
+                };
+                let stall = if s.len > 0 && s.front_since < self.last_eval { "#" } else { "" };
+                write!(f, "{}{c}{}{stall}", if vc > 0 { " " } else { "" }, s.len)?;
+            }
+            write!(f, "]")?;
+        }
+        write!(f, " >")?;
+        for p in 0..NPORTS {
+            if self.out_trace[p] != 0 {
+                write!(f, " {}", Dir::from_idx(p).short())?;
+            }
+        }
+        Ok(())
     }
 }

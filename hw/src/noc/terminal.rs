@@ -363,3 +363,12 @@ impl Probe for TerminalCl {
         out.extend(self.inj_credits.iter().map(|c| c.credits as u64));
     }
 }
+
+/// One-line trace: `ni[i e q]`: `i` a flit injected this cycle, `e` one ejected, `q` a packet
+/// waiting at the source (`.` for none of them).
+impl std::fmt::Display for TerminalCl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = |b: bool, ch: char| if b { ch } else { '.' };
+        write!(f, "ni[{}{}{}]", c(self.inj_trace != 0, 'i'), c(self.ej_trace != 0, 'e'), c(self.pkt.is_some() && self.inj_trace == 0, 'q'))
+    }
+}
