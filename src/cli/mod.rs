@@ -27,7 +27,7 @@ pub enum Cmd {
     /// Run a scenario: the embedded default, or a TOML config.
     Run(run::RunArgs),
     /// Mesh NoC latency/throughput sweep with BookSim2 semantics.
-    Noc(noc::NocArgs),
+    Noc(Box<noc::NocArgs>),
     /// Waveform tools: diff, stats.
     #[command(subcommand)]
     Wave(wave::WaveCmd),
@@ -42,7 +42,7 @@ pub enum Cmd {
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
     match cli.cmd {
         Cmd::Run(a) => run::run(a),
-        Cmd::Noc(a) => noc::run(a),
+        Cmd::Noc(a) => noc::run(*a),
         Cmd::Wave(w) => wave::run(w),
         Cmd::Regress(a) => regress::run(a),
         Cmd::ExportVerilog(a) => export::run(a),
