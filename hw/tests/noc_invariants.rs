@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use hw::noc::flit::PID_SRC_SHIFT;
 use hw::noc::mesh::Mesh;
-use hw::noc::terminal::{NiCtx, Phase};
+use hw::noc::terminal::NiCtx;
 use hw::noc::{NocCfg, TrafficPattern};
 use proptest::prelude::*;
 
@@ -108,7 +108,7 @@ fn cfg_of(p: &Params) -> NocCfg {
 /// Returns the mesh after the drain and the number of cycles the drain took.
 fn run_and_drain(cfg: &NocCfg, chunks: &[u64]) -> Result<(Mesh, u64), String> {
     let mut mesh = Mesh::new(cfg).map_err(|e| format!("config rejected: {e}"))?;
-    let mut ctx = NiCtx { pattern: cfg.traffic.pattern.clone(), phase: Phase::Running, inject: true, log_deliveries: true };
+    let mut ctx = NiCtx { log_deliveries: true, ..NiCtx::running(cfg.traffic.pattern.clone()) };
     mesh.check_credits().map_err(|e| format!("cycle 0: {e}"))?;
     let mut i = 0;
     while mesh.now() < INJECT_CYCLES {
@@ -296,7 +296,7 @@ fn credit_check_exercises_full_buffers() {
     c.traffic.packet_size = 2;
     c.traffic.pattern = TrafficPattern::Hotspot { nodes: vec![5], fraction: 0.5 };
     let mut mesh = Mesh::new(&c).unwrap();
-    let ctx = NiCtx { pattern: c.traffic.pattern.clone(), phase: Phase::Running, inject: true, log_deliveries: false };
+    let ctx = NiCtx::running(c.traffic.pattern.clone());
     let mut saw_zero = false;
     while mesh.now() < 1000 {
         let end = mesh.now() + 2;

@@ -249,7 +249,7 @@ pub fn line_trace(cfg: &NocCfg, glob: &str, window: (u64, u64)) -> CliResult<Vec
     if n == 0 {
         return Err(format!("--line-trace `{glob}` selects no router (scopes look like top.mesh.r_1_2)"));
     }
-    let ctx = hw::noc::NiCtx { pattern: cfg.traffic.pattern.clone(), phase: hw::noc::Phase::Running, inject: true, log_deliveries: false };
+    let ctx = hw::noc::NiCtx::running(cfg.traffic.pattern.clone());
     mesh.run(window.1.saturating_sub(1), &ctx, false).map_err(|e| e.to_string())?;
     let mut out = vec![format!("line trace: {n} router(s), cycles {}..{}; per input port and VC: state (. idle, R route, V VC alloc, A active) + occupancy, # = holds a flit that did not leave this cycle; > outputs a flit was switched to; ni[i e q] = injected, ejected, packet queued", window.0, window.1)];
     out.extend(mesh.drain_line_trace());

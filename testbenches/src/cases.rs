@@ -1,6 +1,6 @@
 //! The regression cases. Each states what it measures in its Ok message.
 
-use hw::noc::{run_point, Mesh, NiCtx, NocCfg, Phase, TrafficPattern};
+use hw::noc::{run_point, Mesh, NiCtx, NocCfg, TrafficPattern};
 
 use crate::regress::Case;
 
@@ -27,19 +27,23 @@ fn small(k: u32, rate: f64) -> NocCfg {
 fn zero_load() -> Result<String, String> {
     let mut c = small(8, 0.002);
     c.traffic.seed = 3;
-    let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
-    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
-    mesh.run(20_000, &ctx, false).map_err(|e| e.to_string())?;
-    let s = mesh.ni_totals();
     // At 0.2 % load contention is rare: mean latency must be within 0.2 cycles of 7 + 5*E[D] measured
     // through hops (hops = D + 1).
-    let lat = s.plat_sum as f64 / s.plat_count as f64;
-    let hops = s.hops_sum as f64 / s.plat_count as f64;
+    let (lat, hops, packets) = mean_latency_and_hops(&c)?;
     let expect = 2.0 + 5.0 * hops;
     if (lat - expect).abs() > 0.2 {
         return Err(format!("latency {lat:.3} vs 2 + 5*hops = {expect:.3}"));
     }
-    Ok(format!("{} packets, latency {lat:.3} = 2 + 5 x {hops:.3} hops", s.plat_count))
+    Ok(format!("{packets} packets, latency {lat:.3} = 2 + 5 x {hops:.3} hops"))
+}
+
+/// Runs `c` for 20,000 cycles with all packets measured; mean packet latency, mean hops and
+/// the number of packets delivered.
+fn mean_latency_and_hops(c: &NocCfg) -> Result<(f64, f64, u64), String> {
+    let mut mesh = Mesh::new(c).map_err(|e| e.to_string())?;
+    mesh.run(20_000, &NiCtx::running(c.traffic.pattern.clone()), false).map_err(|e| e.to_string())?;
+    let s = mesh.ni_totals();
+    Ok((s.plat_sum as f64 / s.plat_count as f64, s.hops_sum as f64 / s.plat_count as f64, s.plat_count))
 }
 
 fn against_booksim(rate: f64, booksim: f64) -> Result<String, String> {
@@ -84,7 +88,7 @@ fn credits() -> Result<String, String> {
     c.traffic.packet_size = 4;
     c.mesh.router.vc_buf = 3;
     let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
-    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
+    let ctx = NiCtx::running(TrafficPattern::Uniform);
     let mut checks = 0;
     while mesh.now() < 3000 {
         let end = mesh.now() + 4;
@@ -100,7 +104,7 @@ fn watchdog() -> Result<String, String> {
     c.measure.watchdog_cycles = 500;
     let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
     mesh.tile_mut(4).router.fault_zero_credits(0); // centre router, +x output never gets credits
-    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
+    let ctx = NiCtx::running(TrafficPattern::Uniform);
     match mesh.run(100_000, &ctx, false) {
         Err(hw::noc::NocError::Watchdog(r)) => {
             let text = r.to_string();
@@ -135,12 +139,7 @@ fn serialization() -> Result<String, String> {
     let mut c = small(8, 0.002);
     c.mesh.flit_bytes = 32;
     c.mesh.link_width_bytes = 8;
-    let mut mesh = Mesh::new(&c).map_err(|e| e.to_string())?;
-    let ctx = NiCtx { pattern: TrafficPattern::Uniform, phase: Phase::Running, inject: true, log_deliveries: false };
-    mesh.run(20_000, &ctx, false).map_err(|e| e.to_string())?;
-    let s = mesh.ni_totals();
-    let lat = s.plat_sum as f64 / s.plat_count as f64;
-    let hops = s.hops_sum as f64 / s.plat_count as f64;
+    let (lat, hops, _) = mean_latency_and_hops(&c)?;
     let expect = 2.0 + 5.0 * hops + 3.0 * (hops - 1.0);
     if (lat - expect).abs() > 0.3 {
         return Err(format!("zero-load latency {lat:.3} vs 2 + 5H + 3D = {expect:.3}"));

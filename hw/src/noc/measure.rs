@@ -110,7 +110,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
     let over_threshold = |mesh: &Mesh| -> bool {
         let s = mesh.ni_totals();
         let now = mesh.now();
-        let (n_in, ctime_sum) = mesh.in_flight();
+        let (n_in, ctime_sum) = (s.gen_flits - s.ret_flits, s.gen_ctime_sum - s.ret_ctime_sum);
         let lat = s.plat_sum as f64 + (now as f64 * n_in as f64 - ctime_sum as f64);
         let cnt = (s.plat_count + n_in) as f64;
         cnt > 0.0 && lat / cnt > m.latency_thres

@@ -360,12 +360,6 @@ impl Mesh {
         }
     }
 
-    /// Flits generated and not yet delivered, and the sum of their creation cycles.
-    pub fn in_flight(&self) -> (u64, u64) {
-        let s = self.ni_totals();
-        (s.gen_flits - s.ret_flits, s.gen_ctime_sum - s.ret_ctime_sum)
-    }
-
     // ----- tracing
 
     /// All traceable signals, in global id order (tiles in node order).

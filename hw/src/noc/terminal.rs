@@ -43,6 +43,13 @@ pub struct NiCtx {
     pub log_deliveries: bool,
 }
 
+impl NiCtx {
+    /// Traffic of `pattern` injected and measured (BookSim's running phase), no delivery log.
+    pub fn running(pattern: TrafficPattern) -> Self {
+        NiCtx { pattern, phase: Phase::Running, inject: true, log_deliveries: false }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct SrcPacket {
     pid: u64,
