@@ -1,10 +1,18 @@
-//! Clock domains. The harness counts cycles of one reference clock; further domains are given
-//! by their period in ps (or an integer ratio to the reference), and their edges are merged in
-//! a deterministic order: by time, then by domain index (the order domains were added).
-//! A chiplet package uses this for its 800 MHz compute clock against the UCIe adapter and DDR
-//! clocks; the mesh NoC runs in one domain.
+//! Clock domains on one time base.
+//!
+//! The harness counts *ticks*. A single-clock system (the mesh NoC) has one tick per cycle.
+//! A multi-clock system (the chiplet package: core 800 MHz, UCIe adapter, DDR controller)
+//! takes as its tick the greatest common divisor of its domains' periods and phases in ps;
+//! each domain then has a rising edge every `div` ticks from tick `ph` ([`DomainClock`]).
+//! The engine visits only ticks at which some domain has an edge ([`ClockSet::next_edge`]),
+//! a module is evaluated only at its own domain's edges, and links carry values between
+//! ticks — so every edge is exact (no drift from rounding periods) and the edge order is
+//! deterministic: by time, and within one tick every domain that ticks sees the registered
+//! values of the tick before. Waveform timestamps are `tick × tick_ps`.
 
 use serde::{Deserialize, Serialize};
+
+use super::Cycle;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -12,7 +20,7 @@ pub struct ClockDomain {
     pub name: String,
     /// Period in picoseconds (800 MHz = 1250 ps).
     pub period_ps: u64,
-    /// Phase offset of the first rising edge, ps.
+    /// Phase offset of the first rising edge, ps (< period).
     #[serde(default)]
     pub phase_ps: u64,
 }
@@ -29,40 +37,128 @@ impl ClockDomain {
         assert!(p.is_multiple_of(num), "clock {name}: ratio {num}/{den} gives a non-integer period in ps");
         ClockDomain::new(name, p / num)
     }
+    pub fn with_phase(mut self, phase_ps: u64) -> Self {
+        self.phase_ps = phase_ps;
+        self
+    }
     pub fn freq_mhz(&self) -> f64 {
         1e6 / self.period_ps as f64
     }
 }
 
-/// The merged edge sequence of several domains.
-#[derive(Debug, Clone)]
+/// One domain on the harness time base: a rising edge every `div` ticks, the first at tick `ph`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DomainClock {
+    /// Ticks per cycle (>= 1).
+    pub div: u64,
+    /// Tick of the first edge (< div).
+    pub ph: u64,
+}
+
+impl DomainClock {
+    /// A single-clock system: every tick is an edge.
+    pub const UNIT: DomainClock = DomainClock { div: 1, ph: 0 };
+
+    #[inline]
+    pub fn is_edge(&self, t: Cycle) -> bool {
+        t >= self.ph && (t - self.ph) % self.div == 0
+    }
+    /// First edge at or after `t` (saturates at `u64::MAX`).
+    #[inline]
+    pub fn next_edge(&self, t: Cycle) -> Cycle {
+        if t <= self.ph {
+            return self.ph;
+        }
+        let r = (t - self.ph) % self.div;
+        if r == 0 {
+            t
+        } else {
+            t.saturating_add(self.div - r)
+        }
+    }
+    /// First edge strictly after `t`.
+    #[inline]
+    pub fn edge_after(&self, t: Cycle) -> Cycle {
+        self.next_edge(t.saturating_add(1))
+    }
+    /// Number of this domain's edges at ticks `< t` (its cycle count at tick `t`).
+    #[inline]
+    pub fn cycle_of(&self, t: Cycle) -> u64 {
+        if t <= self.ph {
+            0
+        } else {
+            (t - self.ph).div_ceil(self.div)
+        }
+    }
+    /// Tick of this domain's edge number `n` (0-based).
+    #[inline]
+    pub fn edge(&self, n: u64) -> Cycle {
+        self.ph + n * self.div
+    }
+    /// `n` cycles of this domain, in ticks.
+    #[inline]
+    pub fn ticks(&self, n: u64) -> Cycle {
+        n * self.div
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The domains of one system on a common tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClockSet {
     pub domains: Vec<ClockDomain>,
-    next_edge: Vec<u64>,
-    /// Cycle count per domain (edges seen so far).
-    pub cycles: Vec<u64>,
+    tick_ps: u64,
+    clocks: Vec<DomainClock>,
 }
 
 impl ClockSet {
-    pub fn new(domains: Vec<ClockDomain>) -> Self {
-        let next_edge = domains.iter().map(|d| d.phase_ps).collect();
-        let cycles = vec![0; domains.len()];
-        ClockSet { domains, next_edge, cycles }
+    /// Fails (naming the domain) on a zero period, a phase not below the period, or no domain.
+    pub fn new(domains: Vec<ClockDomain>) -> Result<Self, String> {
+        if domains.is_empty() {
+            return Err("a clock set needs at least one domain".into());
+        }
+        let mut g = 0;
+        for d in &domains {
+            if d.period_ps == 0 {
+                return Err(format!("clock {}: period must be > 0 ps", d.name));
+            }
+            if d.phase_ps >= d.period_ps {
+                return Err(format!("clock {}: phase {} ps must be below the period {} ps", d.name, d.phase_ps, d.period_ps));
+            }
+            g = gcd(gcd(g, d.period_ps), d.phase_ps);
+        }
+        let clocks = domains.iter().map(|d| DomainClock { div: d.period_ps / g, ph: d.phase_ps / g }).collect();
+        Ok(ClockSet { domains, tick_ps: g, clocks })
     }
 
-    /// Advances to the next time any domain has a rising edge. Returns that time (ps) and a
-    /// bitmask of the domains that tick, lowest index first when evaluated.
-    pub fn advance(&mut self) -> (u64, u64) {
-        let t = *self.next_edge.iter().min().expect("ClockSet with no domain");
-        let mut mask = 0u64;
-        for (i, d) in self.domains.iter().enumerate() {
-            if self.next_edge[i] == t {
-                mask |= 1 << i;
-                self.next_edge[i] += d.period_ps;
-                self.cycles[i] += 1;
-            }
-        }
-        (t, mask)
+    /// Length of one harness tick, ps (gcd of all periods and phases).
+    pub fn tick_ps(&self) -> u64 {
+        self.tick_ps
+    }
+
+    pub fn clock(&self, i: usize) -> DomainClock {
+        self.clocks[i]
+    }
+
+    pub fn clocks(&self) -> &[DomainClock] {
+        &self.clocks
+    }
+
+    /// First tick at or after `t` at which any domain has an edge.
+    pub fn next_edge(&self, t: Cycle) -> Cycle {
+        self.clocks.iter().map(|c| c.next_edge(t)).min().unwrap_or(t)
+    }
+
+    /// Domains with an edge at tick `t`, as a bitmask (bit i = domain i).
+    pub fn edges_at(&self, t: Cycle) -> u64 {
+        self.clocks.iter().enumerate().filter(|(_, c)| c.is_edge(t)).fold(0, |m, (i, _)| m | 1 << i)
     }
 }
 
@@ -71,26 +167,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn merged_edges_are_ordered_and_deterministic() {
+    fn merged_edges_are_exact_and_ordered() {
         let core = ClockDomain::new("core", 1250); // 800 MHz
-        let ucie = ClockDomain::ratio("ucie", &core, 2, 1); // 1.6 GHz
-        let ddr = ClockDomain::new("ddr", 1500);
-        let mut cs = ClockSet::new(vec![core, ucie, ddr]);
-        let mut last = 0;
+        let ucie = ClockDomain::ratio("ucie", &core, 5, 2); // 2 GHz
+        let ddr = ClockDomain::new("ddr", 1250).with_phase(625); // 800 MHz, half a cycle late
+        let cs = ClockSet::new(vec![core, ucie, ddr]).unwrap();
+        assert_eq!(cs.tick_ps(), 125);
+        assert_eq!(cs.clock(0), DomainClock { div: 10, ph: 0 });
+        assert_eq!(cs.clock(1), DomainClock { div: 4, ph: 0 });
+        assert_eq!(cs.clock(2), DomainClock { div: 10, ph: 5 });
         let mut seq = Vec::new();
-        for _ in 0..12 {
-            let (t, m) = cs.advance();
-            assert!(t >= last);
-            last = t;
-            seq.push((t, m));
+        let mut t = 0;
+        for _ in 0..8 {
+            t = cs.next_edge(t);
+            seq.push((t * cs.tick_ps(), cs.edges_at(t)));
+            t += 1;
         }
-        // t=0 all three tick together; ucie ticks twice per core tick.
-        assert_eq!(seq[0], (0, 0b111));
-        assert_eq!(seq[1], (625, 0b010));
-        assert_eq!(seq[2], (1250, 0b011));
-        assert_eq!(seq[3], (1500, 0b100));
-        let mut again = ClockSet::new(cs.domains.clone());
-        let seq2: Vec<_> = (0..12).map(|_| again.advance()).collect();
-        assert_eq!(seq, seq2);
+        assert_eq!(
+            seq,
+            vec![(0, 0b011), (500, 0b010), (625, 0b100), (1000, 0b010), (1250, 0b001), (1500, 0b010), (1875, 0b100), (2000, 0b010)]
+        );
+    }
+
+    #[test]
+    fn domain_clock_arithmetic() {
+        let c = DomainClock { div: 10, ph: 5 };
+        assert!(!c.is_edge(0) && c.is_edge(5) && c.is_edge(15) && !c.is_edge(10));
+        assert_eq!(c.next_edge(0), 5);
+        assert_eq!(c.next_edge(5), 5);
+        assert_eq!(c.next_edge(6), 15);
+        assert_eq!(c.edge_after(5), 15);
+        assert_eq!(c.cycle_of(5), 0);
+        assert_eq!(c.cycle_of(6), 1);
+        assert_eq!(c.cycle_of(15), 1);
+        assert_eq!(c.edge(3), 35);
+        assert_eq!(DomainClock::UNIT.next_edge(7), 7);
+        assert_eq!(DomainClock::UNIT.cycle_of(7), 7);
+    }
+
+    #[test]
+    fn bad_domains_are_named() {
+        assert!(ClockSet::new(vec![ClockDomain { name: "ddr".into(), period_ps: 0, phase_ps: 0 }]).unwrap_err().contains("ddr"));
+        assert!(ClockSet::new(vec![ClockDomain::new("x", 100).with_phase(100)]).unwrap_err().contains("phase"));
     }
 }

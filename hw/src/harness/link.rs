@@ -78,6 +78,21 @@ impl<T: Copy + Default> LinkArena<T> {
         LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16 }
     }
 
+    /// Adds a clock-domain-crossing link: its values are sent with [`LinkArena::send_at`] at a
+    /// due time chosen by the sender (the receiver's next edge at or after `now + lat`), at
+    /// most `lat + rx_period` ticks ahead. `rx_period` is the receiving domain's period in
+    /// harness ticks ([`super::DomainClock::div`]).
+    pub fn add_cdc(&mut self, lat: u32, rx_period: u32) -> LinkId {
+        assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
+        let span = lat as usize + rx_period as usize;
+        assert!(span < 1 << 15, "link latency {lat} + receiver period {rx_period} too large");
+        let n = (span + 1).next_power_of_two();
+        let base = self.slots.len();
+        assert!(base + n < u32::MAX as usize, "too many link slots");
+        self.slots.extend((0..n).map(|_| UnsafeCell::new((NEVER, T::default()))));
+        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16 }
+    }
+
     #[inline]
     fn slot(&self, id: LinkId, t: Cycle) -> *mut (Cycle, T) {
         self.slots[id.base as usize + (t & id.mask as u64) as usize].get()
@@ -108,6 +123,20 @@ impl<T: Copy + Default> LinkArena<T> {
         let due = now + id.lat as u64;
         let slot = &mut *self.slot(id, due);
         assert!(slot.0 != due, "link written twice for the same cycle (two senders, or two sends in a cycle)");
+        *slot = (due, v);
+    }
+
+    /// Sends `v` on `id` in tick `now`, to be received in tick `due` (a clock-domain
+    /// crossing: the sender picks the receiver's edge). `now + lat <= due` and `due` within
+    /// the ring (`add_cdc` sizes it for `lat + rx_period`).
+    ///
+    /// # Safety
+    /// As [`LinkArena::send`]; at most one value may be due per tick.
+    #[inline]
+    pub unsafe fn send_at(&self, id: LinkId, now: Cycle, due: Cycle, v: T) {
+        assert!(due >= now + id.lat as u64 && due - now <= id.mask as u64, "send_at: due {due} outside {}..={} (now {now})", now + id.lat as u64, now + id.mask as u64);
+        let slot = &mut *self.slot(id, due);
+        assert!(slot.0 != due, "link written twice for the same receive tick (a faster sender must rate-match a crossing)");
         *slot = (due, v);
     }
 
@@ -188,6 +217,37 @@ mod tests {
             for (t, v) in got {
                 assert_eq!(t, v as u64 + lat as u64);
             }
+        }
+    }
+
+    /// A 2 GHz sender (every 4 ticks) into an 800 MHz receiver (every 10 ticks, phase 5):
+    /// each value lands on the receiver's first edge at least `lat` ticks later.
+    #[test]
+    fn cdc_lands_on_receiver_edges() {
+        use crate::harness::DomainClock;
+        let (tx, rx) = (DomainClock { div: 4, ph: 0 }, DomainClock { div: 10, ph: 5 });
+        let mut a = LinkArena::<u64>::new();
+        let id = a.add_cdc(3, rx.div as u32);
+        let mut got = Vec::new();
+        let mut next_send = 0;
+        for t in 0..400u64 {
+            unsafe {
+                if rx.is_edge(t) {
+                    if let Some(v) = a.recv(id, t) {
+                        got.push((v, t));
+                    }
+                }
+                // Rate-matched sender: at most one value per receiver cycle.
+                if tx.is_edge(t) && t >= next_send {
+                    let due = rx.next_edge(t + 3);
+                    a.send_at(id, t, due, t);
+                    next_send = due;
+                }
+            }
+        }
+        assert!(got.len() > 30);
+        for (sent, at) in got {
+            assert!(rx.is_edge(at) && at >= sent + 3 && at < sent + 3 + rx.div);
         }
     }
 

@@ -27,7 +27,7 @@ pub type Cycle = u64;
 pub const NEVER: Cycle = u64::MAX;
 
 pub use barrier::SpinBarrier;
-pub use clock::{ClockDomain, ClockSet};
+pub use clock::{ClockDomain, ClockSet, DomainClock};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
 pub use link::{Link, LinkArena, LinkId};
 pub use trace::{ChangeLog, Probe, SignalDecl, SignalSink};
