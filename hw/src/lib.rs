@@ -3,7 +3,9 @@
 //! micro-slice ring buffer, DDR, UCIe, chiplet controller, IO-die scheduler) and the wafer
 //! build on the same harness (docs/architecture.md).
 
+pub mod cfg;
 pub mod harness;
+pub mod pkg;
 pub mod noc;
 
 pub mod prelude {

@@ -5,7 +5,11 @@
 //! pattern). Today: mesh routing and synthetic traffic patterns; the FSE-DP trajectory
 //! scheduler, ER/HER-Mapping, NI-Balancer, MoE-GPS and Sem-MoE land here next.
 
+pub mod models;
 pub mod noc;
+pub mod pkg;
+pub mod trace;
+pub mod workload;
 
 pub mod prelude {
     pub use crate::noc::{route_xy_fl, Coord, Dir, TrafficPattern};

@@ -5,17 +5,8 @@ use serde::{Deserialize, Serialize};
 
 pub use sched::noc::TrafficPattern;
 
-/// A config value that cannot be simulated: names the field path and the reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("config field `{field}`: {reason}")]
-pub struct CfgError {
-    pub field: String,
-    pub reason: String,
-}
-
-fn err<T>(field: &str, reason: impl Into<String>) -> Result<T, CfgError> {
-    Err(CfgError { field: field.into(), reason: reason.into() })
-}
+pub use crate::cfg::CfgError;
+use crate::cfg::err;
 
 /// Input-queued virtual-channel router (BookSim2 `iq`). Per hop at zero load a flit spends
 /// `routing_delay + va_delay + sa_delay + st_delay` cycles in the router plus `link_latency`

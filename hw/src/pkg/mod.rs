@@ -1,0 +1,11 @@
+//! The FSE-DP chiplet package (SPEC §3, seeds/expert-streaming.txt): one file per block.
+//! See docs/architecture.md "The chiplet package".
+
+pub mod chiplet;
+pub mod config;
+pub mod ddr;
+pub mod iodie;
+pub mod package;
+pub mod pe_array;
+pub mod ring;
+pub mod ucie;

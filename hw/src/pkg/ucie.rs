@@ -1,0 +1,1 @@
+//! (being built: see docs/architecture.md "The chiplet package")
