@@ -1,1 +1,556 @@
-//! (being built: see docs/architecture.md "The chiplet package")
+//! Chiplet controller: the virtualization rules of FSE-DP (paper §IV-C) as next-state logic.
+//!
+//! The controller owns the chiplet's micro-slice ring buffer and decides, every core cycle,
+//! what the PE array computes, what the D2D engine sends, and what the DDR loader fetches:
+//!
+//! * **Rule 1** — a micro-slice received over D2D is computed at the next opportunity and, at
+//!   the same time, sent on to the next chiplet of its trajectory. With `eager` (the paper's
+//!   Fig. 4(b)) the most recently received micro-slice goes first, so a slice sweeps through
+//!   the trajectory and leaves the package quickly.
+//! * **Rule 2** — with no received micro-slice waiting, any local (DDR-loaded) micro-slice of
+//!   a granted expert is computed and sent on (oldest first).
+//! * **Rule 3** — a micro-slice with no next chiplet is released right after it is computed;
+//!   one with a next chiplet is released once it is computed and sent.
+//! * **Rule 4** — the loader fetches the next micro-slice of its load sequence (the IO die's
+//!   preload order) from DDR whenever the ring has a free slot beyond `ddr_reserve` (slots
+//!   kept for D2D arrivals, so preloads alone cannot fill the ring and starve a trajectory).
+//! * **Rule 5** (optional) is decided at the IO die (which chiplet loads a micro-slice), not
+//!   here.
+//!
+//! Only granted experts are computed or sent: the IO die's grant programs the next-hop table
+//! (the expert's trajectory mask) — a preloaded micro-slice of an ungranted expert waits in
+//! its slot. When every micro-slice of every granted expert this chiplet is on has been
+//! computed here, the controller pulses `done` (the IO die's ICV release).
+//!
+//! The controller's ports are the [`CtrlIn`]/[`CtrlOut`] structs: registered inputs sampled
+//! each cycle and outputs driven for the next, so the RTL twin mirrors them port for port.
+
+use std::collections::VecDeque;
+
+use super::ring::{RingBufferCl, SlotTag};
+use crate::harness::{Probe, SignalDecl};
+
+/// Chiplet id within the package (row · cols + col), < 16.
+pub type ChipletId = u8;
+
+/// Strategy knobs of the controller (set by the strategy presets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CtrlKnobs {
+    /// Rule 1 eager usage: newest received micro-slice first (false: oldest first).
+    pub eager: bool,
+    /// Rule 1 "simultaneously": the send starts with the compute (false: after it, the
+    /// store-and-forward of naive FSE-DP, A1).
+    pub forward_with_compute: bool,
+    /// Rule 4 loads only while more than this many slots are free.
+    pub ddr_reserve: u32,
+}
+
+impl Default for CtrlKnobs {
+    fn default() -> Self {
+        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1 }
+    }
+}
+
+/// Messages from the IO-die scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtrlSched {
+    /// Append the expert to the load sequence (Rule 4 pre-load).
+    Preload { expert: u16, mask: u16 },
+    /// Program the next-hop table for the expert: it may be computed and sent.
+    Grant { expert: u16, mask: u16 },
+}
+
+/// Where a micro-slice's trajectory goes: stations in ring order, the loader of each
+/// micro-slice, and the next station after a given one.
+pub trait Trajectory {
+    /// Chiplet that loads micro-slice `k` from DDR.
+    fn loader(&self, mask: u16, k: u16) -> ChipletId;
+    /// Next station after `at` for a micro-slice loaded by `loader` (`None`: `at` is last).
+    fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId>;
+}
+
+/// Registered inputs of one cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CtrlIn {
+    pub sched: Option<CtrlSched>,
+    /// The DDR request queue accepts a request this cycle.
+    pub ddr_ready: bool,
+    /// The slot whose micro-slice has fully landed from DDR.
+    pub ddr_landed: Option<u32>,
+    /// A D2D micro-slice's head flit waits for a slot.
+    pub rx_head: Option<SlotTag>,
+    /// The slot whose D2D micro-slice has fully arrived.
+    pub rx_landed: Option<u32>,
+    /// The PE array finished the job of this slot.
+    pub pe_done: Option<u32>,
+    /// The D2D engine injected the last flit of this slot.
+    pub tx_done: Option<u32>,
+    /// The D2D engine can start a send.
+    pub tx_ready: bool,
+}
+
+/// Outputs of one cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CtrlOut {
+    /// Fetch this micro-slice from DDR into this slot.
+    pub ddr_req: Option<(u32, SlotTag)>,
+    /// Slot given to the waiting D2D head (`None` while the ring is full: the head waits).
+    pub rx_slot: Option<u32>,
+    /// Compute this slot's micro-slice.
+    pub pe_start: Option<(u32, SlotTag)>,
+    /// Send this slot's micro-slice to this chiplet.
+    pub tx_start: Option<(u32, ChipletId)>,
+    /// Every granted micro-slice this chiplet is on has been computed (ICV release).
+    pub done: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct SlotCtl {
+    landed: bool,
+    computed: bool,
+    /// Send finished, or none needed.
+    sent: bool,
+    next: Option<ChipletId>,
+    from_d2d: bool,
+}
+
+/// Event counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CtrlStats {
+    pub rule1_computes: u64,
+    pub rule2_computes: u64,
+    pub ddr_loads: u64,
+    pub sends: u64,
+    pub receives: u64,
+    pub releases: u64,
+    pub rx_stall_cycles: u64,
+    pub done_pulses: u64,
+}
+
+pub struct ChipletCtrlCl {
+    pub id: ChipletId,
+    knobs: CtrlKnobs,
+    /// Micro-slices per expert (per layer; 0 = expert not used).
+    m_of: Vec<u16>,
+    pub ring: RingBufferCl,
+    slot: Vec<SlotCtl>,
+    /// Next-hop table: trajectory mask per expert, valid once granted.
+    nh_mask: Vec<u16>,
+    granted: Vec<bool>,
+    /// Mask per preloaded expert (the load sequence needs it before the grant).
+    pre_mask: Vec<u16>,
+    /// Load sequence: preloaded experts this chiplet is on, and the next micro-slice index
+    /// to examine for the head expert.
+    load_seq: VecDeque<u16>,
+    load_k: u16,
+    /// Micro-slices of granted experts still to be computed here.
+    pending: u32,
+    had_work: bool,
+    rx_ready: VecDeque<u32>,
+    local_ready: VecDeque<u32>,
+    /// DDR-loaded micro-slices of experts not yet granted.
+    local_wait: Vec<u32>,
+    tx_q: VecDeque<(u32, ChipletId)>,
+    pe_slot: Option<u32>,
+    /// Last cycle's outputs (for traces).
+    pub out: CtrlOut,
+    pub stats: CtrlStats,
+}
+
+impl ChipletCtrlCl {
+    /// `experts` per layer, `slots` ring slots, `slot_bytes` > 0 for functional mode.
+    pub fn new(id: ChipletId, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> Self {
+        let s = slots as usize;
+        ChipletCtrlCl {
+            id,
+            knobs,
+            m_of: vec![0; experts],
+            ring: RingBufferCl::new(slots, slot_bytes),
+            slot: vec![SlotCtl::default(); s],
+            nh_mask: vec![0; experts],
+            granted: vec![false; experts],
+            pre_mask: vec![0; experts],
+            load_seq: VecDeque::with_capacity(experts),
+            load_k: 0,
+            pending: 0,
+            had_work: false,
+            rx_ready: VecDeque::with_capacity(s),
+            local_ready: VecDeque::with_capacity(s),
+            local_wait: Vec::with_capacity(s),
+            tx_q: VecDeque::with_capacity(s),
+            pe_slot: None,
+            out: CtrlOut::default(),
+            stats: CtrlStats::default(),
+        }
+    }
+
+    /// Starts a layer: micro-slices per expert. Every slot must be free (the previous layer
+    /// finished).
+    pub fn begin_layer(&mut self, m_of: &[u16]) {
+        assert_eq!(self.ring.live_count(), 0, "chiplet {}: layer started with live slots", self.id);
+        self.m_of.clear();
+        self.m_of.extend_from_slice(m_of);
+        self.granted.iter_mut().for_each(|g| *g = false);
+        self.load_seq.clear();
+        self.load_k = 0;
+        self.pending = 0;
+        self.had_work = false;
+    }
+
+    /// Micro-slices of granted experts still to compute here.
+    pub fn pending(&self) -> u32 {
+        self.pending
+    }
+
+    /// Nothing in flight: no live slot, no pending work, nothing left to load.
+    pub fn quiescent(&self) -> bool {
+        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none()
+    }
+
+    pub fn pe_slot(&self) -> Option<u32> {
+        self.pe_slot
+    }
+
+    fn on_path(&self, mask: u16) -> bool {
+        mask >> self.id & 1 == 1
+    }
+
+    /// One cycle of next-state logic.
+    pub fn step(&mut self, inp: &CtrlIn, traj: &dyn Trajectory) -> CtrlOut {
+        let mut out = CtrlOut::default();
+        // --- scheduler messages: load sequence and next-hop table
+        match inp.sched {
+            Some(CtrlSched::Preload { expert, mask }) => {
+                self.pre_mask[expert as usize] = mask;
+                if self.on_path(mask) {
+                    self.load_seq.push_back(expert);
+                }
+            }
+            Some(CtrlSched::Grant { expert, mask }) => {
+                let e = expert as usize;
+                self.granted[e] = true;
+                self.nh_mask[e] = mask;
+                if self.on_path(mask) {
+                    self.pending += self.m_of[e] as u32;
+                    self.had_work = true;
+                }
+                // Preloaded micro-slices of this expert may now be computed.
+                let ring = &self.ring;
+                let (now_ready, wait): (Vec<u32>, Vec<u32>) = self.local_wait.iter().partition(|&&s| ring.tag(s).expert == expert);
+                self.local_wait = wait;
+                self.local_ready.extend(now_ready);
+            }
+            None => {}
+        }
+        // --- completions
+        if let Some(s) = inp.ddr_landed {
+            let c = &mut self.slot[s as usize];
+            c.landed = true;
+            if self.granted[self.ring.tag(s).expert as usize] {
+                self.local_ready.push_back(s);
+            } else {
+                self.local_wait.push(s);
+            }
+        }
+        if let Some(s) = inp.rx_landed {
+            self.slot[s as usize].landed = true;
+            self.rx_ready.push_back(s);
+            self.stats.receives += 1;
+        }
+        if let Some(s) = inp.pe_done {
+            debug_assert_eq!(self.pe_slot, Some(s));
+            self.pe_slot = None;
+            self.slot[s as usize].computed = true;
+            self.pending -= 1;
+            if !self.knobs.forward_with_compute {
+                if let Some(n) = self.slot[s as usize].next {
+                    self.tx_q.push_back((s, n));
+                }
+            }
+            self.try_release(s);
+        }
+        if let Some(s) = inp.tx_done {
+            self.slot[s as usize].sent = true;
+            self.try_release(s);
+        }
+        // --- D2D arrival: a slot for the waiting head (the receiver's ring is the credit)
+        if let Some(tag) = inp.rx_head {
+            if let Some(s) = self.ring.alloc(tag) {
+                self.slot[s as usize] = SlotCtl { from_d2d: true, ..Default::default() };
+                out.rx_slot = Some(s);
+            } else {
+                self.stats.rx_stall_cycles += 1;
+            }
+        }
+        // --- PE: Rule 1, else Rule 2
+        if self.pe_slot.is_none() {
+            let (pick, rule1) = match if self.knobs.eager { self.rx_ready.pop_back() } else { self.rx_ready.pop_front() } {
+                Some(s) => (Some(s), true),
+                None => (self.local_ready.pop_front(), false),
+            };
+            if let Some(s) = pick {
+                let tag = self.ring.tag(s);
+                let mask = self.nh_mask[tag.expert as usize];
+                let loader = traj.loader(mask, tag.k);
+                let next = traj.next_station(mask, loader, self.id);
+                let c = &mut self.slot[s as usize];
+                c.next = next;
+                c.sent = next.is_none();
+                if let (Some(n), true) = (next, self.knobs.forward_with_compute) {
+                    self.tx_q.push_back((s, n));
+                }
+                self.pe_slot = Some(s);
+                out.pe_start = Some((s, tag));
+                if rule1 {
+                    self.stats.rule1_computes += 1;
+                } else {
+                    self.stats.rule2_computes += 1;
+                }
+            }
+        }
+        // --- D2D send
+        if inp.tx_ready {
+            if let Some((s, n)) = self.tx_q.pop_front() {
+                out.tx_start = Some((s, n));
+                self.stats.sends += 1;
+            }
+        }
+        // --- Rule 4: the next micro-slice of the load sequence assigned to this chiplet
+        if inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
+            while let Some(&e) = self.load_seq.front() {
+                let (mask, m) = (self.pre_mask[e as usize], self.m_of[e as usize]);
+                while self.load_k < m && traj.loader(mask, self.load_k) != self.id {
+                    self.load_k += 1;
+                }
+                if self.load_k < m {
+                    let tag = SlotTag { expert: e, k: self.load_k };
+                    let s = self.ring.alloc(tag).expect("free slot checked above");
+                    self.slot[s as usize] = SlotCtl::default();
+                    out.ddr_req = Some((s, tag));
+                    self.stats.ddr_loads += 1;
+                    self.load_k += 1;
+                    break;
+                }
+                self.load_seq.pop_front();
+                self.load_k = 0;
+            }
+        }
+        // --- ICV release
+        if self.had_work && self.pending == 0 {
+            self.had_work = false;
+            out.done = true;
+            self.stats.done_pulses += 1;
+        }
+        self.out = out;
+        out
+    }
+
+    /// Rule 3.
+    fn try_release(&mut self, s: u32) {
+        let c = self.slot[s as usize];
+        if c.landed && c.computed && c.sent {
+            self.ring.release(s);
+            self.slot[s as usize] = SlotCtl::default();
+            self.stats.releases += 1;
+        }
+    }
+
+    /// Lines for the watchdog report: what each live slot waits for.
+    pub fn blocked_report(&self, scope: &str, out: &mut Vec<String>) {
+        for s in 0..self.ring.capacity() {
+            if !self.ring.is_live(s) {
+                continue;
+            }
+            let c = self.slot[s as usize];
+            let t = self.ring.tag(s);
+            let why = if !c.landed {
+                if c.from_d2d { "waits for the rest of its D2D flits" } else { "waits for DDR" }
+            } else if !c.computed {
+                if self.granted[t.expert as usize] { "waits for the PE array" } else { "waits for the expert's grant" }
+            } else {
+                "waits to be sent to the next chiplet"
+            };
+            out.push(format!("{scope}.ring.slot{s}: expert {} micro-slice {}: {why}", t.expert, t.k));
+        }
+    }
+}
+
+impl Probe for ChipletCtrlCl {
+    /// `ring.*`, and `ctrl.{pe_valid,pe_expert,pe_k,tx_valid,tx_dest,ddr_req_valid,ddr_req_expert,done,pending}`.
+    fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
+        let mut rs = scope.to_vec();
+        rs.push("ring".into());
+        self.ring.declare(&rs, out);
+        let mut cs = scope.to_vec();
+        cs.push("ctrl".into());
+        for (name, width) in [
+            ("pe_valid", 1),
+            ("pe_expert", 16),
+            ("pe_k", 16),
+            ("tx_valid", 1),
+            ("tx_dest", 4),
+            ("ddr_req_valid", 1),
+            ("ddr_req_expert", 16),
+            ("ddr_req_k", 16),
+            ("done", 1),
+            ("pending", 32),
+        ] {
+            out.push(SignalDecl { scope: cs.clone(), name: name.into(), width });
+        }
+    }
+
+    fn sample(&self, out: &mut Vec<u64>) {
+        self.ring.sample(out);
+        let o = &self.out;
+        let pe = o.pe_start.map(|(_, t)| t);
+        let ddr = o.ddr_req.map(|(_, t)| t);
+        out.extend([
+            pe.is_some() as u64,
+            pe.map_or(0, |t| t.expert as u64),
+            pe.map_or(0, |t| t.k as u64),
+            o.tx_start.is_some() as u64,
+            o.tx_start.map_or(0, |(_, d)| d as u64),
+            ddr.is_some() as u64,
+            ddr.map_or(0, |t| t.expert as u64),
+            ddr.map_or(0, |t| t.k as u64),
+            o.done as u64,
+            self.pending as u64,
+        ]);
+    }
+}
+
+/// One-line trace: `c1 ring[3/8] pe[E5.2] tx[>3] ddr[E7.1] rx# done`.
+impl std::fmt::Display for ChipletCtrlCl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "c{} ring[{}/{}]", self.id, self.ring.occupancy(), self.ring.capacity())?;
+        match self.pe_slot {
+            Some(s) => write!(f, " pe[E{}.{}]", self.ring.tag(s).expert, self.ring.tag(s).k)?,
+            None => write!(f, " pe[.]")?,
+        }
+        match self.out.tx_start {
+            Some((_, d)) => write!(f, " tx[>{d}]")?,
+            None => write!(f, " tx[.]")?,
+        }
+        match self.out.ddr_req {
+            Some((_, t)) => write!(f, " ddr[E{}.{}]", t.expert, t.k)?,
+            None => write!(f, " ddr[.]")?,
+        }
+        if self.out.done {
+            write!(f, " done")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ring order by id; micro-slice k loaded by member k mod n; a slice visits every member.
+    struct ById;
+    impl ById {
+        fn members(mask: u16) -> Vec<ChipletId> {
+            (0..16).filter(|c| mask >> c & 1 == 1).collect()
+        }
+    }
+    impl Trajectory for ById {
+        fn loader(&self, mask: u16, k: u16) -> ChipletId {
+            let m = Self::members(mask);
+            m[k as usize % m.len()]
+        }
+        fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId> {
+            let m = Self::members(mask);
+            let li = m.iter().position(|&c| c == loader).unwrap();
+            let ai = m.iter().position(|&c| c == at).unwrap();
+            let hop = (ai + m.len() - li) % m.len();
+            (hop + 1 < m.len()).then(|| m[(ai + 1) % m.len()])
+        }
+    }
+
+    /// Two chiplets, one expert of 4 micro-slices on both: each loads 2, computes them
+    /// (Rule 2) and forwards them; the received ones are computed (Rule 1) and released
+    /// (Rule 3); both pulse done exactly once after 4 computes each.
+    #[test]
+    fn two_chiplet_trajectory_completes() {
+        let knobs = CtrlKnobs::default();
+        let mut c: Vec<ChipletCtrlCl> = (0..2).map(|i| ChipletCtrlCl::new(i, 1, 4, 0, knobs)).collect();
+        for x in c.iter_mut() {
+            x.begin_layer(&[4]);
+        }
+        let mask = 0b11;
+        let mut inp = [CtrlIn { sched: Some(CtrlSched::Preload { expert: 0, mask }), ddr_ready: true, tx_ready: true, ..Default::default() }; 2];
+        // Pipelines: DDR lands 3 cycles after a request, PE takes 2, a send 2 and lands at
+        // the other chiplet's head one cycle after starting.
+        let mut ddr: Vec<(u64, usize, u32)> = Vec::new();
+        let mut pe: Vec<(u64, usize, u32)> = Vec::new();
+        let mut tx: Vec<(u64, usize, u32, SlotTag)> = Vec::new();
+        let mut heads: Vec<(usize, SlotTag, u64)> = Vec::new();
+        let mut landing: Vec<(u64, usize, u32)> = Vec::new();
+        let mut done = [0; 2];
+        for t in 0..200u64 {
+            if t == 1 {
+                for i in inp.iter_mut() {
+                    i.sched = Some(CtrlSched::Grant { expert: 0, mask });
+                }
+            }
+            for i in 0..2 {
+                let mut x = inp[i];
+                x.ddr_landed = ddr.iter().position(|d| d.0 == t && d.1 == i).map(|p| ddr.remove(p).2);
+                x.pe_done = pe.iter().position(|d| d.0 == t && d.1 == i).map(|p| pe.remove(p).2);
+                x.tx_done = tx.iter().position(|d| d.0 == t && d.1 == i).map(|p| tx.remove(p).2);
+                x.rx_landed = landing.iter().position(|d| d.0 == t && d.1 == i).map(|p| landing.remove(p).2);
+                x.rx_head = heads.iter().find(|h| h.0 == i && h.2 <= t).map(|h| h.1);
+                let o = c[i].step(&x, &ById);
+                if let Some(s) = o.rx_slot {
+                    heads.retain(|h| h.0 != i || h.1 != x.rx_head.unwrap());
+                    landing.push((t + 1, i, s));
+                }
+                if let Some((s, _)) = o.ddr_req {
+                    ddr.push((t + 3, i, s));
+                }
+                if let Some((s, _)) = o.pe_start {
+                    pe.push((t + 2, i, s));
+                }
+                if let Some((s, d)) = o.tx_start {
+                    tx.push((t + 2, i, s, c[i].ring.tag(s)));
+                    heads.push((d as usize, c[i].ring.tag(s), t + 1));
+                }
+                done[i] += o.done as u32;
+            }
+            inp = [CtrlIn { ddr_ready: true, tx_ready: true, ..Default::default() }; 2];
+        }
+        for x in &c {
+            assert!(x.quiescent(), "chiplet {} not finished: {}", x.id, x);
+            assert_eq!(x.stats.rule1_computes + x.stats.rule2_computes, 4);
+            assert_eq!(x.stats.ddr_loads, 2);
+            assert_eq!(x.stats.releases, 4);
+        }
+        assert_eq!(done, [1, 1]);
+    }
+
+    /// An ungranted expert's preloaded micro-slices wait and are not computed; Rule 4 keeps
+    /// `ddr_reserve` slots free.
+    #[test]
+    fn preload_waits_for_grant_and_keeps_reserve() {
+        let mut c = ChipletCtrlCl::new(0, 1, 3, 0, CtrlKnobs { ddr_reserve: 1, ..Default::default() });
+        c.begin_layer(&[8]);
+        let mut inp = CtrlIn { sched: Some(CtrlSched::Preload { expert: 0, mask: 1 }), ddr_ready: true, tx_ready: true, ..Default::default() };
+        let mut reqs = Vec::new();
+        for _ in 0..10 {
+            let o = c.step(&inp, &ById);
+            assert!(o.pe_start.is_none());
+            if let Some((s, _)) = o.ddr_req {
+                reqs.push(s);
+            }
+            inp = CtrlIn { ddr_ready: true, tx_ready: true, ..Default::default() };
+            if let Some(&s) = reqs.first() {
+                if c.ring.is_live(s) && !c.slot[s as usize].landed {
+                    inp.ddr_landed = Some(s);
+                }
+            }
+        }
+        assert_eq!(reqs.len(), 2, "3 slots, 1 reserved");
+        let o = c.step(&CtrlIn { sched: Some(CtrlSched::Grant { expert: 0, mask: 1 }), ..Default::default() }, &ById);
+        assert!(o.pe_start.is_some(), "granted: a landed preload is computed");
+    }
+}
