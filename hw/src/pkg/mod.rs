@@ -5,6 +5,7 @@ pub mod chiplet;
 pub mod config;
 pub mod ddr;
 pub mod iodie;
+pub mod ni;
 pub mod package;
 pub mod pe_array;
 pub mod ring;
