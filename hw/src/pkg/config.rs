@@ -1,1 +1,226 @@
-//! (being built: see docs/architecture.md "The chiplet package")
+//! Parameters of the chiplet package (SPEC §3) and its strategy presets.
+//!
+//! Defaults are paper Table I where it gives a number (800 MHz, 2×2, 32×64 PE array, 16 MB
+//! SRAM, DDR3-1600, UCIe, 8 micro-slices) and ours otherwise (SPEC §3 "ours").
+
+use serde::{Deserialize, Serialize};
+
+use crate::cfg::{err, CfgError};
+use crate::pkg::chiplet::CtrlKnobs;
+
+/// The strategies compared in the paper, as presets of the same machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Expert parallelism: experts partitioned over chiplets (expert e on chiplet e mod N),
+    /// tokens dispatched all-to-all to their experts' chiplets and combined back.
+    Ep,
+    /// EP with popularity-driven expert placement (greedy balance of token load).
+    Hydra,
+    /// Naive FSE-DP: one slice per trajectory chiplet, store-and-forward, no eager use,
+    /// experts in id order.
+    A1,
+    /// FSE-DP with micro-slice flows under Rules 1–4, experts in id order.
+    A2,
+    /// A2 + paired-load order.
+    A3,
+    /// A3 + Rule 5 (micro-slices loaded by the trajectory chiplet with the most free slots).
+    A4,
+    /// A3 + token buffering (slack from `sched.token_buffer_slack`).
+    A5,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 7] = [Strategy::Ep, Strategy::Hydra, Strategy::A1, Strategy::A2, Strategy::A3, Strategy::A4, Strategy::A5];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Ep => "ep",
+            Strategy::Hydra => "hydra",
+            Strategy::A1 => "a1",
+            Strategy::A2 => "a2",
+            Strategy::A3 => "a3",
+            Strategy::A4 => "a4",
+            Strategy::A5 => "a5",
+        }
+    }
+
+    /// Parses a CLI name (`ep`, `hydra`, `a1`…`a5`, `fse-dp` = a3).
+    pub fn parse(s: &str) -> Result<Strategy, String> {
+        let s = s.trim().to_ascii_lowercase();
+        Ok(match s.as_str() {
+            "ep" => Strategy::Ep,
+            "hydra" => Strategy::Hydra,
+            "a1" | "naive" => Strategy::A1,
+            "a2" => Strategy::A2,
+            "a3" | "fse-dp" | "fsedp" => Strategy::A3,
+            "a4" => Strategy::A4,
+            "a5" => Strategy::A5,
+            other => return Err(format!("unknown strategy `{other}` (expected ep, hydra, a1, a2, a3, a4, a5; fse-dp = a3)")),
+        })
+    }
+
+    /// Experts travel as micro-slices along trajectories (FSE-DP), rather than staying on
+    /// their owner with tokens moving (EP, Hydra).
+    pub fn streams_experts(self) -> bool {
+        !matches!(self, Strategy::Ep | Strategy::Hydra)
+    }
+
+    /// Controller knobs of the preset.
+    pub fn knobs(self, ddr_reserve: u32) -> CtrlKnobs {
+        let naive = self == Strategy::A1;
+        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve }
+    }
+}
+
+/// Package-level parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PkgCfg {
+    /// Chiplet array, rows × columns (2×2 default; 3×3, 4×4 in the paper; at most 16 chiplets).
+    pub rows: u32,
+    pub cols: u32,
+    /// Core clock, MHz (PE array, ring buffer, controllers, die routers, IO die).
+    pub core_mhz: f64,
+    /// Micro-slices per expert (paper: fewer than 10 preferred).
+    pub micro_slices: u32,
+    /// On-chip weight buffer per chiplet, bytes: the ring holds as many whole micro-slices as
+    /// fit (at least 2). The rest of the 16 MB SRAM holds tokens.
+    pub weight_buffer_bytes: u64,
+    /// Ring slots per chiplet; 0 = derived from `weight_buffer_bytes`.
+    pub ring_slots: u32,
+    /// Rule 4 keeps this many ring slots for D2D arrivals.
+    pub ddr_reserve: u32,
+    /// Token activations and outputs per element, bytes (int8 activations; outputs returned
+    /// to the token's home chiplet by EP/Hydra as bf16).
+    pub act_bytes: u32,
+    pub out_bytes: u32,
+    /// D2D flit size, bytes (UCIe 256-byte flits).
+    pub flit_bytes: u32,
+    pub seed: u64,
+}
+
+impl Default for PkgCfg {
+    fn default() -> Self {
+        PkgCfg {
+            rows: 2,
+            cols: 2,
+            core_mhz: 800.0,
+            micro_slices: 8,
+            weight_buffer_bytes: 8 << 20,
+            ring_slots: 0,
+            ddr_reserve: 1,
+            act_bytes: 1,
+            out_bytes: 2,
+            flit_bytes: 256,
+            seed: 0,
+        }
+    }
+}
+
+impl PkgCfg {
+    pub fn chiplets(&self) -> u32 {
+        self.rows * self.cols
+    }
+
+    /// Core clock period, ps (refused by `validate` unless it is a whole number of ps).
+    pub fn core_period_ps(&self) -> u64 {
+        (1e6 / self.core_mhz).round() as u64
+    }
+
+    /// Ring slots for micro-slices of `slot_bytes`.
+    pub fn slots_for(&self, slot_bytes: u64) -> u32 {
+        if self.ring_slots > 0 {
+            self.ring_slots
+        } else {
+            (self.weight_buffer_bytes / slot_bytes.max(1)).clamp(2, 1 << 12) as u32
+        }
+    }
+
+    /// Checks that need the model: micro-slices against d_ffn, ring capacity.
+    pub fn validate_for(&self, d_ffn: u32) -> Result<(), CfgError> {
+        if self.micro_slices > d_ffn {
+            return err("micro_slices", format!("{} micro-slices of a d_ffn of {d_ffn} leaves empty slices (at most {d_ffn})", self.micro_slices));
+        }
+        Ok(())
+    }
+
+    pub fn validate(&self) -> Result<(), CfgError> {
+        if self.rows == 0 || self.cols == 0 {
+            return err(if self.rows == 0 { "rows" } else { "cols" }, "the chiplet array needs at least 1 row and 1 column");
+        }
+        if self.chiplets() > 16 {
+            return err("rows", format!("at most 16 chiplets (trajectory masks are 16 bits); got {}x{}", self.rows, self.cols));
+        }
+        if self.rows != self.cols {
+            return err("cols", format!("the die mesh is square (k x k, as the mesh NoC); got {}x{}", self.rows, self.cols));
+        }
+        if !(self.core_mhz.is_finite() && self.core_mhz >= 1.0 && self.core_mhz <= 10_000.0) {
+            return err("core_mhz", format!("must be within 1..=10000 MHz (got {})", self.core_mhz));
+        }
+        let p = 1e6 / self.core_mhz;
+        if (p - p.round()).abs() > 1e-6 {
+            return err("core_mhz", format!("{} MHz has a period of {p:.4} ps; choose a clock whose period is a whole number of ps so every edge is exact", self.core_mhz));
+        }
+        if self.micro_slices == 0 {
+            return err("micro_slices", "an expert has at least 1 micro-slice (got 0)");
+        }
+        if self.micro_slices > 4096 {
+            return err("micro_slices", format!("at most 4096 micro-slices per expert (got {})", self.micro_slices));
+        }
+        if self.ring_slots == 1 || (self.ring_slots > 0 && self.ring_slots <= self.ddr_reserve) {
+            return err("ring_slots", format!("need more slots than ddr_reserve ({}) and at least 2 (got {})", self.ddr_reserve, self.ring_slots));
+        }
+        if self.ring_slots > 4096 {
+            return err("ring_slots", format!("at most 4096 slots (got {})", self.ring_slots));
+        }
+        if self.weight_buffer_bytes == 0 {
+            return err("weight_buffer_bytes", "the weight buffer needs at least one byte (got 0)");
+        }
+        if self.ddr_reserve > 64 {
+            return err("ddr_reserve", format!("at most 64 reserved slots (got {})", self.ddr_reserve));
+        }
+        if self.act_bytes == 0 || self.act_bytes > 4 {
+            return err("act_bytes", format!("1..=4 bytes per element (got {})", self.act_bytes));
+        }
+        if self.out_bytes == 0 || self.out_bytes > 4 {
+            return err("out_bytes", format!("1..=4 bytes per element (got {})", self.out_bytes));
+        }
+        if self.flit_bytes == 0 || self.flit_bytes > 4096 {
+            return err("flit_bytes", format!("1..=4096 bytes (got {})", self.flit_bytes));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_values_name_their_field() {
+        let bad = |f: &dyn Fn(&mut PkgCfg), field: &str| {
+            let mut c = PkgCfg::default();
+            f(&mut c);
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        };
+        bad(&|c| c.rows = 0, "rows");
+        bad(&|c| c.cols = 0, "cols");
+        bad(&|c| c.micro_slices = 0, "micro_slices");
+        bad(&|c| c.ring_slots = 1, "ring_slots");
+        bad(&|c| c.core_mhz = 3.0, "core_mhz");
+        bad(&|c| c.core_mhz = f64::NAN, "core_mhz");
+        bad(&|c| { c.rows = 5; c.cols = 5 }, "rows");
+        assert!(PkgCfg::default().validate().is_ok());
+        assert_eq!(PkgCfg::default().validate_for(4).unwrap_err().field, "micro_slices");
+    }
+
+    #[test]
+    fn strategies_parse_and_name() {
+        for s in Strategy::ALL {
+            assert_eq!(Strategy::parse(s.name()).unwrap(), s);
+        }
+        assert!(Strategy::parse("xx").unwrap_err().contains("a5"));
+    }
+}
