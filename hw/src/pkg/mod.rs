@@ -8,5 +8,6 @@ pub mod iodie;
 pub mod ni;
 pub mod package;
 pub mod pe_array;
+pub mod plan;
 pub mod ring;
 pub mod ucie;
