@@ -87,6 +87,8 @@ pub struct CtrlIn {
     pub tx_done: Option<u32>,
     /// The D2D engine can start a send.
     pub tx_ready: bool,
+    /// EP/Hydra: this many dispatched tokens of this expert arrived in the token buffer.
+    pub tokens_arrived: Option<(u16, u32)>,
 }
 
 /// Outputs of one cycle.
@@ -102,6 +104,9 @@ pub struct CtrlOut {
     pub tx_start: Option<(u32, ChipletId)>,
     /// Every granted micro-slice this chiplet is on has been computed (ICV release).
     pub done: bool,
+    /// The last micro-slice of this expert was computed here (EP/Hydra: its outputs may be
+    /// combined back to their tokens' homes).
+    pub expert_done: Option<u16>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,8 +148,12 @@ pub struct ChipletCtrlCl {
     /// to examine for the head expert.
     load_seq: VecDeque<u16>,
     load_k: u16,
-    /// Micro-slices of granted experts still to be computed here.
+    /// Micro-slices of granted experts still to be computed here, and per expert.
     pending: u32,
+    left_of: Vec<u16>,
+    /// EP/Hydra: dispatched tokens of each expert not yet in the token buffer (an expert is
+    /// computed only when all its tokens are here).
+    tokens_missing: Vec<u32>,
     had_work: bool,
     rx_ready: VecDeque<u32>,
     local_ready: VecDeque<u32>,
@@ -173,6 +182,8 @@ impl ChipletCtrlCl {
             load_seq: VecDeque::with_capacity(experts),
             load_k: 0,
             pending: 0,
+            left_of: vec![0; experts],
+            tokens_missing: vec![0; experts],
             had_work: false,
             rx_ready: VecDeque::with_capacity(s),
             local_ready: VecDeque::with_capacity(s),
@@ -184,12 +195,16 @@ impl ChipletCtrlCl {
         }
     }
 
-    /// Starts a layer: micro-slices per expert. Every slot must be free (the previous layer
-    /// finished).
-    pub fn begin_layer(&mut self, m_of: &[u16]) {
+    /// Starts a layer: micro-slices per expert, and (EP/Hydra) the dispatched tokens each
+    /// expert waits for here. Every slot must be free (the previous layer finished).
+    pub fn begin_layer(&mut self, m_of: &[u16], tokens_missing: &[u32]) {
         assert_eq!(self.ring.live_count(), 0, "chiplet {}: layer started with live slots", self.id);
         self.m_of.clear();
         self.m_of.extend_from_slice(m_of);
+        self.tokens_missing.clear();
+        self.tokens_missing.extend_from_slice(tokens_missing);
+        self.tokens_missing.resize(m_of.len(), 0);
+        self.left_of.iter_mut().for_each(|l| *l = 0);
         self.granted.iter_mut().for_each(|g| *g = false);
         self.load_seq.clear();
         self.load_k = 0;
@@ -232,6 +247,7 @@ impl ChipletCtrlCl {
                 self.nh_mask[e] = mask;
                 if self.on_path(mask) {
                     self.pending += self.m_of[e] as u32;
+                    self.left_of[e] = self.m_of[e];
                     self.had_work = true;
                 }
                 // Preloaded micro-slices of this expert may now be computed.
@@ -262,12 +278,22 @@ impl ChipletCtrlCl {
             self.pe_slot = None;
             self.slot[s as usize].computed = true;
             self.pending -= 1;
+            let e = self.ring.tag(s).expert;
+            self.left_of[e as usize] -= 1;
+            if self.left_of[e as usize] == 0 {
+                out.expert_done = Some(e);
+            }
             if !self.knobs.forward_with_compute {
                 if let Some(n) = self.slot[s as usize].next {
                     self.tx_q.push_back((s, n));
                 }
             }
             self.try_release(s);
+        }
+        if let Some((e, n)) = inp.tokens_arrived {
+            let m = &mut self.tokens_missing[e as usize];
+            assert!(*m >= n, "chiplet {}: more tokens of expert {e} than dispatched (model bug)", self.id);
+            *m -= n;
         }
         if let Some(s) = inp.tx_done {
             self.slot[s as usize].sent = true;
@@ -286,7 +312,13 @@ impl ChipletCtrlCl {
         if self.pe_slot.is_none() {
             let (pick, rule1) = match if self.knobs.eager { self.rx_ready.pop_back() } else { self.rx_ready.pop_front() } {
                 Some(s) => (Some(s), true),
-                None => (self.local_ready.pop_front(), false),
+                None => {
+                    // Rule 2, oldest first among experts whose tokens are all here.
+                    let missing = &self.tokens_missing;
+                    let ring = &self.ring;
+                    let i = self.local_ready.iter().position(|&s| missing[ring.tag(s).expert as usize] == 0);
+                    (i.and_then(|i| self.local_ready.remove(i)), false)
+                }
             };
             if let Some(s) = pick {
                 let tag = self.ring.tag(s);
@@ -475,7 +507,7 @@ mod tests {
         let knobs = CtrlKnobs::default();
         let mut c: Vec<ChipletCtrlCl> = (0..2).map(|i| ChipletCtrlCl::new(i, 1, 4, 0, knobs)).collect();
         for x in c.iter_mut() {
-            x.begin_layer(&[4]);
+            x.begin_layer(&[4], &[]);
         }
         let mask = 0b11;
         let mut inp = [CtrlIn { sched: Some(CtrlSched::Preload { expert: 0, mask }), ddr_ready: true, tx_ready: true, ..Default::default() }; 2];
@@ -533,7 +565,7 @@ mod tests {
     #[test]
     fn preload_waits_for_grant_and_keeps_reserve() {
         let mut c = ChipletCtrlCl::new(0, 1, 3, 0, CtrlKnobs { ddr_reserve: 1, ..Default::default() });
-        c.begin_layer(&[8]);
+        c.begin_layer(&[8], &[]);
         let mut inp = CtrlIn { sched: Some(CtrlSched::Preload { expert: 0, mask: 1 }), ddr_ready: true, tx_ready: true, ..Default::default() };
         let mut reqs = Vec::new();
         for _ in 0..10 {

@@ -84,10 +84,24 @@ pub struct NiPorts {
     pub ej_credit: LinkId,
 }
 
+/// What a packet carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketKind {
+    /// A micro-slice (into a ring slot).
+    Slice,
+    /// EP/Hydra: token activations to an expert's owner.
+    Dispatch,
+    /// EP/Hydra: expert outputs back to the tokens' home.
+    Combine,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct TxJob {
+    kind: PacketKind,
     slot: u32,
     tag: SlotTag,
+    /// Token packets: number of tokens carried.
+    tokens: u32,
     dest: ChipletId,
     /// Flits of the packet (header + payload) and the next one to send.
     flits: u32,
@@ -101,6 +115,8 @@ struct TxJob {
 struct RxVc {
     /// Ring slot of the packet being received (after its header got one).
     slot: Option<u32>,
+    /// A token packet being received: (kind, expert, tokens).
+    tokens: Option<(PacketKind, u16, u32)>,
     /// Payload flits received so far.
     got: u32,
 }
@@ -123,6 +139,8 @@ pub struct NiEvents {
     /// A header waits for a slot (the controller answers with `grant_rx_slot`).
     pub rx_head: Option<SlotTag>,
     pub rx_landed: Option<u32>,
+    /// A token packet arrived in full: (kind, expert, tokens).
+    pub tokens_landed: Option<(PacketKind, u16, u32)>,
 }
 
 pub struct D2dEngineCl {
@@ -132,7 +150,12 @@ pub struct D2dEngineCl {
     flit_bytes: usize,
     inj_credits: Vec<CreditCounterCl>,
     last_vc: u8,
+    /// The packet being injected, the micro-slice send waiting for its turn, and queued
+    /// token packets (dispatch/combine); slices and token packets alternate.
     tx: Option<TxJob>,
+    slice_wait: Option<TxJob>,
+    tok_q: VecDeque<TxJob>,
+    prefer_tokens: bool,
     tx_seq: u64,
     /// Per ejection VC: buffered flits (bounded by the router's credits) and reassembly.
     ej_buf: Vec<VecDeque<Flit>>,
@@ -158,6 +181,9 @@ impl D2dEngineCl {
             inj_credits: vec![CreditCounterCl::new(vc_buf as u16); vcs as usize],
             last_vc: (vcs - 1) as u8,
             tx: None,
+            slice_wait: None,
+            tok_q: VecDeque::new(),
+            prefer_tokens: false,
             tx_seq: 0,
             ej_buf: (0..vcs).map(|_| VecDeque::with_capacity(vc_buf as usize)).collect(),
             rx: vec![RxVc::default(); vcs as usize],
@@ -175,21 +201,32 @@ impl D2dEngineCl {
         1 + bytes.div_ceil(self.flit_bytes) as u32
     }
 
+    /// A micro-slice send is in progress or waiting (the controller may not start another).
     pub fn tx_busy(&self) -> bool {
-        self.tx.is_some()
+        self.slice_wait.is_some() || self.tx.is_some_and(|j| j.kind == PacketKind::Slice)
     }
 
-    /// Flits waiting in the ejection buffers or a send in progress.
+    /// Flits waiting in the ejection buffers or anything to send.
     pub fn busy(&self) -> bool {
-        self.tx.is_some() || self.ej_buf.iter().any(|b| !b.is_empty())
+        self.tx.is_some() || self.slice_wait.is_some() || !self.tok_q.is_empty() || self.ej_buf.iter().any(|b| !b.is_empty())
+    }
+
+    /// Queues a token packet (EP/Hydra dispatch or combine) of `tokens` tokens of `expert`,
+    /// `bytes` long, to chiplet `dest`.
+    pub fn queue_tokens(&mut self, kind: PacketKind, expert: u16, tokens: u32, bytes: usize, dest: ChipletId) {
+        assert!(kind != PacketKind::Slice && tokens < 1 << 15);
+        let pid = make_pid(self.id as u32, self.tx_seq);
+        self.tx_seq += 1;
+        let tag = SlotTag { expert, k: 0 };
+        self.tok_q.push_back(TxJob { kind, slot: 0, tag, tokens, dest, flits: self.packet_flits(bytes), next: 0, vc: None, pid });
     }
 
     /// Starts sending `slot` (holding `tag`, `bytes` long) to chiplet `dest`.
     pub fn start_tx(&mut self, slot: u32, tag: SlotTag, bytes: usize, dest: ChipletId) {
-        assert!(self.tx.is_none(), "d2d engine {}: send started while busy (controller bug)", self.id);
+        assert!(!self.tx_busy(), "d2d engine {}: send started while busy (controller bug)", self.id);
         let pid = make_pid(self.id as u32, self.tx_seq);
         self.tx_seq += 1;
-        self.tx = Some(TxJob { slot, tag, dest, flits: self.packet_flits(bytes), next: 0, vc: None, pid });
+        self.slice_wait = Some(TxJob { kind: PacketKind::Slice, slot, tag, tokens: 0, dest, flits: self.packet_flits(bytes), next: 0, vc: None, pid });
     }
 
     /// One cycle: injection, ejection, and the events for the controller. `grant_rx_slot` is
@@ -222,7 +259,7 @@ impl D2dEngineCl {
         if let (Some(vc), Some(slot)) = (self.rx_asking.take(), grant_rx_slot) {
             let f = self.ej_buf[vc as usize].pop_front().expect("header still buffered");
             debug_assert!(f.head);
-            self.rx[vc as usize] = RxVc { slot: Some(slot), got: 0 };
+            self.rx[vc as usize] = RxVc { slot: Some(slot), tokens: None, got: 0 };
             credits.send(self.ports.ej_credit, now, Credit { vc });
             self.ej_valid = true;
             if f.tail {
@@ -237,6 +274,31 @@ impl D2dEngineCl {
             for i in 0..nvc {
                 let vc = (self.rr_rx as usize + i) % nvc;
                 let Some(&f) = self.ej_buf[vc].front() else { continue };
+                if f.head && f.data >> 31 == 1 && self.rx[vc].slot.is_none() && self.rx[vc].tokens.is_none() && !self.ej_valid {
+                    // Token packet header: lands in the token buffer, no ring slot needed.
+                    let kind = if f.data >> 30 & 1 == 0 { PacketKind::Dispatch } else { PacketKind::Combine };
+                    self.ej_buf[vc].pop_front();
+                    self.rx[vc].tokens = Some((kind, (f.data >> 15 & 0x7fff) as u16, f.data & 0x7fff));
+                    credits.send(self.ports.ej_credit, now, Credit { vc: vc as u8 });
+                    self.ej_valid = true;
+                    if f.tail {
+                        ev.tokens_landed = self.rx[vc].tokens.take();
+                    }
+                    break;
+                }
+                if let (Some(t), false) = (self.rx[vc].tokens, self.ej_valid) {
+                    self.ej_buf[vc].pop_front();
+                    credits.send(self.ports.ej_credit, now, Credit { vc: vc as u8 });
+                    self.ej_valid = true;
+                    self.stats.rx_flits += 1;
+                    if f.tail {
+                        self.rx[vc].tokens = None;
+                        ev.tokens_landed = Some(t);
+                        self.stats.rx_packets += 1;
+                    }
+                    self.rr_rx = ((vc + 1) % nvc) as u8;
+                    break;
+                }
                 match self.rx[vc].slot {
                     Some(slot) if !self.ej_valid => {
                         self.ej_buf[vc].pop_front();
@@ -269,6 +331,14 @@ impl D2dEngineCl {
                 }
             }
         }
+        // --- pick the next packet: micro-slices and token packets alternate
+        if self.tx.is_none() {
+            let tok_first = self.prefer_tokens || self.slice_wait.is_none();
+            self.tx = if tok_first && !self.tok_q.is_empty() { self.tok_q.pop_front() } else { self.slice_wait.take() };
+            if let Some(j) = self.tx {
+                self.prefer_tokens = j.kind == PacketKind::Slice;
+            }
+        }
         // --- inject one flit of the current send
         if let Some(job) = self.tx.as_mut() {
             let nvc = self.inj_credits.len();
@@ -299,9 +369,13 @@ impl D2dEngineCl {
                         tail: job.next + 1 == job.flits,
                         record: true,
                         watch: false,
-                        data: if head { pack_tag(job.tag) } else { self.chunks_sent },
+                        data: match (head, job.kind) {
+                            (true, PacketKind::Slice) => pack_tag(job.tag),
+                            (true, k) => 1 << 31 | ((k == PacketKind::Combine) as u32) << 30 | (job.tag.expert as u32 & 0x7fff) << 15 | job.tokens,
+                            (false, _) => self.chunks_sent,
+                        },
                     };
-                    if !head {
+                    if !head && job.kind == PacketKind::Slice {
                         if pools.enabled() {
                             let off = (job.next as usize - 1) * self.flit_bytes;
                             let n = self.flit_bytes.min(slot_bytes.saturating_sub(off));
@@ -317,20 +391,22 @@ impl D2dEngineCl {
                     self.stats.tx_flits += 1;
                     job.next += 1;
                     if f.tail {
-                        ev.tx_done = Some(job.slot);
+                        if job.kind == PacketKind::Slice {
+                            ev.tx_done = Some(job.slot);
+                        }
                         self.stats.tx_packets += 1;
                         self.tx = None;
                     }
                 }
             }
         }
-        ev.tx_ready = self.tx.is_none();
+        ev.tx_ready = !self.tx_busy();
         ev
     }
 }
 
 fn pack_tag(t: SlotTag) -> u32 {
-    (t.expert as u32) << 16 | t.k as u32
+    (t.expert as u32 & 0x7fff) << 16 | t.k as u32
 }
 
 fn unpack_tag(d: u32) -> SlotTag {
