@@ -1,16 +1,19 @@
 //! Micro-slice ring buffer of one chiplet (paper §IV-A: "a micro-slice–based ring buffer — a
 //! mature hardware technique").
 //!
-//! S slots of one micro-slice each. Slots are allocated at the tail, in order; a slot is
-//! released out of order (Rule 3: right after its last use — computed here and, if the
-//! trajectory goes on, sent to the next chiplet), and the head advances over released slots.
-//! So a slot held long (a micro-slice waiting for the next chiplet's space) keeps the slots
-//! allocated after it from being reused until it leaves: the fragmentation a real ring
-//! buffer has, and why `occupancy` (tail − head) can exceed the number of live slices.
+//! S slots of one micro-slice each, a circular buffer with a valid bit per slot (as a
+//! reorder buffer): the tail pointer allocates the first free slot at or after it (a
+//! priority encoder over the free bits, starting at the tail), slots are released out of
+//! order (Rule 3: right after their last use — computed here and, if the trajectory goes
+//! on, sent to the next chiplet), and the head pointer follows the oldest live slot. A
+//! strict head/tail FIFO (reuse only when the head passes) would let one micro-slice that
+//! waits — e.g. a pre-loaded slice of an expert not yet granted — pin the head and starve
+//! the trajectory that must finish before its grant (a deadlock the rules testbench
+//! `hw/tests/pkg_rules_mesh.rs` found), so reuse is by free bit.
 //!
-//! Registers: `head`, `tail` (modulo 2S, so full and empty differ), per slot `live` and the
-//! micro-slice it holds. The slot data (functional mode) is a plain byte array of
-//! S × `slot_bytes`, written by DDR beats and D2D flits and read by the PE array.
+//! Registers: `head`, `tail`, per slot `live` and the micro-slice it holds. The slot data
+//! (functional mode) is a plain byte array of S × `slot_bytes`, written by DDR beats and D2D
+//! flits and read by the PE array.
 
 use crate::harness::{Probe, SignalDecl};
 
@@ -26,10 +29,11 @@ pub struct SlotTag {
 #[derive(Debug, Clone)]
 pub struct RingBufferCl {
     slots: u32,
-    /// Oldest allocated slot and next slot to allocate, both modulo 2·slots.
+    /// Oldest live slot (trace) and the allocation pointer.
     head: u32,
     tail: u32,
     live: Vec<bool>,
+    n_live: u32,
     tag: Vec<SlotTag>,
     /// Functional mode: `slots × slot_bytes` bytes (empty in timing mode).
     pub data: Vec<u8>,
@@ -49,6 +53,7 @@ impl RingBufferCl {
             head: 0,
             tail: 0,
             live: vec![false; n],
+            n_live: 0,
             tag: vec![SlotTag::default(); n],
             data: vec![0; n * slot_bytes],
             slot_bytes,
@@ -61,20 +66,19 @@ impl RingBufferCl {
         self.slots
     }
 
-    /// Slots between head and tail (live or waiting to be passed by the head).
+    /// Live micro-slices.
     #[inline]
     pub fn occupancy(&self) -> u32 {
-        (self.tail + 2 * self.slots - self.head) % (2 * self.slots)
+        self.n_live
     }
 
     #[inline]
     pub fn free(&self) -> u32 {
-        self.slots - self.occupancy()
+        self.slots - self.n_live
     }
 
-    /// Live micro-slices.
     pub fn live_count(&self) -> u32 {
-        self.live.iter().filter(|&&l| l).count() as u32
+        self.n_live
     }
 
     pub fn is_live(&self, slot: u32) -> bool {
@@ -85,27 +89,38 @@ impl RingBufferCl {
         self.tag[slot as usize]
     }
 
-    /// Allocates the tail slot for `tag`; `None` when full.
+    /// Allocates the first free slot at or after the tail for `tag`; `None` when full.
     pub fn alloc(&mut self, tag: SlotTag) -> Option<u32> {
         if self.free() == 0 {
             return None;
         }
-        let s = self.tail % self.slots;
-        debug_assert!(!self.live[s as usize]);
+        let mut s = self.tail;
+        while self.live[s as usize] {
+            s = (s + 1) % self.slots;
+        }
+        if self.n_live == 0 {
+            self.head = s;
+        }
         self.live[s as usize] = true;
         self.tag[s as usize] = tag;
-        self.tail = (self.tail + 1) % (2 * self.slots);
+        self.n_live += 1;
+        self.tail = (s + 1) % self.slots;
         self.allocs += 1;
-        self.peak_occupancy = self.peak_occupancy.max(self.occupancy());
+        self.peak_occupancy = self.peak_occupancy.max(self.n_live);
         Some(s)
     }
 
-    /// Releases `slot` (Rule 3); the head passes every released slot at its front.
+    /// Releases `slot` (Rule 3); the head moves on to the next live slot.
     pub fn release(&mut self, slot: u32) {
         assert!(self.live[slot as usize], "ring: release of a free slot {slot} (model bug)");
         self.live[slot as usize] = false;
-        while self.head != self.tail && !self.live[(self.head % self.slots) as usize] {
-            self.head = (self.head + 1) % (2 * self.slots);
+        self.n_live -= 1;
+        if self.n_live > 0 {
+            while !self.live[self.head as usize] {
+                self.head = (self.head + 1) % self.slots;
+            }
+        } else {
+            self.head = self.tail;
         }
     }
 
@@ -121,11 +136,11 @@ impl RingBufferCl {
     }
 
     pub fn head(&self) -> u32 {
-        self.head % self.slots
+        self.head
     }
 
     pub fn tail(&self) -> u32 {
-        self.tail % self.slots
+        self.tail
     }
 }
 
@@ -163,7 +178,7 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn head_passes_released_slots_in_order() {
+    fn released_slots_are_reused_out_of_order() {
         let mut r = RingBufferCl::new(3, 0);
         let a = r.alloc(SlotTag { expert: 1, k: 0 }).unwrap();
         let b = r.alloc(SlotTag { expert: 1, k: 1 }).unwrap();
@@ -171,10 +186,11 @@ mod tests {
         assert_eq!((a, b, c), (0, 1, 2));
         assert!(r.alloc(SlotTag::default()).is_none(), "full");
         r.release(b);
-        assert_eq!(r.occupancy(), 3, "a hole behind the head is not reusable yet");
+        assert_eq!(r.occupancy(), 2);
+        assert_eq!(r.head(), 0, "the oldest live slot");
+        assert_eq!(r.alloc(SlotTag { expert: 3, k: 0 }), Some(1), "a hole is reused while slot 0 waits");
         r.release(a);
-        assert_eq!(r.occupancy(), 1, "the head passes a and b");
-        assert_eq!(r.alloc(SlotTag { expert: 3, k: 0 }), Some(0));
+        assert_eq!(r.head(), 1);
         assert_eq!(r.peak_occupancy, 3);
     }
 
@@ -196,7 +212,7 @@ mod tests {
                     r.release(s);
                 }
                 prop_assert!(r.live_count() as usize == live.len());
-                prop_assert!(r.occupancy() >= r.live_count() && r.occupancy() <= slots);
+                prop_assert!(r.occupancy() == r.live_count() && r.occupancy() <= slots);
             }
         }
     }
