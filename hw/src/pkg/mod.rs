@@ -9,5 +9,6 @@ pub mod ni;
 pub mod package;
 pub mod pe_array;
 pub mod plan;
+pub mod result;
 pub mod ring;
 pub mod ucie;

@@ -1,0 +1,100 @@
+//! What a package run reports (the JSON of `waferstream package`), and the hardware limit it
+//! is measured against.
+
+use serde::Serialize;
+
+use super::config::Strategy;
+
+/// Peak rates of the package, per core cycle (all chiplets together).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PeakRates {
+    /// DDR bytes per core cycle over all channels.
+    pub ddr_bytes_per_cycle: f64,
+    /// MACs per core cycle over all PE arrays.
+    pub macs_per_cycle: f64,
+    /// D2D bytes per core cycle over all directed die-to-die links.
+    pub d2d_bytes_per_cycle: f64,
+}
+
+/// The roofline of a run: the cycles the busiest resource needs at its peak rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Roofline {
+    pub ddr_cycles: f64,
+    pub compute_cycles: f64,
+    pub d2d_cycles: f64,
+    /// max of the three, rounded up.
+    pub cycles: u64,
+    /// Which one bounds: "ddr", "compute" or "d2d".
+    pub bound: &'static str,
+}
+
+impl Roofline {
+    pub fn of(ddr_bytes: u64, macs: u64, d2d_bytes: u64, peak: &PeakRates) -> Roofline {
+        let ddr_cycles = ddr_bytes as f64 / peak.ddr_bytes_per_cycle;
+        let compute_cycles = macs as f64 / peak.macs_per_cycle;
+        let d2d_cycles = if peak.d2d_bytes_per_cycle > 0.0 { d2d_bytes as f64 / peak.d2d_bytes_per_cycle } else { 0.0 };
+        let (m, bound) = [(ddr_cycles, "ddr"), (compute_cycles, "compute"), (d2d_cycles, "d2d")]
+            .into_iter()
+            .fold((0.0f64, "ddr"), |a, b| if b.0 > a.0 { b } else { a });
+        Roofline { ddr_cycles, compute_cycles, d2d_cycles, cycles: m.ceil() as u64, bound }
+    }
+}
+
+/// Per-chiplet counters of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ChipletResult {
+    pub id: u8,
+    pub pe_busy_cycles: u64,
+    pub macs: u64,
+    pub ddr_bytes: u64,
+    pub d2d_tx_bytes: u64,
+    pub peak_ring_slots: u32,
+    pub peak_weight_bytes: u64,
+    pub peak_token_bytes: u64,
+    pub rule1_computes: u64,
+    pub rule2_computes: u64,
+    pub replays: u64,
+}
+
+/// One strategy's run of one layer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PkgResult {
+    pub strategy: Strategy,
+    pub latency_cycles: u64,
+    /// MACs / (all PE arrays' MACs per cycle × latency).
+    pub utilization: f64,
+    /// Peak on-chip weight bytes summed over chiplets (each chiplet's peak).
+    pub peak_weight_bytes: u64,
+    pub mean_weight_bytes: f64,
+    pub peak_token_bytes: u64,
+    pub ddr_bytes: u64,
+    pub d2d_bytes: u64,
+    pub macs: u64,
+    /// Longest IO-die decision (cycles from the event that allows a grant to the grant).
+    pub sched_decision_cycles_max: u64,
+    pub roofline_cycles: u64,
+    pub roofline: Roofline,
+    /// latency / roofline.
+    pub roofline_ratio: f64,
+    pub cycles_per_second: f64,
+    pub wall_seconds: f64,
+    pub replays: u64,
+    /// Functional mode: every token's output equals the FL reference, bit for bit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outputs_match_reference: Option<bool>,
+    pub chiplets: Vec<ChipletResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roofline_takes_the_binding_resource() {
+        let peak = PeakRates { ddr_bytes_per_cycle: 128.0, macs_per_cycle: 8192.0, d2d_bytes_per_cycle: 1440.0 };
+        let r = Roofline::of(128_000, 8192 * 500, 0, &peak);
+        assert_eq!((r.cycles, r.bound), (1000, "ddr"));
+        let r = Roofline::of(128, 8192 * 5000, 0, &peak);
+        assert_eq!((r.cycles, r.bound), (5000, "compute"));
+    }
+}
