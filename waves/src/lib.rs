@@ -15,12 +15,14 @@
 //! # Ok(()) }
 //! ```
 
+mod check;
 mod filter;
 mod reader;
 mod writer;
 
 use std::path::{Path, PathBuf};
 
+pub use check::{check_package, CheckResult};
 pub use filter::{CompiledFilter, WaveFilter};
 pub use reader::{diff, list_scopes, stats, DiffResult, WaveDiff, WaveSummary};
 pub use writer::WaveWriter;

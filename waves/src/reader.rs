@@ -28,7 +28,7 @@ fn check_readable(path: &Path) -> Result<()> {
     std::fs::File::open(path).map(drop).map_err(|e| WaveError::Parse { path: path.to_path_buf(), what: format!("cannot open: {e}") })
 }
 
-fn load(path: &Path) -> Result<Waveform> {
+pub(crate) fn load(path: &Path) -> Result<Waveform> {
     check_readable(path)?;
     wellen::simple::read(path).map_err(|e| map_err(path, e))
 }

@@ -417,6 +417,7 @@ impl Probe for ChipletCtrlCl {
         cs.push("ctrl".into());
         for (name, width) in [
             ("pe_valid", 1),
+            ("pe_starts", 16),
             ("pe_expert", 16),
             ("pe_k", 16),
             ("tx_valid", 1),
@@ -438,6 +439,7 @@ impl Probe for ChipletCtrlCl {
         let ddr = o.ddr_req.map(|(_, t)| t);
         out.extend([
             pe.is_some() as u64,
+            (self.stats.rule1_computes + self.stats.rule2_computes) & 0xffff,
             pe.map_or(0, |t| t.expert as u64),
             pe.map_or(0, |t| t.k as u64),
             o.tx_start.is_some() as u64,
