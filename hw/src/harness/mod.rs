@@ -15,6 +15,7 @@
 
 pub mod barrier;
 pub mod clock;
+pub mod control;
 pub mod engine;
 pub mod link;
 pub mod trace;
@@ -28,6 +29,7 @@ pub const NEVER: Cycle = u64::MAX;
 
 pub use barrier::SpinBarrier;
 pub use clock::{ClockDomain, ClockSet, DomainClock};
+pub use control::{ClockedControl, C_FINISHED};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
 pub use link::{Link, LinkArena, LinkId};
 pub use trace::{ChangeLog, Probe, SignalDecl, SignalSink};
