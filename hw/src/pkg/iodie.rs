@@ -45,7 +45,17 @@
 //!    popped, ICV ← ICV ∨ done_mask, and the head of the order list is examined in that same
 //!    cycle (the comparator sees the updated ICV). Releases are applied one at a time, in
 //!    arrival order — exactly the FL's sequence of `release` calls. `Done` — every expert of
-//!    the layer is granted (done pulses still set ICV bits).
+//!    the layer is granted (done pulses still set ICV bits). A release that sets no new ICV
+//!    bit starts no scan (nothing can have become grantable).
+//!
+//! **Stale done pulses** (FL: `release_seen`). Per chiplet the matcher keeps the edge of the
+//! last grant naming it (`last_grant_at`). A done bit of chiplet c arriving at t_a on a link of
+//! latency L_in was sent at t_a − L_in; it covers a grant issued at t_g iff that grant reached
+//! c before, t_g + L_out < t_a − L_in (a chiplet never reports done in the edge a grant
+//! reaches it: it has just been given work). Uncovered bits are dropped when the pulse is
+//! latched, and, for grants issued after it arrived, when it is applied. The chiplet pulses
+//! again after the new work. This needs the link latencies to be the real grant/done path
+//! latencies (ticks).
 //!
 //! So a grant enabled by a done pulse arriving at t leaves at t + 1 + (entries examined − 1)
 //! + 1 at the earliest (t + 2); the first grant of a layer at E + S + 1 + K + (examined) + 1
@@ -182,6 +192,8 @@ pub struct IoDieStats {
     pub scan_cycles: u64,
     /// Done masks ORed into a full FIFO's newest entry.
     pub done_fifo_merges: u64,
+    /// Done bits dropped as stale (the chiplet was given new work the pulse did not cover).
+    pub stale_done_bits: u64,
 }
 
 pub struct IoDieSchedulerCl {
@@ -231,6 +243,8 @@ pub struct IoDieSchedulerCl {
     done_fifo: VecDeque<(u16, Cycle)>,
     /// Edge of the event the current scan serves.
     trigger: Cycle,
+    /// Per chiplet: edge of the last grant naming it this layer (`NEVER`: none).
+    last_grant_at: [Cycle; MAX_CHIPLETS],
     last_eval: Cycle,
 
     // --- per-cycle outputs (probe pulses; cleared at the next evaluated edge)
@@ -297,6 +311,7 @@ impl IoDieSchedulerCl {
             grant_reg: (0, 0, 0),
             done_fifo: VecDeque::with_capacity(cfg.done_fifo as usize),
             trigger: 0,
+            last_grant_at: [NEVER; MAX_CHIPLETS],
             last_eval: 0,
             eit_wr_valid: false,
             eit_wr_addr: 0,
@@ -418,6 +433,7 @@ impl IoDieSchedulerCl {
         self.sort_stage = 0;
         self.icv = all_mask(self.n);
         self.done_fifo.clear();
+        self.last_grant_at = [NEVER; MAX_CHIPLETS];
         self.layer_t0 = now;
         self.trigger = now;
         self.first_grant_done = false;
@@ -481,19 +497,31 @@ impl IoDieSchedulerCl {
             self.defer_valid = false;
             self.pulses = false;
         }
-        // Done pulses: latched now, visible to the matcher from the next edge.
+        // Done pulses: latched now (stale bits dropped), visible to the matcher next edge.
         let mut m = 0u16;
         for &l in &self.ports.done_in {
             if let Some(v) = done.recv(l, now) {
+                let sent = now.saturating_sub(l.latency() as u64);
+                let mut v = v & all_mask(self.n);
+                let mut bits = v;
+                while bits != 0 {
+                    let c = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let g = self.last_grant_at[c];
+                    if g != NEVER && g + self.out_latency(c) >= sent {
+                        v &= !(1 << c);
+                        self.stats.stale_done_bits += 1;
+                    }
+                }
                 m |= v;
             }
         }
-        m &= all_mask(self.n);
         if m != 0 {
             if self.done_fifo.len() < self.cfg.done_fifo as usize {
                 self.done_fifo.push_back((m, now));
             } else {
-                self.done_fifo.back_mut().expect("fifo depth >= 1").0 |= m;
+                let b = self.done_fifo.back_mut().expect("fifo depth >= 1");
+                *b = (b.0 | m, now);
                 self.stats.done_fifo_merges += 1;
             }
         }
@@ -506,9 +534,18 @@ impl IoDieSchedulerCl {
                 if let Some(&(dm, at)) = self.done_fifo.front() {
                     if at < now {
                         self.done_fifo.pop_front();
+                        // Chiplets granted since the pulse arrived: stale.
+                        let mut dm = dm;
+                        for c in 0..self.n {
+                            if dm >> c & 1 == 1 && self.last_grant_at[c] != NEVER && self.last_grant_at[c] >= at {
+                                dm &= !(1 << c);
+                                self.stats.stale_done_bits += 1;
+                            }
+                        }
+                        let new_bits = dm & !self.icv;
                         self.icv |= dm;
                         self.stats.releases += 1;
-                        if self.state == MatchState::Idle {
+                        if self.state == MatchState::Idle && new_bits != 0 {
                             self.trigger = at;
                             self.scan_ptr = 0;
                             self.state = MatchState::Scan;
@@ -559,6 +596,11 @@ impl IoDieSchedulerCl {
                 self.grant_icv = self.icv;
                 assert!(self.icv >> start & 1 == 1 && mask >> start & 1 == 1, "iodie: grant of expert {e} to busy or foreign chiplet {start}");
                 self.icv &= !mask;
+                for c in 0..self.n {
+                    if mask >> c & 1 == 1 {
+                        self.last_grant_at[c] = now;
+                    }
+                }
                 let removed = self.order.remove(self.scan_ptr);
                 debug_assert_eq!(removed, e);
                 let dc = self.cycles(self.trigger, now);
@@ -682,6 +724,12 @@ impl IoDieSchedulerCl {
                 self.state = MatchState::Idle;
             }
         }
+    }
+
+    /// Latency (ticks) of the message path to chiplet `c`.
+    fn out_latency(&self, c: usize) -> u64 {
+        let l = if self.ports.msg_out.len() == 1 { self.ports.msg_out[0] } else { self.ports.msg_out[c] };
+        l.latency() as u64
     }
 
     unsafe fn send(&self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, m: SchedMsg) {

@@ -34,6 +34,13 @@
 //!   a member of) sets ICV ← ICV ∨ done_mask and runs the same scan. Releases are processed
 //!   one at a time in arrival order (the CL queues them in a FIFO), so both levels see the
 //!   same sequence of ICV values.
+//! * **Stale done pulses.** A busy chiplet may be put into a new trajectory (a grant's
+//!   non-start member) while its done pulse is on its way to the IO die: that pulse covers
+//!   only the grants the chiplet had received, and setting its ICV bit would let the matcher
+//!   pick a chiplet that is about to work. [`TrajectorySchedulerFl::release_seen`] therefore
+//!   drops the bit of every chiplet named by a grant the pulsing chiplets had not yet
+//!   received (the CL decides the same from its grant times and the link latencies). The
+//!   chiplet will pulse again when the new work is done.
 //! * **Trajectory ring.** T_e's members in the package's snake order (row 0 left→right,
 //!   row 1 right→left, …; chiplet id = row·C + col), cyclic. Micro-slice k of an expert is
 //!   loaded from DDR by ring member (s + k) mod |T_e|, s = the ring position of the grant's
@@ -359,6 +366,8 @@ pub struct TrajectorySchedulerFl {
     preloaded: Vec<bool>,
     remaining: usize,
     icv: u16,
+    /// Masks of this layer's grants in issue order (for stale-pulse filtering).
+    grant_log: Vec<u16>,
 }
 
 impl TrajectorySchedulerFl {
@@ -377,6 +386,7 @@ impl TrajectorySchedulerFl {
             preloaded: Vec::new(),
             remaining: 0,
             icv: all_mask(rows * cols),
+            grant_log: Vec::new(),
         })
     }
 
@@ -404,6 +414,7 @@ impl TrajectorySchedulerFl {
         self.preloaded = vec![false; eit.len()];
         self.remaining = self.order.len();
         self.icv = all_mask(self.chiplets());
+        self.grant_log.clear();
         let mut out = Vec::new();
         for &e in &self.order {
             self.preloaded[e as usize] = true;
@@ -420,6 +431,19 @@ impl TrajectorySchedulerFl {
         let mut out = Vec::new();
         self.scan(&mut out);
         out
+    }
+
+    /// A done mask sent by chiplets that had received the first `grants_seen` grants of this
+    /// layer: bits of chiplets named by a later grant are stale and dropped (see the module
+    /// doc), then as [`Self::release`].
+    pub fn release_seen(&mut self, done_mask: u16, grants_seen: usize) -> Vec<SchedMsg> {
+        let stale = self.grant_log.iter().skip(grants_seen).fold(0u16, |a, &m| a | m);
+        self.release(done_mask & !stale)
+    }
+
+    /// Grants issued in this layer so far.
+    pub fn grants_issued(&self) -> usize {
+        self.grant_log.len()
     }
 
     /// Every scheduled expert of the layer has been granted.
@@ -446,6 +470,7 @@ impl TrajectorySchedulerFl {
                 if mask & self.icv != 0 {
                     let start = start_chiplet_fl(mask, self.icv, &self.snake).expect("mask ∩ icv ≠ ∅");
                     out.push(SchedMsg::Grant { expert: e as u16, mask, start });
+                    self.grant_log.push(mask);
                     self.icv &= !mask;
                     self.granted[e] = true;
                     self.remaining -= 1;
