@@ -153,7 +153,8 @@ proptest! {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let mut t = 0u64;
         for _layer in 0..4 {
-            let (d, _eit, want) = sched::pkg::iodie::schedule_layer_fl(&mut fl, &mut tb, &g, 32, OrderPolicy::Paired).unwrap();
+            let l = sched::pkg::iodie::schedule_layer_fl(&mut fl, &mut tb, &g, 32, OrderPolicy::Paired).unwrap();
+            let (d, want) = (l.deferred, l.msgs);
             cl.begin_layer_requests(t, &g).unwrap();
             let mut got = Vec::new();
             let mut t_end = t + 10_000;
@@ -254,5 +255,5 @@ fn trace_and_probe() {
     }
     assert!(lines.iter().any(|l| l.contains("G e1@0")), "{lines:#?}");
     assert!(lines.iter().any(|l| l.contains("P e0")), "{lines:#?}");
-    assert!(cl.is_finished() == false && !cl.busy() && cl.next_event() == hw::harness::NEVER);
+    assert!(!cl.is_finished() && !cl.busy() && cl.next_event() == hw::harness::NEVER);
 }

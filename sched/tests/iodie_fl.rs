@@ -107,10 +107,10 @@ fn token_buffer_alg2() {
         RequestGatingFl { slot: 0, counts: vec![(0, 0, 4), (1, 1, 1)] },
         RequestGatingFl { slot: 1, counts: vec![(0, 1, 5)] },
     ];
-    let (d, eit, m) = schedule_layer_fl(&mut s, &mut tb, &g, 2, OrderPolicy::Paired).unwrap();
-    assert_eq!(d, vec![true, false]);
-    assert_eq!(eit, vec![e(0b10, 5), e(0, 0)]);
-    assert_eq!(m, vec![Preload { expert: 0, mask: 0b10 }, Grant { expert: 0, mask: 0b10, start: 1 }]);
+    let l = schedule_layer_fl(&mut s, &mut tb, &g, 2, OrderPolicy::Paired).unwrap();
+    assert_eq!(l.deferred, vec![true, false]);
+    assert_eq!(l.eit, vec![e(0b10, 5), e(0, 0)]);
+    assert_eq!(l.msgs, vec![Preload { expert: 0, mask: 0b10 }, Grant { expert: 0, mask: 0b10, start: 1 }]);
     let bad = vec![RequestGatingFl { slot: 0, counts: vec![(2, 0, 1)] }];
     assert!(schedule_layer_fl(&mut s, &mut tb, &bad, 2, OrderPolicy::Paired).is_err());
 }

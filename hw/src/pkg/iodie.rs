@@ -57,9 +57,10 @@
 //! again after the new work. This needs the link latencies to be the real grant/done path
 //! latencies (ticks).
 //!
-//! So a grant enabled by a done pulse arriving at t leaves at t + 1 + (entries examined − 1)
-//! + 1 at the earliest (t + 2); the first grant of a layer at E + S + 1 + K + (examined) + 1
-//! cycles after the layer starts ([`IoDieStats::first_grant_cycles_max`]).
+//! So a grant enabled by a done pulse arriving at edge t is issued at edge t + 1 + x, x = the
+//! order-list entries examined (≥ 1), at the earliest t + 2; the first grant of a layer at
+//! E + S + 1 + K + x cycles after the layer's start edge (S = 0 and no order cycle for
+//! `ById`; plus R + E with token buffering) ([`IoDieStats::first_grant_cycles_max`]).
 //!
 //! Outputs: [`SchedMsgCl`] on `ports.msg_out` — one link (every message) or one link per
 //! chiplet (a message goes to the links of its mask's members) — at most one message per

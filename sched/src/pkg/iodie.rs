@@ -658,22 +658,33 @@ impl TokenBufferFl {
     }
 }
 
+/// What the IO die decides at a layer start from request-level gating.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerScheduleFl {
+    /// Per request (input order): deferred at this layer by token buffering.
+    pub deferred: Vec<bool>,
+    /// The EIT of the requests kept.
+    pub eit: Vec<EitEntryFl>,
+    /// Preloads and the first grants ([`TrajectorySchedulerFl::begin_layer`]).
+    pub msgs: Vec<SchedMsg>,
+}
+
 /// A whole layer at the IO die: Algorithm 2 over the requests, then the EIT of the requests
-/// kept, then Algorithm 1's layer start. Returns (deferred per request, EIT, messages).
+/// kept, then Algorithm 1's layer start.
 pub fn schedule_layer_fl(
     sched: &mut TrajectorySchedulerFl,
     tb: &mut TokenBufferFl,
     reqs: &[RequestGatingFl],
     experts: usize,
     policy: OrderPolicy,
-) -> Result<(Vec<bool>, Vec<EitEntryFl>, Vec<SchedMsg>), IoDieError> {
+) -> Result<LayerScheduleFl, IoDieError> {
     let n = sched.chiplets();
     let n_e = totals_fl(reqs, experts, n)?;
     let sets: Vec<(u32, Vec<u16>)> = reqs.iter().map(|r| (r.slot, r.experts())).collect();
     let deferred = tb.layer_boundary(&sets, &n_e)?;
     let eit = eit_fl(&layer_counts_fl(reqs, &deferred, experts, n)?, n)?;
     let msgs = sched.begin_layer(&eit, policy)?;
-    Ok((deferred, eit, msgs))
+    Ok(LayerScheduleFl { deferred, eit, msgs })
 }
 
 #[cfg(test)]
