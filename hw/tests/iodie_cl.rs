@@ -21,10 +21,16 @@ struct Bench {
     p_pulse: f64,
     per_chiplet_out: bool,
     seed: u64,
+    /// Core clock: ticks per cycle (link latencies scale with it).
+    div: u64,
+    /// Evaluate the CL only when it is busy or a done mask arrives (fast-forward).
+    ff: bool,
 }
 
 struct Outcome {
     cl: Vec<SchedMsg>,
+    /// Core cycle each message reached the chiplets.
+    at: Vec<u64>,
     fl: Vec<SchedMsg>,
     stats: IoDieStats,
     cycles: u64,
@@ -36,23 +42,28 @@ struct Outcome {
 fn run_layer(b: &Bench, eit: &[EitEntryFl]) -> Result<Outcome, TestCaseError> {
     let n = b.rows * b.cols;
     let mut msgs = LinkArena::<SchedMsgCl>::new();
-    let outs: Vec<_> = (0..if b.per_chiplet_out { n } else { 1 }).map(|_| msgs.add(b.lat_out)).collect();
+    let d = b.div;
+    let outs: Vec<_> = (0..if b.per_chiplet_out { n } else { 1 }).map(|_| msgs.add(b.lat_out * d as u32)).collect();
     let mut done = LinkArena::<u16>::new();
-    let din = done.add(b.lat_in);
+    let din = done.add(b.lat_in * d as u32);
+    let clk = DomainClock { div: d, ph: 0 };
+    let mut arrivals = std::collections::VecDeque::new();
+    let mut evals = 0u64;
     let cfg = IoDieCfg { policy: b.policy, experts: eit.len() as u32, ..IoDieCfg::default() };
     let ports = IoDiePorts { msg_out: outs.clone(), done_in: vec![din] };
-    let mut cl = IoDieSchedulerCl::new(b.rows, b.cols, &cfg, DomainClock::UNIT, ports).unwrap();
+    let mut cl = IoDieSchedulerCl::new(b.rows, b.cols, &cfg, clk, ports).unwrap();
     let mut fl = TrajectorySchedulerFl::new(b.rows, b.cols).unwrap();
     let mut fl_msgs = fl.begin_layer(eit, b.policy).unwrap();
     cl.begin_layer(0, eit).unwrap();
     let k = eit.iter().filter(|x| x.count > 0).count();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(b.seed);
     let mut got = Vec::new();
+    let mut at = Vec::new();
     let mut busy = 0u16;
     let mut grants_seen = 0usize;
     let mut t = 0u64;
     while !(cl.is_finished() && got.len() == 2 * k) {
-        prop_assert!(t < 200_000, "no progress: {} of {} messages", got.len(), 2 * k);
+        prop_assert!(t < 200_000 * d, "no progress: {} of {} messages", got.len(), 2 * k);
         // Messages reaching the chiplets.
         let mut this_cycle: Option<SchedMsg> = None;
         for (c, &l) in outs.iter().enumerate() {
@@ -76,6 +87,7 @@ fn run_layer(b: &Bench, eit: &[EitEntryFl]) -> Result<Outcome, TestCaseError> {
                 grants_seen += 1;
             }
             got.push(m);
+            at.push(t / d);
         }
         // Done pulses of chiplets that finished.
         let can = busy & !fresh;
@@ -86,17 +98,28 @@ fn run_layer(b: &Bench, eit: &[EitEntryFl]) -> Result<Outcome, TestCaseError> {
             }
             busy &= !sub;
             unsafe { done.send(din, t, sub) };
+            arrivals.push_back(t + (b.lat_in as u64) * d);
             fl_msgs.extend(fl.release_seen(sub, grants_seen));
         }
-        unsafe { cl.eval(t, &msgs, &done) };
-        if cl.grant_valid {
-            prop_assert!(cl.grant_icv >> cl.grant_start & 1 == 1, "CL granted from a busy start chiplet");
+        let arriving = arrivals.front() == Some(&t);
+        if arriving {
+            arrivals.pop_front();
         }
-        t += 1;
+        if !b.ff || arriving || cl.next_event() <= t {
+            evals += 1;
+            unsafe { cl.eval(t, &msgs, &done) };
+            if cl.grant_valid {
+                prop_assert!(cl.grant_icv >> cl.grant_start & 1 == 1, "CL granted from a busy start chiplet");
+            }
+        }
+        t += d;
+    }
+    if b.ff {
+        prop_assert!(evals <= t / d);
     }
     prop_assert!(fl.is_finished());
     prop_assert_eq!(cl.stats.done_fifo_merges, 0);
-    Ok(Outcome { cl: got, fl: fl_msgs, stats: cl.stats, cycles: t })
+    Ok(Outcome { cl: got, at, fl: fl_msgs, stats: cl.stats, cycles: t / d })
 }
 
 fn arb_eit(n: usize, max_e: usize) -> impl Strategy<Value = Vec<EitEntryFl>> {
@@ -113,7 +136,7 @@ fn arb_bench() -> impl Strategy<Value = (Bench, Vec<EitEntryFl>)> {
     (2usize..=4, 2usize..=4, 0u8..3, 1u32..4, 1u32..4, 0.01f64..0.5, any::<bool>(), any::<u64>()).prop_flat_map(
         |(rows, cols, pol, lat_out, lat_in, p_pulse, per_chiplet_out, seed)| {
             let policy = [OrderPolicy::Paired, OrderPolicy::HotFirst, OrderPolicy::ById][pol as usize];
-            let b = Bench { rows, cols, policy, lat_out, lat_in, p_pulse, per_chiplet_out, seed };
+            let b = Bench { rows, cols, policy, lat_out, lat_in, p_pulse, per_chiplet_out, seed, div: 1, ff: false };
             (Just(b), arb_eit(rows * cols, 128))
         },
     )
@@ -132,6 +155,18 @@ proptest! {
         prop_assert_eq!(o.stats.decisions, k);
         prop_assert_eq!(o.stats.preloads, k);
         prop_assert!(o.cycles > 0);
+    }
+
+    /// Evaluated only at the edges of a core clock of 10 ticks, and fast-forwarded (evaluated
+    /// only when `next_event` says so or a done mask arrives): the same messages at the same
+    /// core cycles, the same counters, as stepping every cycle of a unit clock.
+    #[test]
+    fn clocked_and_fast_forward_equal_unit((b, eit) in arb_bench()) {
+        let unit = run_layer(&b, &eit)?;
+        let ffw = run_layer(&Bench { div: 10, ff: true, ..b.clone() }, &eit)?;
+        prop_assert_eq!(&unit.cl, &ffw.cl);
+        prop_assert_eq!(&unit.at, &ffw.at);
+        prop_assert_eq!(unit.stats, ffw.stats);
     }
 
     /// Token buffering: the same deferrals and QoS timers at both levels over several layers,
@@ -207,7 +242,7 @@ fn decision_latency_2x2() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     for e in [16usize, 32, 64, 128] {
         let eit: Vec<EitEntryFl> = (0..e).map(|_| EitEntryFl { mask: rng.gen_range(1..16), count: rng.gen_range(1..100) }).collect();
-        let b = Bench { rows: 2, cols: 2, policy: OrderPolicy::Paired, lat_out: 1, lat_in: 1, p_pulse: 0.05, per_chiplet_out: false, seed: 1 };
+        let b = Bench { rows: 2, cols: 2, policy: OrderPolicy::Paired, lat_out: 1, lat_in: 1, p_pulse: 0.05, per_chiplet_out: false, seed: 1, div: 1, ff: false };
         let o = run_layer(&b, &eit).unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(o.cl, o.fl);
         let p = e.next_power_of_two();

@@ -247,6 +247,8 @@ pub struct IoDieSchedulerCl {
     /// Per chiplet: edge of the last grant naming it this layer (`NEVER`: none).
     last_grant_at: [Cycle; MAX_CHIPLETS],
     last_eval: Cycle,
+    /// First edge not yet evaluated (the layer's start edge right after `begin_layer`).
+    next_edge: Cycle,
 
     // --- per-cycle outputs (probe pulses; cleared at the next evaluated edge)
     pub eit_wr_valid: bool,
@@ -314,6 +316,7 @@ impl IoDieSchedulerCl {
             trigger: 0,
             last_grant_at: [NEVER; MAX_CHIPLETS],
             last_eval: 0,
+            next_edge: 0,
             eit_wr_valid: false,
             eit_wr_addr: 0,
             eit_rd_valid: false,
@@ -436,6 +439,7 @@ impl IoDieSchedulerCl {
         self.done_fifo.clear();
         self.last_grant_at = [NEVER; MAX_CHIPLETS];
         self.layer_t0 = now;
+        self.next_edge = now;
         self.trigger = now;
         self.first_grant_done = false;
         self.state = MatchState::WriteEit;
@@ -473,7 +477,7 @@ impl IoDieSchedulerCl {
     /// it only waits for done pulses (their links wake the system).
     pub fn next_event(&self) -> Cycle {
         if self.busy() {
-            self.clk.edge_after(self.last_eval)
+            self.next_edge
         } else {
             NEVER
         }
@@ -490,6 +494,7 @@ impl IoDieSchedulerCl {
     /// this scheduler the only sender of `ports.msg_out` and receiver of `ports.done_in`.
     pub unsafe fn eval(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, done: &LinkArena<u16>) -> bool {
         self.last_eval = now;
+        self.next_edge = self.clk.edge_after(now);
         if self.pulses {
             self.eit_wr_valid = false;
             self.eit_rd_valid = false;
