@@ -71,10 +71,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use sched::pkg::iodie::{EitEntryFl, OrderPolicy, RequestGatingFl, SchedMsg, TokenBufferCfgFl};
+pub use sched::pkg::iodie::{EitEntryFl, IoDieError, OrderPolicy, RequestGatingFl, SchedMsg, TokenBufferCfgFl};
 use sched::pkg::iodie::{
     all_mask, bitonic_stage_apply, bitonic_stages, check_eit, eit_fl, layer_counts_fl, paired_fl, snake_order, sorter_pad,
-    totals_fl, IoDieError, SortKey, MAX_CHIPLETS, MAX_EXPERTS,
+    totals_fl, SortKey, MAX_CHIPLETS, MAX_EXPERTS,
 };
 
 use crate::cfg::{err, CfgError};
@@ -246,7 +246,6 @@ pub struct IoDieSchedulerCl {
     trigger: Cycle,
     /// Per chiplet: edge of the last grant naming it this layer (`NEVER`: none).
     last_grant_at: [Cycle; MAX_CHIPLETS],
-    last_eval: Cycle,
     /// First edge not yet evaluated (the layer's start edge right after `begin_layer`).
     next_edge: Cycle,
 
@@ -315,7 +314,6 @@ impl IoDieSchedulerCl {
             done_fifo: VecDeque::with_capacity(cfg.done_fifo as usize),
             trigger: 0,
             last_grant_at: [NEVER; MAX_CHIPLETS],
-            last_eval: 0,
             next_edge: 0,
             eit_wr_valid: false,
             eit_wr_addr: 0,
@@ -493,7 +491,6 @@ impl IoDieSchedulerCl {
     /// Called by the engine at edge `now` of `clk`, with `msgs`/`done` the system's links and
     /// this scheduler the only sender of `ports.msg_out` and receiver of `ports.done_in`.
     pub unsafe fn eval(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, done: &LinkArena<u16>) -> bool {
-        self.last_eval = now;
         self.next_edge = self.clk.edge_after(now);
         if self.pulses {
             self.eit_wr_valid = false;

@@ -425,7 +425,8 @@ impl TrajectorySchedulerFl {
     }
 
     /// Chiplets in `done_mask` became idle (bits outside the package are ignored); returns
-    /// the grants that become possible.
+    /// the grants that become possible. For pulses that may race with grants use
+    /// [`Self::release_seen`].
     pub fn release(&mut self, done_mask: u16) -> Vec<SchedMsg> {
         self.icv |= done_mask & all_mask(self.chiplets());
         let mut out = Vec::new();
@@ -488,7 +489,8 @@ impl TrajectorySchedulerFl {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TokenBufferCfgFl {
-    /// θ_min: an expert with 0 < n_e < θ_min is cold (0 = token buffering off).
+    /// θ_min: an expert with 0 < n_e < θ_min is cold. 0 = token buffering off: nothing is
+    /// deferred and the timers do not move.
     pub theta_min: u32,
     /// N_threshold: completed forward passes that earn one deferral (≥ 1).
     pub n_threshold: u32,
@@ -638,6 +640,9 @@ impl TokenBufferFl {
             self.slot(*slot)?;
         }
         let theta = self.cfg.theta_min;
+        if theta == 0 {
+            return Ok(vec![false; reqs.len()]);
+        }
         Ok(reqs
             .iter()
             .map(|(slot, a)| {
