@@ -185,6 +185,8 @@ pub struct IoDieStats {
     pub decision_cycles_max: u64,
     /// Sum of the same (mean = sum / decisions).
     pub decision_cycles_sum: u64,
+    /// Max of the same over the grants enabled by a done pulse (not by a layer start).
+    pub release_decision_cycles_max: u64,
     /// Max over layers of the cycles from layer start to its first grant.
     pub first_grant_cycles_max: u64,
     /// Cycles the scheduler was busy (any state but `Idle`/`Done`), over all layers.
@@ -242,8 +244,9 @@ pub struct IoDieSchedulerCl {
     grant_reg: (u16, u16, u8),
     /// Done FIFO: (mask, arrival edge).
     done_fifo: VecDeque<(u16, Cycle)>,
-    /// Edge of the event the current scan serves.
+    /// Edge of the event the current scan serves, and whether it is a done arrival.
     trigger: Cycle,
+    trigger_is_release: bool,
     /// Per chiplet: edge of the last grant naming it this layer (`NEVER`: none).
     last_grant_at: [Cycle; MAX_CHIPLETS],
     /// First edge not yet evaluated (the layer's start edge right after `begin_layer`).
@@ -313,6 +316,7 @@ impl IoDieSchedulerCl {
             grant_reg: (0, 0, 0),
             done_fifo: VecDeque::with_capacity(cfg.done_fifo as usize),
             trigger: 0,
+            trigger_is_release: false,
             last_grant_at: [NEVER; MAX_CHIPLETS],
             next_edge: 0,
             eit_wr_valid: false,
@@ -439,6 +443,7 @@ impl IoDieSchedulerCl {
         self.layer_t0 = now;
         self.next_edge = now;
         self.trigger = now;
+        self.trigger_is_release = false;
         self.first_grant_done = false;
         self.state = MatchState::WriteEit;
     }
@@ -550,6 +555,7 @@ impl IoDieSchedulerCl {
                         self.stats.releases += 1;
                         if self.state == MatchState::Idle && new_bits != 0 {
                             self.trigger = at;
+                            self.trigger_is_release = true;
                             self.scan_ptr = 0;
                             self.state = MatchState::Scan;
                             self.stats.layer_sched_cycles += 1;
@@ -610,6 +616,9 @@ impl IoDieSchedulerCl {
                 self.stats.decisions += 1;
                 self.stats.decision_cycles_sum += dc;
                 self.stats.decision_cycles_max = self.stats.decision_cycles_max.max(dc);
+                if self.trigger_is_release {
+                    self.stats.release_decision_cycles_max = self.stats.release_decision_cycles_max.max(dc);
+                }
                 if !self.first_grant_done {
                     self.first_grant_done = true;
                     let c = self.cycles(self.layer_t0, now);
@@ -903,6 +912,45 @@ mod tests {
         assert_eq!(s.stats.first_grant_cycles_max, 13);
         assert_eq!(s.stats.decision_cycles_max, 16);
         assert!(s.is_finished() && !s.busy());
+    }
+
+    /// Token buffering costs R cycles (one QoS-bank access per request) plus an EIT rewrite.
+    #[test]
+    fn token_buffer_timing() {
+        let mut msgs = LinkArena::<SchedMsgCl>::new();
+        let out = msgs.add(1);
+        let done = LinkArena::<u16>::new();
+        let tb = TokenBufferCfgFl { theta_min: 2, n_threshold: 1, t_qos_init: 1, slots: 4 };
+        let cfg = IoDieCfg { experts: 4, token_buffer: tb, ..IoDieCfg::default() };
+        let mut s = IoDieSchedulerCl::new(1, 2, &cfg, DomainClock::UNIT, IoDiePorts { msg_out: vec![out], done_in: vec![] }).unwrap();
+        // Request 0 uses cold expert 3 (1 token): deferred; request 1 stays.
+        let reqs = [
+            RequestGatingFl { slot: 0, counts: vec![(0, 0, 2), (3, 1, 1)] },
+            RequestGatingFl { slot: 1, counts: vec![(0, 1, 3), (1, 1, 4)] },
+        ];
+        s.begin_layer_requests(0, &reqs).unwrap();
+        let mut got = Vec::new();
+        for t in 0..30 {
+            unsafe {
+                if let Some(m) = msgs.recv(out, t) {
+                    got.push((t - 1, m.msg));
+                }
+                s.eval(t, &msgs, &done);
+            }
+        }
+        assert_eq!(s.deferred(), &[true, false]);
+        assert_eq!(s.qos(0), Some((0, 0)));
+        // 4 writes, 2 QoS accesses, 4 rewrites, 3 sorter stages, order: preloads from 14.
+        // Kept: e0 {c1}: 3 tokens, e1 {c1}: 4 → paired 1, 0; scan e1 at 16, grant 17.
+        assert_eq!(
+            got,
+            vec![
+                (14, SchedMsg::Preload { expert: 1, mask: 0b10 }),
+                (15, SchedMsg::Preload { expert: 0, mask: 0b10 }),
+                (17, SchedMsg::Grant { expert: 1, mask: 0b10, start: 1 }),
+            ]
+        );
+        assert_eq!(s.stats.deferred, 1);
     }
 
     #[test]
