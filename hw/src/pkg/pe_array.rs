@@ -229,6 +229,7 @@ impl PeArrayCl {
     /// busy cycle). Returns the tag of a job whose last busy cycle is this edge.
     pub fn eval(&mut self, now: Cycle, issue: Option<PeJob>) -> Option<u32> {
         debug_assert!(self.clk.is_edge(now), "PE array evaluated off its clock edge at tick {now}");
+        assert!(!self.busy || now >= self.next_tick, "PE array evaluated back in time ({now} < {})", self.next_tick);
         self.advance_to(now);
         if let Some(job) = issue {
             assert!(!self.busy, "PE array: job {} issued while job {} is running (check ready())", job.tag, self.job.tag);
