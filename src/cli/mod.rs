@@ -3,6 +3,7 @@
 mod bench;
 mod export;
 mod noc;
+mod pe;
 mod plot;
 mod regress;
 mod run;
@@ -37,6 +38,8 @@ pub enum Cmd {
     ExportVerilog(export::ExportArgs),
     /// Simulation speed (simulated cycles per wall second) against BookSim2's reference.
     Bench(bench::BenchArgs),
+    /// One GEMM on the PE array: cycles and utilization (SCALE-Sim 3.0.0 fold model).
+    Pe(pe::PeArgs),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -47,6 +50,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Regress(a) => regress::run(a),
         Cmd::ExportVerilog(a) => export::run(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Pe(a) => pe::run(a),
     }
 }
 
