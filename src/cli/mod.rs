@@ -6,6 +6,7 @@ mod noc;
 mod plot;
 mod regress;
 mod run;
+mod trace;
 mod wave;
 
 use std::process::ExitCode;
@@ -37,6 +38,9 @@ pub enum Cmd {
     ExportVerilog(export::ExportArgs),
     /// Simulation speed (simulated cycles per wall second) against BookSim2's reference.
     Bench(bench::BenchArgs),
+    /// Routing traces: import real data into the SPEC §8 format, statistics.
+    #[command(subcommand)]
+    Trace(trace::TraceCmd),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -47,6 +51,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Regress(a) => regress::run(a),
         Cmd::ExportVerilog(a) => export::run(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Trace(t) => trace::run(t),
     }
 }
 
