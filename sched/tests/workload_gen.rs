@@ -69,7 +69,7 @@ fn skew_shapes_popularity() {
     let tr = generate(&GenCfg { skew: 2.0, layers: 6, iters: 4, ..cfg(256, 9) }).unwrap();
     let hottest: std::collections::BTreeSet<usize> = (0..6)
         .map(|l| {
-            let mut c = vec![0; 32];
+            let mut c = [0; 32];
             tr.tokens.iter().for_each(|t| t.layers[l].iter().for_each(|&e| c[e as usize] += 1));
             (0..32).max_by_key(|&e| (c[e], e)).unwrap()
         })
@@ -80,8 +80,8 @@ fn skew_shapes_popularity() {
 #[test]
 fn popularity_override() {
     let mut w = vec![0.0; 32];
-    for e in 0..4 {
-        w[e] = 1.0 + e as f64;
+    for (e, x) in w.iter_mut().take(4).enumerate() {
+        *x = 1.0 + e as f64;
     }
     let tr = generate(&GenCfg { popularity: Some(vec![w]), ..cfg(64, 4) }).unwrap();
     assert!(tr.tokens.iter().all(|t| t.layers.iter().all(|l| l == &vec![0, 1, 2, 3])));
