@@ -361,6 +361,11 @@ pub fn import_warp_decode(path: &Path) -> Result<Trace, TraceError> {
 /// generator consumes as `GenCfg::popularity` (each token then samples `top_k` distinct
 /// experts by these weights). Layers of the model that the CSV does not record are not
 /// invented: `layers` lists which model layers the rows stand for.
+///
+/// Approximation: the generator draws top-k *without replacement* with these weights as
+/// draw weights, which flattens the head (an expert cannot be picked twice by one token),
+/// so a sampled trace is less skewed than the counts: OLMoE arxiv top-k counts have
+/// max/mean 7.8 / 6.3 / 7.5 at layers 0/7/15, a 1024-token sampled trace 5.5 / 5.0 / 5.4.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PopularityProfile {
     pub model: String,

@@ -120,3 +120,12 @@ proptest! {
         prop_assert_eq!(tr.tokens.len(), 3 * t as usize);
     }
 }
+
+#[test]
+fn full_size_generation_is_fast() {
+    let m = sched::models::model_by_name("deepseek-v3").unwrap();
+    let t = std::time::Instant::now();
+    let tr = generate(&GenCfg { tokens_per_iter: 1024, iters: 1, ..GenCfg::for_model(&m) }).unwrap();
+    assert_eq!(tr.tokens.len(), 1024);
+    eprintln!("deepseek-v3 1024 tokens x {} layers: {:.3} s", m.layers, t.elapsed().as_secs_f64());
+}
