@@ -1,1 +1,286 @@
-//! (being built: see docs/architecture.md "The chiplet package")
+//! Seeded routing generator with a long tail and request structure.
+//!
+//! Popularity: at each MoE layer the experts are ranked by a per-layer random permutation
+//! and the expert of rank r (1-based) gets weight `1 / r^skew` (Zipf-like; `skew = 0` is
+//! uniform), so the hot experts differ from layer to layer. A [`GenCfg::popularity`]
+//! override (e.g. from the AllenAI per-expert counts, [`crate::trace::PopularityProfile`])
+//! replaces these weights. Every token picks `top_k` distinct experts per layer by
+//! weighted sampling without replacement.
+//!
+//! Requests (continuous batching with chunked prefill): each iteration holds
+//! `tokens_per_iter` tokens. Decode requests contribute one token each (position
+//! `prompt_len + step`), at most `max_decode_frac · tokens_per_iter` of them, served
+//! round-robin; the rest of the iteration is filled with prefill chunks (consecutive
+//! positions of a prompt; a prompt longer than the remaining budget continues in the next
+//! iteration). A request whose prompt is done turns into a decode request for
+//! `decode_steps` steps, then leaves. New requests (prompt and decode lengths drawn
+//! uniformly from their ranges) are admitted whenever the prefill budget is not used up.
+//! With `max_decode_frac = 1` there is no prefill budget: new requests start directly in
+//! decode (their prompt counts as already processed), giving a pure decode workload.
+//! Everything is deterministic per `seed` (Xoshiro256++).
+
+use std::collections::VecDeque;
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+use crate::trace::{Trace, TraceHeader, TraceToken, MAX_EXPERTS, MAX_LAYERS};
+
+/// A generator config value that cannot be used: the field and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config field `{field}`: {reason}")]
+pub struct GenCfgError {
+    pub field: String,
+    pub reason: String,
+}
+
+fn err<T>(field: &str, reason: impl Into<String>) -> Result<T, GenCfgError> {
+    Err(GenCfgError { field: field.into(), reason: reason.into() })
+}
+
+/// Largest number of token lines a generated trace may have (memory guard).
+pub const MAX_GEN_TOKENS: u64 = 1 << 24;
+
+/// Routing-generator config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GenCfg {
+    /// Model name written into the trace header (informational).
+    pub model: Option<String>,
+    pub experts: u32,
+    pub top_k: u32,
+    /// MoE layers.
+    pub layers: u32,
+    /// Tokens per iteration (the paper: 16, 64, 256, 1024).
+    pub tokens_per_iter: u32,
+    pub iters: u32,
+    /// Prompt length range `[min, max]` of new requests (inclusive).
+    pub prompt_len: [u32; 2],
+    /// Decode steps range `[min, max]` of new requests (inclusive).
+    pub decode_steps: [u32; 2],
+    /// Largest share of an iteration's tokens that decode requests may take, in [0, 1].
+    pub max_decode_frac: f64,
+    /// Zipf exponent of expert popularity (0 = uniform).
+    pub skew: f64,
+    /// Per-layer expert weights (`popularity[l % len][e]`, each row `experts` long,
+    /// non-negative, at least `top_k` positive) replacing the Zipf weights.
+    pub popularity: Option<Vec<Vec<f64>>>,
+    pub seed: u64,
+}
+
+impl Default for GenCfg {
+    fn default() -> Self {
+        GenCfg {
+            model: Some("qwen3-30b-a3b".into()),
+            experts: 128,
+            top_k: 8,
+            layers: 1,
+            tokens_per_iter: 256,
+            iters: 1,
+            prompt_len: [32, 512],
+            decode_steps: [16, 256],
+            max_decode_frac: 0.5,
+            skew: 1.0,
+            popularity: None,
+            seed: 1,
+        }
+    }
+}
+
+impl GenCfg {
+    /// Experts, top-k and layers from a model preset; the rest default.
+    pub fn for_model(m: &crate::models::ModelPreset) -> Self {
+        GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: m.layers, ..Default::default() }
+    }
+
+    pub fn validate(&self) -> Result<(), GenCfgError> {
+        if self.experts == 0 || self.experts > MAX_EXPERTS {
+            return err("experts", format!("{} outside 1..={MAX_EXPERTS}", self.experts));
+        }
+        if self.top_k == 0 || self.top_k > self.experts {
+            return err("top_k", format!("{} outside 1..=experts ({})", self.top_k, self.experts));
+        }
+        if self.layers == 0 || self.layers > MAX_LAYERS {
+            return err("layers", format!("{} outside 1..={MAX_LAYERS}", self.layers));
+        }
+        if self.tokens_per_iter == 0 {
+            return err("tokens_per_iter", "must be at least 1");
+        }
+        if self.iters == 0 {
+            return err("iters", "must be at least 1");
+        }
+        if self.tokens_per_iter as u64 * self.iters as u64 > MAX_GEN_TOKENS {
+            return err("iters", format!("tokens_per_iter × iters above {MAX_GEN_TOKENS}"));
+        }
+        if self.tokens_per_iter as u64 * self.iters as u64 * self.layers as u64 * self.top_k as u64 > 1 << 30 {
+            return err("iters", "trace too large (tokens × layers × top_k above 2^30 expert ids)");
+        }
+        for (f, r) in [("prompt_len", self.prompt_len), ("decode_steps", self.decode_steps)] {
+            if r[0] == 0 || r[0] > r[1] {
+                return err(f, format!("[{}, {}] is not a range with 1 <= min <= max", r[0], r[1]));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.max_decode_frac) {
+            return err("max_decode_frac", format!("{} outside [0, 1]", self.max_decode_frac));
+        }
+        if !self.skew.is_finite() || self.skew < 0.0 || self.skew > 16.0 {
+            return err("skew", format!("{} outside [0, 16]", self.skew));
+        }
+        if let Some(p) = &self.popularity {
+            if p.is_empty() {
+                return err("popularity", "no rows");
+            }
+            for (l, row) in p.iter().enumerate() {
+                let f = format!("popularity[{l}]");
+                if row.len() != self.experts as usize {
+                    return err(&f, format!("{} weights, experts is {}", row.len(), self.experts));
+                }
+                if row.iter().any(|w| !w.is_finite() || *w < 0.0) {
+                    return err(&f, "weights must be finite and >= 0");
+                }
+                if row.iter().filter(|w| **w > 0.0).count() < self.top_k as usize {
+                    return err(&f, format!("fewer than top_k ({}) experts with positive weight", self.top_k));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-layer expert weights the generator samples from (Zipf over a per-layer permutation,
+/// or the override).
+pub fn layer_popularity(cfg: &GenCfg, rng: &mut Xoshiro256PlusPlus) -> Vec<Vec<f64>> {
+    let e = cfg.experts as usize;
+    (0..cfg.layers as usize)
+        .map(|l| {
+            if let Some(p) = &cfg.popularity {
+                return p[l % p.len()].clone();
+            }
+            // Fisher-Yates permutation: perm[rank] = expert.
+            let mut perm: Vec<usize> = (0..e).collect();
+            for i in (1..e).rev() {
+                perm.swap(i, rng.gen_range(0..=i));
+            }
+            let mut w = vec![0.0; e];
+            for (rank, &ex) in perm.iter().enumerate() {
+                w[ex] = 1.0 / ((rank + 1) as f64).powf(cfg.skew);
+            }
+            w
+        })
+        .collect()
+}
+
+/// `k` distinct experts drawn by weight without replacement (sequential draws, each from
+/// the weights not yet taken). Output ascending.
+fn sample_topk(w: &[f64], total: f64, k: usize, rng: &mut Xoshiro256PlusPlus, taken: &mut [bool]) -> Vec<u16> {
+    let mut out = Vec::with_capacity(k);
+    let mut rest = total;
+    for _ in 0..k {
+        let mut u = rng.gen::<f64>() * rest;
+        let mut pick = None;
+        let mut last = None;
+        for (e, &we) in w.iter().enumerate() {
+            if taken[e] || we <= 0.0 {
+                continue;
+            }
+            last = Some(e);
+            if u < we {
+                pick = Some(e);
+                break;
+            }
+            u -= we;
+        }
+        // Floating-point rounding can leave u just above the remaining mass: take the last one.
+        let e = pick.or(last).expect("validated: at least top_k positive weights");
+        taken[e] = true;
+        rest -= w[e];
+        out.push(e as u16);
+    }
+    for &e in &out {
+        taken[e as usize] = false;
+    }
+    out.sort_unstable();
+    out
+}
+
+struct Req {
+    id: u32,
+    prompt: u32,
+    /// Next prompt position to prefill.
+    done: u32,
+    decode: u32,
+    /// Decode steps taken.
+    step: u32,
+}
+
+/// Generates a trace (validated config; the same config gives the same trace).
+pub fn generate(cfg: &GenCfg) -> Result<Trace, GenCfgError> {
+    cfg.validate()?;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
+    let pop = layer_popularity(cfg, &mut rng);
+    let totals: Vec<f64> = pop.iter().map(|w| w.iter().sum()).collect();
+    let mut taken = vec![false; cfg.experts as usize];
+    let t = cfg.tokens_per_iter as usize;
+    let decode_cap = ((cfg.max_decode_frac * t as f64).floor() as usize).min(t);
+    let mut next_id = 0u32;
+    let mut decoding: VecDeque<Req> = VecDeque::new();
+    let mut prefilling: VecDeque<Req> = VecDeque::new();
+    let mut tokens = Vec::with_capacity(t * cfg.iters as usize);
+    let mut new_req = |rng: &mut Xoshiro256PlusPlus| {
+        let r = Req {
+            id: next_id,
+            prompt: rng.gen_range(cfg.prompt_len[0]..=cfg.prompt_len[1]),
+            done: 0,
+            decode: rng.gen_range(cfg.decode_steps[0]..=cfg.decode_steps[1]),
+            step: 0,
+        };
+        next_id = next_id.wrapping_add(1);
+        r
+    };
+    for it in 0..cfg.iters {
+        // (req, pos) of this iteration's tokens.
+        let mut slots: Vec<(u32, u32)> = Vec::with_capacity(t);
+        if decode_cap == t {
+            // Pure decode: keep `t` requests in flight, each one token per iteration.
+            while decoding.len() < t {
+                let mut r = new_req(&mut rng);
+                r.done = r.prompt;
+                decoding.push_back(r);
+            }
+        }
+        let n_dec = decoding.len().min(decode_cap);
+        for _ in 0..n_dec {
+            let mut r = decoding.pop_front().expect("n_dec <= len");
+            slots.push((r.id, r.prompt + r.step));
+            r.step += 1;
+            if r.step < r.decode {
+                decoding.push_back(r);
+            }
+        }
+        while slots.len() < t {
+            if prefilling.is_empty() {
+                let r = new_req(&mut rng);
+                prefilling.push_back(r);
+            }
+            let r = prefilling.front_mut().expect("non-empty");
+            let n = ((r.prompt - r.done) as usize).min(t - slots.len());
+            for p in 0..n as u32 {
+                slots.push((r.id, r.done + p));
+            }
+            r.done += n as u32;
+            if r.done == r.prompt {
+                let r = prefilling.pop_front().expect("non-empty");
+                decoding.push_back(r);
+            }
+        }
+        for (req, pos) in slots {
+            let layers = (0..cfg.layers as usize)
+                .map(|l| sample_topk(&pop[l], totals[l], cfg.top_k as usize, &mut rng, &mut taken))
+                .collect();
+            tokens.push(TraceToken { iter: it, req, pos, token_id: None, layers, scores: None });
+        }
+    }
+    let header = TraceHeader::new(cfg.model.as_deref(), cfg.experts, cfg.top_k, cfg.layers);
+    Ok(Trace { header, tokens })
+}

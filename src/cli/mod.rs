@@ -7,6 +7,7 @@ mod pe;
 mod plot;
 mod regress;
 mod run;
+mod trace;
 mod wave;
 
 use std::process::ExitCode;
@@ -40,6 +41,9 @@ pub enum Cmd {
     Bench(bench::BenchArgs),
     /// One GEMM on the PE array: cycles and utilization (SCALE-Sim 3.0.0 fold model).
     Pe(pe::PeArgs),
+    /// Routing traces: import real data into the SPEC §8 format, statistics.
+    #[command(subcommand)]
+    Trace(trace::TraceCmd),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -51,6 +55,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::ExportVerilog(a) => export::run(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Pe(a) => pe::run(a),
+        Cmd::Trace(t) => trace::run(t),
     }
 }
 
