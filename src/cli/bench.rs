@@ -44,6 +44,15 @@ struct BenchRow {
 }
 
 pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
+    if a.repeat == 0 {
+        return Err("--repeat 0: at least one repetition is needed".into());
+    }
+    if a.threads.is_empty() || a.threads.contains(&0) {
+        return Err("--threads: thread counts must be >= 1".into());
+    }
+    if let Some(p) = &a.json {
+        super::check_writable(p)?;
+    }
     let mut rows = Vec::new();
     println!("{:>7} {:>7} {:>9} {:>9} {:>9} {:>12} {:>14} {:>9}", "threads", "cycles", "min s", "median s", "max s", "cycles/s", "router-cyc/s", "x BookSim");
     for &t in &a.threads {
@@ -82,7 +91,7 @@ pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
     println!("(median wall time incl. network construction; BookSim2 reference: {BOOKSIM_CYCLES_PER_S} cycles/s at 0.30 on 8x8)");
     if let Some(p) = &a.json {
         ensure_parent(p)?;
-        std::fs::write(p, serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+        std::fs::write(p, serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
