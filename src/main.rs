@@ -32,7 +32,9 @@ fn main() -> ExitCode {
     match cli::dispatch(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // One line, whatever a dependency's message holds.
+            let one: Vec<&str> = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            eprintln!("error: {}", one.join("; "));
             ExitCode::from(2)
         }
     }

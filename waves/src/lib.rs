@@ -17,6 +17,8 @@
 
 mod filter;
 mod reader;
+mod vcd_check;
+mod fst_check;
 mod writer;
 
 use std::path::{Path, PathBuf};
