@@ -441,3 +441,17 @@ fn issue5_config_rate_wins_over_default_sweep_and_hotspot_flags_need_hotspot() {
     let r = run(&["noc", "--config", h.to_str().unwrap(), "--traffic", "hotspot", "--json", j.to_str().unwrap(), "--quiet"], None);
     assert!(r.out.status.success(), "{}", r.describe());
 }
+
+#[test]
+fn issue5_line_trace_window_is_bounded_and_regress_list_filters() {
+    let r = run(&["noc", "--k", "4", "--line-trace", "top.mesh.r_1_*", "--window", "0..18446744073709551615", "--rates", "0.1", "--quiet"], None);
+    assert_refused(&r, &["at most 1000000 cycles"]);
+    assert_eq!(r.code(), Some(2));
+    let r = run(&["regress", "no_such_case", "--list"], None);
+    assert_eq!(r.code(), Some(2), "{}", r.describe());
+    let all = run(&["regress", "--list"], None);
+    let first = all.stdout().lines().next().unwrap().split_whitespace().next().unwrap().to_string();
+    let one = run(&["regress", &first, "--list"], None);
+    assert!(one.out.status.success());
+    assert!(one.stdout().lines().count() < all.stdout().lines().count() || all.stdout().lines().count() == 1, "{}", one.describe());
+}

@@ -103,6 +103,9 @@ pub struct WaveArgs {
 /// (e.g. a step of 1e-12), refused before anything is allocated.
 pub const MAX_RATES: usize = 1000;
 
+/// Longest line-trace window end (each cycle prints one line per traced router).
+pub const MAX_LINE_TRACE_CYCLES: u64 = 1_000_000;
+
 /// The built-in sweep when neither --rates nor a config gives one.
 pub const DEFAULT_RATES: &str = "0.05:0.45:0.05";
 
@@ -364,6 +367,11 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
             Some(w) => waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?,
             None => (0, 200),
         };
+        // The line trace runs the mesh to the end of the window (its traffic never ends),
+        // so a window is bounded rather than left to run for ever.
+        if window.1 > MAX_LINE_TRACE_CYCLES {
+            return Err(format!("--window {}..{}: the line trace simulates to the window's end; at most {MAX_LINE_TRACE_CYCLES} cycles", window.0, window.1));
+        }
         for line in line_trace(&c, glob, window)? {
             println!("{line}");
         }

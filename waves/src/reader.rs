@@ -272,7 +272,10 @@ fn structure_difference(a: &VarMap, b: &VarMap) -> Option<String> {
         let widths: Vec<String> = a
             .iter()
             .filter(|(n, (w, _))| b[*n].0 != *w)
-            .map(|(n, (w, _))| format!("{n} is {w:?} bits in a, {:?} in b", b[n].0))
+            .map(|(n, (w, _))| {
+                let bits = |w: &Option<u32>| w.map_or("real/string".to_string(), |w| format!("{w} bits"));
+                format!("{n} is {} in a, {} in b", bits(w), bits(&b[n].0))
+            })
             .take(5)
             .collect();
         if !widths.is_empty() {
