@@ -455,3 +455,12 @@ fn issue5_line_trace_window_is_bounded_and_regress_list_filters() {
     assert!(one.out.status.success());
     assert!(one.stdout().lines().count() < all.stdout().lines().count() || all.stdout().lines().count() == 1, "{}", one.describe());
 }
+
+#[test]
+fn issue5_near_zero_load_is_too_few_packets_not_saturated() {
+    let r = run(&["noc", "--k", "4", "--rates", "1e-6,1e-4,0.3", "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let out = r.stdout();
+    assert_eq!(out.matches("too-few-pkts").count(), 2, "{out}");
+    assert!(!out.contains("SATURATED") && out.contains("no saturation"), "{out}");
+}

@@ -331,7 +331,10 @@ pub fn print_table(r: &SweepResult) {
         println!(
             "{:>6.3} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.4} {:>6.3} {:>13} {:>8}",
             p.rate,
-            format!("{:?}", p.status).to_lowercase(),
+            match p.status {
+                hw::noc::measure::PointStatus::TooFewPackets => "too-few-pkts".to_string(),
+                s => format!("{s:?}").to_lowercase(),
+            },
             p.avg_packet_latency,
             p.avg_network_latency,
             p.avg_flit_latency,
@@ -342,7 +345,7 @@ pub fn print_table(r: &SweepResult) {
         );
     }
     match r.saturation_rate {
-        Some(s) => println!("saturation: first saturated rate {s}, accepted-throughput plateau {:.4} flits/node/cycle", r.max_accepted_flit_rate),
+        Some(s) => println!("saturation: lowest saturated rate {s}, accepted-throughput plateau {:.4} flits/node/cycle", r.max_accepted_flit_rate),
         None => println!("no saturation in the swept range (max accepted {:.4})", r.max_accepted_flit_rate),
     }
     println!("{} cycles in {:.3} s = {:.0} cycles/s", r.cycles, r.wall_seconds, r.cycles_per_second);
@@ -395,7 +398,7 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
         r.cycles = r.points.iter().map(|p| p.cycles).sum();
         r.wall_seconds = start.elapsed().as_secs_f64();
         r.cycles_per_second = r.cycles as f64 / r.wall_seconds;
-        r.saturation_rate = r.points.iter().find(|p| p.saturated).map(|p| p.rate);
+        r.saturation_rate = hw::noc::measure::lowest_saturated(&r.points);
         r.max_accepted_flit_rate = r.points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max);
         r
     } else {
