@@ -464,3 +464,25 @@ fn issue5_near_zero_load_is_too_few_packets_not_saturated() {
     assert_eq!(out.matches("too-few-pkts").count(), 2, "{out}");
     assert!(!out.contains("SATURATED") && out.contains("no saturation"), "{out}");
 }
+
+#[test]
+fn issue5_bench_ratio_only_on_reference_config() {
+    let d = tmp("bench");
+    let j = d.join("b.json");
+    let r = run(&["bench", "--k", "2", "--rate", "0.1", "--repeat", "1", "--threads", "1", "--json", j.to_str().unwrap()], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    assert!(r.stdout().contains("no ratio"), "{}", r.describe());
+    let v = std::fs::read_to_string(&j).unwrap();
+    assert!(v.contains("\"k\": 2") && v.contains("\"rate\": 0.1") && !v.contains("vs_booksim"), "{v}");
+}
+
+#[test]
+fn issue5_clock_must_give_whole_ps_period() {
+    let d = tmp("clock");
+    for c in ["1e12", "3"] {
+        let p = write(&d, "c.toml", &format!("[mesh]\nk = 2\nclock_mhz = {c}\n"));
+        let r = run(&["noc", "--config", p.to_str().unwrap(), "--quiet"], None);
+        assert_refused(&r, &["mesh.clock_mhz", "whole number of ps"]);
+        assert_eq!(r.code(), Some(2));
+    }
+}

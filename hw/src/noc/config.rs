@@ -182,6 +182,12 @@ impl NocCfg {
         if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {
             return err("mesh.clock_mhz", format!("must be a positive frequency (got {})", m.clock_mhz));
         }
+        // Waveform times are cycle x period in whole picoseconds: the period must be a whole
+        // number of ps (>= 1 ps, <= 1 s), or every timestamp would drift by the rounding.
+        let period = 1e6 / m.clock_mhz;
+        if !(1.0..=1e12).contains(&period) || (period - period.round()).abs() > 1e-6 {
+            return err("mesh.clock_mhz", format!("period 1e6/{} = {period} ps is not a whole number of ps in 1..=1e12 (waveform times would drift); e.g. 1000, 800, 500, 250 or 1 MHz", m.clock_mhz));
+        }
         if r.vcs == 0 {
             return err("mesh.router.vcs", "a port needs at least 1 virtual channel (got 0)");
         }
