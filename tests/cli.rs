@@ -486,3 +486,11 @@ fn issue5_clock_must_give_whole_ps_period() {
         assert_eq!(r.code(), Some(2));
     }
 }
+
+#[test]
+fn issue5_limits_name_the_right_field() {
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--packet-size", "4097", "--quiet"], None);
+    assert_refused(&r, &["traffic.packet_size", "at most 4096"]);
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--link-latency", "100000", "--quiet"], None);
+    assert_refused(&r, &["mesh.link_latency", "watchdog"]);
+}

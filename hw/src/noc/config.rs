@@ -219,7 +219,7 @@ impl NocCfg {
             return err("traffic.packet_size", "packets need at least 1 flit (got 0)");
         }
         if t.packet_size > 4096 {
-            return err("traffic.packet_size", format!("{} flits per packet is beyond the 16-bit flit index", t.packet_size));
+            return err("traffic.packet_size", format!("at most 4096 flits per packet (got {})", t.packet_size));
         }
         t.pattern.validate(m.k).map_err(|reason| CfgError { field: "traffic.pattern".into(), reason })?;
         let s = &self.measure;
@@ -238,7 +238,15 @@ impl NocCfg {
         }
         let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64 + m.ser_cycles() as u64;
         if s.watchdog_cycles != 0 && s.watchdog_cycles <= max_lat {
-            return err("measure.watchdog_cycles", format!("must exceed the longest pipeline+link latency ({max_lat} cycles) or be 0 to disable"));
+            // Name the field the user most likely changed: the watchdog if it is not the
+            // default, else the latencies that outgrew it.
+            if s.watchdog_cycles != MeasureCfg::default().watchdog_cycles {
+                return err("measure.watchdog_cycles", format!("must exceed the longest pipeline+link latency ({max_lat} cycles) or be 0 to disable"));
+            }
+            return err(
+                "mesh.link_latency",
+                format!("link {} + router pipeline gives a {max_lat}-cycle latency, not below measure.watchdog_cycles ({}): lower it or raise/disable (0) the watchdog", m.link_latency, s.watchdog_cycles),
+            );
         }
         if self.sim.threads == 0 {
             return err("sim.threads", "must be >= 1 (got 0)");
