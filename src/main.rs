@@ -6,7 +6,24 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+#[cfg(unix)]
+extern "C" {
+    fn signal(signum: i32, handler: usize) -> usize;
+}
+
+/// A closed stdout (`waferstream ... | head -1`) ends the process quietly, as for any Unix
+/// filter: Rust ignores SIGPIPE by default, which turns every later `println!` into a
+/// "Broken pipe" panic. Restoring the default disposition lets the kernel end the process.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting SIGPIPE (13 on Linux/macOS/BSD) to SIG_DFL (0) before any thread starts.
+    unsafe {
+        signal(13, 0);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
@@ -15,7 +32,9 @@ fn main() -> ExitCode {
     match cli::dispatch(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // One line, whatever a dependency's message holds.
+            let one: Vec<&str> = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            eprintln!("error: {}", one.join("; "));
             ExitCode::from(2)
         }
     }

@@ -364,3 +364,133 @@ fn noc_line_trace() {
     assert_eq!(bad.code(), Some(2), "{}", bad.describe());
     assert!(bad.stderr().contains("selects no router"), "{}", bad.describe());
 }
+
+// ----- issue 5: hardening
+
+#[test]
+fn issue5_rate_lists_that_explode_are_refused() {
+    for (rates, needle) in [("0:1:1e-12", "at most 1000"), ("0:inf:0.1", "finite"), ("0.1:0.3:1e-7", "at most 1000"), ("nan", "outside")] {
+        let r = run(&["noc", "--k", "2", "--rates", rates, "--quiet"], None);
+        assert_refused(&r, &[needle]);
+        assert_eq!(r.code(), Some(2), "{}", r.describe());
+        assert_eq!(r.stderr().lines().count(), 1, "one-line message\n{}", r.describe());
+    }
+}
+
+#[test]
+fn issue5_unwritable_output_is_refused_before_simulating() {
+    let d = tmp("unwritable");
+    let file = write(&d, "f", "x");
+    let bad = file.join("sub").join("out.json"); // parent is a regular file
+    let b = bad.to_str().unwrap();
+    for flag in ["--json", "--plot", "--vcd", "--fst"] {
+        let r = run(&["noc", "--k", "2", "--rates", "0.1", flag, b, "--quiet"], None);
+        assert_refused(&r, &["cannot"]);
+        assert!(r.stderr().contains(&d.join("f").display().to_string()), "names the path\n{}", r.describe());
+    }
+    let r = run(&["bench", "--k", "2", "--repeat", "1", "--json", b], None);
+    assert_refused(&r, &["cannot"]);
+    let r = run(&["bench", "--k", "2", "--repeat", "0"], None);
+    assert_refused(&r, &["--repeat 0"]);
+}
+
+#[test]
+fn issue5_flag_decides_wave_format() {
+    let d = tmp("fmt");
+    let fst = d.join("x.wave");
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--fst", fst.to_str().unwrap(), "--window", "0..20", "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let bytes = std::fs::read(&fst).unwrap();
+    assert!(!bytes.starts_with(b"$"), "--fst wrote a VCD");
+    let vcd = d.join("y.fst");
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--vcd", vcd.to_str().unwrap(), "--window", "0..20", "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let text = std::fs::read_to_string(&vcd).unwrap();
+    assert!(text.starts_with('$'), "--vcd did not write a VCD");
+}
+
+#[test]
+fn issue5_closed_stdout_exits_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut c = bin();
+    c.args(["noc", "--k", "2", "--rates", "0.05:0.5:0.05", "--quiet"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    drop(child.stdout.take()); // the reader goes away at once, like `| head -0`
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let st = child.wait().unwrap();
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "stderr: {err}");
+    assert_ne!(st.code(), Some(101));
+}
+
+#[test]
+fn issue5_config_rate_wins_over_default_sweep_and_hotspot_flags_need_hotspot() {
+    let d = tmp("precedence");
+    let p = write(&d, "c.toml", "[mesh]\nk = 2\n[traffic]\nrate = 0.2\n");
+    let r = run(&["noc", "--config", p.to_str().unwrap(), "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let rows = r.stdout().lines().filter(|l| l.trim_start().starts_with("0.")).count();
+    assert_eq!(rows, 1, "one rate from the config, not the default sweep\n{}", r.describe());
+    assert!(r.stdout().contains("0.200"), "{}", r.describe());
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--hotspot-nodes", "1", "--quiet"], None);
+    assert_refused(&r, &["--traffic hotspot"]);
+    // --traffic hotspot keeps the config's nodes.
+    let h = write(&d, "h.toml", "[mesh]\nk = 2\n[traffic]\nrate = 0.1\n[traffic.pattern]\nhotspot = { nodes = [3], fraction = 0.5 }\n");
+    let j = d.join("h.json");
+    let r = run(&["noc", "--config", h.to_str().unwrap(), "--traffic", "hotspot", "--json", j.to_str().unwrap(), "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+}
+
+#[test]
+fn issue5_line_trace_window_is_bounded_and_regress_list_filters() {
+    let r = run(&["noc", "--k", "4", "--line-trace", "top.mesh.r_1_*", "--window", "0..18446744073709551615", "--rates", "0.1", "--quiet"], None);
+    assert_refused(&r, &["at most 1000000 cycles"]);
+    assert_eq!(r.code(), Some(2));
+    let r = run(&["regress", "no_such_case", "--list"], None);
+    assert_eq!(r.code(), Some(2), "{}", r.describe());
+    let all = run(&["regress", "--list"], None);
+    let first = all.stdout().lines().next().unwrap().split_whitespace().next().unwrap().to_string();
+    let one = run(&["regress", &first, "--list"], None);
+    assert!(one.out.status.success());
+    assert!(one.stdout().lines().count() < all.stdout().lines().count() || all.stdout().lines().count() == 1, "{}", one.describe());
+}
+
+#[test]
+fn issue5_near_zero_load_is_too_few_packets_not_saturated() {
+    let r = run(&["noc", "--k", "4", "--rates", "1e-6,1e-4,0.3", "--quiet"], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    let out = r.stdout();
+    assert_eq!(out.matches("too-few-pkts").count(), 2, "{out}");
+    assert!(!out.contains("SATURATED") && out.contains("no saturation"), "{out}");
+}
+
+#[test]
+fn issue5_bench_ratio_only_on_reference_config() {
+    let d = tmp("bench");
+    let j = d.join("b.json");
+    let r = run(&["bench", "--k", "2", "--rate", "0.1", "--repeat", "1", "--threads", "1", "--json", j.to_str().unwrap()], None);
+    assert!(r.out.status.success(), "{}", r.describe());
+    assert!(r.stdout().contains("no ratio"), "{}", r.describe());
+    let v = std::fs::read_to_string(&j).unwrap();
+    assert!(v.contains("\"k\": 2") && v.contains("\"rate\": 0.1") && !v.contains("vs_booksim"), "{v}");
+}
+
+#[test]
+fn issue5_clock_must_give_whole_ps_period() {
+    let d = tmp("clock");
+    for c in ["1e12", "3"] {
+        let p = write(&d, "c.toml", &format!("[mesh]\nk = 2\nclock_mhz = {c}\n"));
+        let r = run(&["noc", "--config", p.to_str().unwrap(), "--quiet"], None);
+        assert_refused(&r, &["mesh.clock_mhz", "whole number of ps"]);
+        assert_eq!(r.code(), Some(2));
+    }
+}
+
+#[test]
+fn issue5_limits_name_the_right_field() {
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--packet-size", "4097", "--quiet"], None);
+    assert_refused(&r, &["traffic.packet_size", "at most 4096"]);
+    let r = run(&["noc", "--k", "2", "--rates", "0.1", "--link-latency", "100000", "--quiet"], None);
+    assert_refused(&r, &["mesh.link_latency", "watchdog"]);
+}

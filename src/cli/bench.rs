@@ -33,6 +33,8 @@ pub struct BenchArgs {
 
 #[derive(Serialize)]
 struct BenchRow {
+    k: u32,
+    rate: f64,
     threads: u32,
     cycles: u64,
     wall_min: f64,
@@ -40,10 +42,23 @@ struct BenchRow {
     wall_max: f64,
     cycles_per_second: f64,
     router_cycles_per_second: f64,
-    vs_booksim: f64,
+    /// Only on BookSim2's reference configuration (8x8 at 0.30); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vs_booksim: Option<f64>,
 }
 
 pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
+    if a.repeat == 0 {
+        return Err("--repeat 0: at least one repetition is needed".into());
+    }
+    if a.threads.is_empty() || a.threads.contains(&0) {
+        return Err("--threads: thread counts must be >= 1".into());
+    }
+    if let Some(p) = &a.json {
+        super::check_writable(p)?;
+    }
+    // BookSim2's figure was measured on 8x8 at 0.30 only; elsewhere a ratio means nothing.
+    let reference = a.k == 8 && (a.rate - 0.30).abs() < 1e-12;
     let mut rows = Vec::new();
     println!("{:>7} {:>7} {:>9} {:>9} {:>9} {:>12} {:>14} {:>9}", "threads", "cycles", "min s", "median s", "max s", "cycles/s", "router-cyc/s", "x BookSim");
     for &t in &a.threads {
@@ -64,6 +79,8 @@ pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
         let med = walls[walls.len() / 2];
         let cps = cycles as f64 / med;
         let row = BenchRow {
+            k: a.k,
+            rate: a.rate,
             threads: t,
             cycles,
             wall_min: walls[0],
@@ -71,18 +88,22 @@ pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
             wall_max: *walls.last().unwrap(),
             cycles_per_second: cps,
             router_cycles_per_second: cps * (a.k * a.k) as f64,
-            vs_booksim: cps / BOOKSIM_CYCLES_PER_S,
+            vs_booksim: reference.then(|| cps / BOOKSIM_CYCLES_PER_S),
         };
         println!(
-            "{:>7} {:>7} {:>9.4} {:>9.4} {:>9.4} {:>12.0} {:>14.0} {:>9.1}",
-            row.threads, row.cycles, row.wall_min, row.wall_median, row.wall_max, row.cycles_per_second, row.router_cycles_per_second, row.vs_booksim
+            "{:>7} {:>7} {:>9.4} {:>9.4} {:>9.4} {:>12.0} {:>14.0} {:>9}",
+            row.threads, row.cycles, row.wall_min, row.wall_median, row.wall_max, row.cycles_per_second, row.router_cycles_per_second, row.vs_booksim.map_or("-".to_string(), |v| format!("{v:.1}"))
         );
         rows.push(row);
     }
-    println!("(median wall time incl. network construction; BookSim2 reference: {BOOKSIM_CYCLES_PER_S} cycles/s at 0.30 on 8x8)");
+    if reference {
+        println!("(median wall time incl. network construction; BookSim2 reference: {BOOKSIM_CYCLES_PER_S} cycles/s at 0.30 on 8x8)");
+    } else {
+        println!("(median wall time incl. network construction; absolute figures: BookSim2's reference is 8x8 at 0.30 only, so no ratio for k={} rate={})", a.k, a.rate);
+    }
     if let Some(p) = &a.json {
         ensure_parent(p)?;
-        std::fs::write(p, serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+        std::fs::write(p, serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -68,3 +68,19 @@ pub fn ensure_parent(p: &std::path::Path) -> CliResult<()> {
     }
     Ok(())
 }
+
+/// Checks, before any simulation, that `p` can be written: creates its parent directory and
+/// opens the file for writing (without truncating an existing file; a file created only for
+/// the check is removed). The error names the path.
+pub fn check_writable(p: &std::path::Path) -> CliResult<()> {
+    ensure_parent(p)?;
+    if p.is_dir() {
+        return Err(format!("cannot write {}: is a directory", p.display()));
+    }
+    let existed = p.exists();
+    std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}

@@ -29,12 +29,13 @@ pub struct NocArgs {
     /// Hotspot nodes (comma list), with --traffic hotspot.
     #[arg(long = "hotspot-nodes", value_delimiter = ',')]
     pub hotspot_nodes: Vec<u32>,
-    /// Share of packets sent to the hotspot nodes.
-    #[arg(long = "hotspot-fraction", default_value_t = 0.2)]
-    pub hotspot_fraction: f64,
+    /// Share of packets sent to the hotspot nodes (default 0.2, or the config's).
+    #[arg(long = "hotspot-fraction")]
+    pub hotspot_fraction: Option<f64>,
     /// Injection rates in flits/node/cycle: a list `0.05,0.1` or a range `start:stop:step`.
-    #[arg(long, default_value = "0.05:0.45:0.05", allow_hyphen_values = true)]
-    pub rates: String,
+    /// Default: the config's `traffic.rate` when --config is given, else 0.05:0.45:0.05.
+    #[arg(long, allow_hyphen_values = true)]
+    pub rates: Option<String>,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Worker threads per simulation (results are identical for any count).
@@ -98,7 +99,18 @@ pub struct WaveArgs {
     pub window: Option<String>,
 }
 
-/// Parses `0.05,0.1` or `start:stop:step` (inclusive of stop within rounding).
+/// Most rates one sweep may hold: each is a full simulation, so a longer list is a typo
+/// (e.g. a step of 1e-12), refused before anything is allocated.
+pub const MAX_RATES: usize = 1000;
+
+/// Longest line-trace window end (each cycle prints one line per traced router).
+pub const MAX_LINE_TRACE_CYCLES: u64 = 1_000_000;
+
+/// The built-in sweep when neither --rates nor a config gives one.
+pub const DEFAULT_RATES: &str = "0.05:0.45:0.05";
+
+/// Parses `0.05,0.1` or `start:stop:step` (inclusive of stop within rounding); at most
+/// [`MAX_RATES`] points, each finite and in 0..=1.
 pub fn parse_rates(s: &str) -> CliResult<Vec<f64>> {
     let bad = |what: &str| format!("--rates `{s}`: {what}");
     let rates: Vec<f64> = if s.contains(':') {
@@ -108,21 +120,34 @@ pub fn parse_rates(s: &str) -> CliResult<Vec<f64>> {
         }
         let p: Vec<f64> = parts.iter().map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number")))).collect::<Result<_, _>>()?;
         let (a, b, st) = (p[0], p[1], p[2]);
-        if st.is_nan() || st <= 0.0 {
+        if let Some(x) = p.iter().find(|x| !x.is_finite()) {
+            return Err(bad(&format!("{x} is not a finite number")));
+        }
+        if st <= 0.0 {
             return Err(bad("step must be > 0"));
         }
-        let n = ((b - a) / st + 1e-9).floor() as i64;
-        if n < 0 {
+        // Count the points in floating point first: an absurd count is refused before
+        // any allocation (a step of 1e-12 would otherwise ask for terabytes).
+        let nf = ((b - a) / st + 1e-9).floor();
+        if nf < 0.0 {
             return Err(bad("stop is below start"));
         }
+        if nf + 1.0 > MAX_RATES as f64 {
+            return Err(bad(&format!("{} points, at most {MAX_RATES} per sweep (raise the step)", nf + 1.0)));
+        }
+        let n = nf as i64;
         (0..=n).map(|i| ((a + i as f64 * st) * 1e9).round() / 1e9).collect()
     } else {
-        s.split(',').map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number")))).collect::<Result<_, _>>()?
+        let items: Vec<&str> = s.split(',').collect();
+        if items.len() > MAX_RATES {
+            return Err(bad(&format!("{} rates, at most {MAX_RATES} per sweep", items.len())));
+        }
+        items.iter().map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number")))).collect::<Result<_, _>>()?
     };
     if rates.is_empty() {
         return Err(bad("no rate given"));
     }
-    if let Some(r) = rates.iter().find(|r| !(0.0..=1.0).contains(*r)) {
+    if let Some(r) = rates.iter().find(|r| !(r.is_finite() && (0.0..=1.0).contains(*r))) {
         return Err(bad(&format!("rate {r} outside 0..=1 flits/node/cycle")));
     }
     Ok(rates)
@@ -186,9 +211,31 @@ pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {
             "uniform" => TrafficPattern::Uniform,
             "transpose" => TrafficPattern::Transpose,
             "bitcomp" | "bit-complement" => TrafficPattern::BitComplement,
-            "hotspot" => TrafficPattern::Hotspot { nodes: if a.hotspot_nodes.is_empty() { vec![0] } else { a.hotspot_nodes.clone() }, fraction: a.hotspot_fraction },
+            "hotspot" => {
+                // Precedence: flag > config > built-in default (node 0, fraction 0.2).
+                let (cfg_nodes, cfg_frac) = match &c.traffic.pattern {
+                    TrafficPattern::Hotspot { nodes, fraction } => (Some(nodes.clone()), Some(*fraction)),
+                    _ => (None, None),
+                };
+                let nodes = if !a.hotspot_nodes.is_empty() { a.hotspot_nodes.clone() } else { cfg_nodes.unwrap_or_else(|| vec![0]) };
+                let fraction = a.hotspot_fraction.or(cfg_frac).unwrap_or(0.2);
+                TrafficPattern::Hotspot { nodes, fraction }
+            }
             other => return Err(format!("--traffic `{other}`: expected uniform, transpose, bitcomp or hotspot")),
         };
+    } else if !a.hotspot_nodes.is_empty() || a.hotspot_fraction.is_some() {
+        // Override the config's hotspot parameters, or refuse a flag that would do nothing.
+        match &mut c.traffic.pattern {
+            TrafficPattern::Hotspot { nodes, fraction } => {
+                if !a.hotspot_nodes.is_empty() {
+                    *nodes = a.hotspot_nodes.clone();
+                }
+                if let Some(f) = a.hotspot_fraction {
+                    *fraction = f;
+                }
+            }
+            _ => return Err("--hotspot-nodes/--hotspot-fraction need --traffic hotspot (or a config with a hotspot pattern)".into()),
+        }
     }
     c.validate().map_err(|e| e.to_string())?;
     Ok(c)
@@ -197,15 +244,18 @@ pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {
 /// Waveform options shared by `noc` and `run`.
 pub struct WaveOpts {
     pub path: PathBuf,
+    /// Chosen by the flag (--vcd / --fst), never by the file extension.
+    pub format: waves::WaveFormat,
     pub globs: Vec<String>,
     pub window: Option<(u64, u64)>,
 }
 
 pub fn wave_opts(w: &WaveArgs) -> CliResult<Option<WaveOpts>> {
     let (trace, window) = (&w.trace, &w.window);
-    let path = match (&w.vcd, &w.fst) {
+    let (path, format) = match (&w.vcd, &w.fst) {
         (Some(_), Some(_)) => return Err("give one of --vcd / --fst".into()),
-        (Some(p), None) | (None, Some(p)) => p.clone(),
+        (Some(p), None) => (p.clone(), waves::WaveFormat::Vcd),
+        (None, Some(p)) => (p.clone(), waves::WaveFormat::Fst),
         (None, None) => {
             if !trace.is_empty() || window.is_some() {
                 return Err("--trace/--window need --vcd or --fst".into());
@@ -217,12 +267,12 @@ pub fn wave_opts(w: &WaveArgs) -> CliResult<Option<WaveOpts>> {
         Some(w) => Some(waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?),
         None => None,
     };
-    Ok(Some(WaveOpts { path, globs: trace.to_vec(), window }))
+    Ok(Some(WaveOpts { path, format, globs: trace.to_vec(), window }))
 }
 
 /// Runs one rate with waveform output.
 pub fn traced_point(cfg: &NocCfg, w: &WaveOpts, pb: &ProgressBar) -> CliResult<hw::noc::PointResult> {
-    let format = if w.path.extension().is_some_and(|e| e == "fst") { waves::WaveFormat::Fst } else { waves::WaveFormat::Vcd };
+    let format = w.format;
     let probe = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
     let signals = probe.signals();
     drop(probe);
@@ -281,7 +331,10 @@ pub fn print_table(r: &SweepResult) {
         println!(
             "{:>6.3} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.4} {:>6.3} {:>13} {:>8}",
             p.rate,
-            format!("{:?}", p.status).to_lowercase(),
+            match p.status {
+                hw::noc::measure::PointStatus::TooFewPackets => "too-few-pkts".to_string(),
+                s => format!("{s:?}").to_lowercase(),
+            },
             p.avg_packet_latency,
             p.avg_network_latency,
             p.avg_flit_latency,
@@ -292,7 +345,7 @@ pub fn print_table(r: &SweepResult) {
         );
     }
     match r.saturation_rate {
-        Some(s) => println!("saturation: first saturated rate {s}, accepted-throughput plateau {:.4} flits/node/cycle", r.max_accepted_flit_rate),
+        Some(s) => println!("saturation: lowest saturated rate {s}, accepted-throughput plateau {:.4} flits/node/cycle", r.max_accepted_flit_rate),
         None => println!("no saturation in the swept range (max accepted {:.4})", r.max_accepted_flit_rate),
     }
     println!("{} cycles in {:.3} s = {:.0} cycles/s", r.cycles, r.wall_seconds, r.cycles_per_second);
@@ -300,7 +353,16 @@ pub fn print_table(r: &SweepResult) {
 
 pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     let cfg = build_cfg(&a)?;
-    let rates = parse_rates(&a.rates)?;
+    let rates = match (&a.rates, &a.config) {
+        (Some(r), _) => parse_rates(r)?,
+        // A config's `traffic.rate` is one point; it wins over the built-in sweep.
+        (None, Some(_)) => vec![cfg.traffic.rate],
+        (None, None) => parse_rates(DEFAULT_RATES)?,
+    };
+    // Every output path is checked before simulating, so a typo never loses a sweep.
+    for p in [&a.json, &a.plot, &a.waves.vcd, &a.waves.fst].into_iter().flatten() {
+        super::check_writable(p)?;
+    }
     if let Some(glob) = &a.line_trace {
         let mut c = cfg.clone();
         c.traffic.rate = rates[0];
@@ -308,6 +370,11 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
             Some(w) => waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?,
             None => (0, 200),
         };
+        // The line trace runs the mesh to the end of the window (its traffic never ends),
+        // so a window is bounded rather than left to run for ever.
+        if window.1 > MAX_LINE_TRACE_CYCLES {
+            return Err(format!("--window {}..{}: the line trace simulates to the window's end; at most {MAX_LINE_TRACE_CYCLES} cycles", window.0, window.1));
+        }
         for line in line_trace(&c, glob, window)? {
             println!("{line}");
         }
@@ -331,7 +398,7 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
         r.cycles = r.points.iter().map(|p| p.cycles).sum();
         r.wall_seconds = start.elapsed().as_secs_f64();
         r.cycles_per_second = r.cycles as f64 / r.wall_seconds;
-        r.saturation_rate = r.points.iter().find(|p| p.saturated).map(|p| p.rate);
+        r.saturation_rate = hw::noc::measure::lowest_saturated(&r.points);
         r.max_accepted_flit_rate = r.points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max);
         r
     } else {

@@ -21,8 +21,15 @@ pub struct RegressArgs {
 
 pub fn run(a: RegressArgs) -> CliResult<ExitCode> {
     let cases = testbenches::regress::cases();
+    if let Some(p) = &a.junit {
+        super::check_writable(p)?;
+    }
     if a.list {
-        for c in &cases {
+        let shown: Vec<_> = cases.iter().filter(|c| a.filter.is_empty() || a.filter.iter().any(|f| c.name.contains(f.as_str()))).collect();
+        if shown.is_empty() {
+            return Err(format!("no regression case matches {:?}", a.filter));
+        }
+        for c in shown {
             println!("{:<40} {}", c.name, c.about);
         }
         return Ok(ExitCode::SUCCESS);

@@ -72,7 +72,7 @@ pub struct RunArgs {
 pub fn parse_scenario(text: &str, origin: &str) -> CliResult<ScenarioCfg> {
     let s: ScenarioCfg = super::noc::parse_toml(text, origin)?;
     s.noc.validate().map_err(|e| format!("{origin}: {}", e.to_string().replacen("config field `", "config field `noc.", 1)))?;
-    if let Some(r) = s.scenario.rates.iter().find(|r| !(0.0..=1.0).contains(*r)) {
+    if let Some(r) = s.scenario.rates.iter().find(|r| !(r.is_finite() && (0.0..=1.0).contains(*r))) {
         return Err(format!("{origin}: config field `scenario.rates`: rate {r} outside 0..=1 flits/node/cycle"));
     }
     Ok(s)
@@ -99,6 +99,12 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
         trace: if w.trace.is_empty() { o.trace.clone() } else { w.trace.clone() },
         window: w.window.clone().or(o.window.clone()),
     })?;
+    for p in [json.as_ref(), waves.as_ref().map(|w| &w.path)].into_iter().flatten() {
+        super::check_writable(p)?;
+    }
+    if sc.scenario.rates.len() > super::noc::MAX_RATES {
+        return Err(format!("config field `scenario.rates`: {} rates, at most {}", sc.scenario.rates.len(), super::noc::MAX_RATES));
+    }
     println!("scenario `{}` ({:?})", sc.scenario.name, sc.scenario.kind);
     tracing::info!(name = %sc.scenario.name, "running scenario");
     let rates = if sc.scenario.rates.is_empty() { vec![sc.noc.traffic.rate] } else { sc.scenario.rates.clone() };

@@ -18,6 +18,8 @@
 mod check;
 mod filter;
 mod reader;
+mod vcd_check;
+mod fst_check;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -59,7 +61,8 @@ impl WaveError {
     pub(crate) fn parse(path: &Path, what: impl std::fmt::Display) -> Self {
         WaveError::Parse {
             path: path.to_path_buf(),
-            what: what.to_string(),
+            // One line: the reader's messages span several.
+            what: what.to_string().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(": "),
         }
     }
 }

@@ -28,7 +28,33 @@ fn check_readable(path: &Path) -> Result<()> {
     std::fs::File::open(path).map(drop).map_err(|e| WaveError::Parse { path: path.to_path_buf(), what: format!("cannot open: {e}") })
 }
 
+/// Runs a reader over `path` with any panic inside the dependency (wellen parses in worker
+/// threads and may panic on malformed input) turned into a `WaveError::Parse` naming the
+/// file. The panic hook is silenced for the call so stderr keeps a one-line message.
+fn contained<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    use std::sync::Mutex;
+    static HOOK: Mutex<()> = Mutex::new(());
+    let _guard = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(prev);
+    match r {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "reader panicked".into());
+            let msg = msg.lines().next().unwrap_or("").to_string();
+            Err(WaveError::Parse { path: path.to_path_buf(), what: format!("malformed waveform (reader failed: {msg})") })
+        }
+    }
+}
+
 pub(crate) fn load(path: &Path) -> Result<Waveform> {
+    crate::vcd_check::check_file(path)?;
+    contained(path, || load_inner(path))
+}
+
+fn load_inner(path: &Path) -> Result<Waveform> {
     check_readable(path)?;
     wellen::simple::read(path).map_err(|e| map_err(path, e))
 }
@@ -89,10 +115,15 @@ pub struct WaveSummary {
 
 pub fn stats(path: &Path) -> Result<WaveSummary> {
     let mut w = load(path)?;
-    let vars = signals(&mut w);
+    contained(path, move || stats_of(&mut w))
+}
+
+fn stats_of(w: &mut Waveform) -> Result<WaveSummary> {
+
+    let vars = signals(w);
     let mut per_signal: Vec<(String, u64)> = vars
         .into_iter()
-        .map(|(name, (_, s))| (name, changes(&w, s)))
+        .map(|(name, (_, s))| (name, changes(w, s)))
         .collect();
     let total = per_signal.iter().map(|(_, n)| n).sum();
     let signals = per_signal.len();
@@ -104,7 +135,7 @@ pub fn stats(path: &Path) -> Result<WaveSummary> {
         scopes: w.hierarchy().all_scopes().count(),
         start_time: tt.first().copied().unwrap_or(0),
         end_time: tt.last().copied().unwrap_or(0),
-        timescale: timescale(&w),
+        timescale: timescale(w),
         changes: total,
         busiest: per_signal,
     })
@@ -175,7 +206,11 @@ impl fmt::Display for DiffResult {
 /// Compares two waveforms (any mix of VCD and FST) by full signal name. Reports the first
 /// differing (time, signal) in time order, ties broken by name.
 pub fn diff(a: &Path, b: &Path) -> Result<DiffResult> {
-    let (mut wa, mut wb) = (load(a)?, load(b)?);
+    let (wa, wb) = (load(a)?, load(b)?);
+    contained(a, move || diff_of(wa, wb))
+}
+
+fn diff_of(mut wa: Waveform, mut wb: Waveform) -> Result<DiffResult> {
     let (ts_a, ts_b) = (timescale(&wa), timescale(&wb));
     if ts_a != ts_b {
         return Ok(DiffResult::Structure {
@@ -237,7 +272,10 @@ fn structure_difference(a: &VarMap, b: &VarMap) -> Option<String> {
         let widths: Vec<String> = a
             .iter()
             .filter(|(n, (w, _))| b[*n].0 != *w)
-            .map(|(n, (w, _))| format!("{n} is {w:?} bits in a, {:?} in b", b[n].0))
+            .map(|(n, (w, _))| {
+                let bits = |w: &Option<u32>| w.map_or("real/string".to_string(), |w| format!("{w} bits"));
+                format!("{n} is {} in a, {} in b", bits(w), bits(&b[n].0))
+            })
             .take(5)
             .collect();
         if !widths.is_empty() {
@@ -310,8 +348,8 @@ fn timed<'s>(
 /// Full dotted names of all scopes, sorted. Reads only the header.
 pub fn list_scopes(path: &Path) -> Result<Vec<String>> {
     check_readable(path)?;
-    let header = wellen::viewers::read_header_from_file(path, &LoadOptions::default())
-        .map_err(|e| map_err(path, e))?;
+    crate::vcd_check::check_file(path)?;
+    let header = contained(path, || wellen::viewers::read_header_from_file(path, &LoadOptions::default()).map_err(|e| map_err(path, e)))?;
     let h = &header.hierarchy;
     let mut scopes: Vec<String> = h.all_scopes().map(|s| h[s].full_name(h)).collect();
     scopes.sort();

@@ -182,6 +182,12 @@ impl NocCfg {
         if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {
             return err("mesh.clock_mhz", format!("must be a positive frequency (got {})", m.clock_mhz));
         }
+        // Waveform times are cycle x period in whole picoseconds: the period must be a whole
+        // number of ps (>= 1 ps, <= 1 s), or every timestamp would drift by the rounding.
+        let period = 1e6 / m.clock_mhz;
+        if !(1.0..=1e12).contains(&period) || (period - period.round()).abs() > 1e-6 {
+            return err("mesh.clock_mhz", format!("period 1e6/{} = {period} ps is not a whole number of ps in 1..=1e12 (waveform times would drift); e.g. 1000, 800, 500, 250 or 1 MHz", m.clock_mhz));
+        }
         if r.vcs == 0 {
             return err("mesh.router.vcs", "a port needs at least 1 virtual channel (got 0)");
         }
@@ -213,7 +219,7 @@ impl NocCfg {
             return err("traffic.packet_size", "packets need at least 1 flit (got 0)");
         }
         if t.packet_size > 4096 {
-            return err("traffic.packet_size", format!("{} flits per packet is beyond the 16-bit flit index", t.packet_size));
+            return err("traffic.packet_size", format!("at most 4096 flits per packet (got {})", t.packet_size));
         }
         t.pattern.validate(m.k).map_err(|reason| CfgError { field: "traffic.pattern".into(), reason })?;
         let s = &self.measure;
@@ -232,7 +238,15 @@ impl NocCfg {
         }
         let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64 + m.ser_cycles() as u64;
         if s.watchdog_cycles != 0 && s.watchdog_cycles <= max_lat {
-            return err("measure.watchdog_cycles", format!("must exceed the longest pipeline+link latency ({max_lat} cycles) or be 0 to disable"));
+            // Name the field the user most likely changed: the watchdog if it is not the
+            // default, else the latencies that outgrew it.
+            if s.watchdog_cycles != MeasureCfg::default().watchdog_cycles {
+                return err("measure.watchdog_cycles", format!("must exceed the longest pipeline+link latency ({max_lat} cycles) or be 0 to disable"));
+            }
+            return err(
+                "mesh.link_latency",
+                format!("link {} + router pipeline gives a {max_lat}-cycle latency, not below measure.watchdog_cycles ({}): lower it or raise/disable (0) the watchdog", m.link_latency, s.watchdog_cycles),
+            );
         }
         if self.sim.threads == 0 {
             return err("sim.threads", "must be >= 1 (got 0)");

@@ -22,7 +22,13 @@ pub enum PointStatus {
     NotConverged,
     /// Average latency (delivered + in flight) exceeded `latency_thres`: unstable.
     Unstable,
+    /// Near-zero load: fewer than [`MIN_MEASURED_PACKETS`] measured packets, so neither
+    /// latency nor saturation can be judged (not saturated).
+    TooFewPackets,
 }
+
+/// Fewest measured packets for a point's latency and saturation verdict to mean anything.
+pub const MIN_MEASURED_PACKETS: u64 = 10;
 
 /// One injection rate.
 #[derive(Debug, Clone, Serialize)]
@@ -203,6 +209,8 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
     }
     if aborted {
         status = PointStatus::Unstable;
+    } else if mesh.ni_totals().plat_count < MIN_MEASURED_PACKETS {
+        status = PointStatus::TooFewPackets;
     }
     tracing::info!(rate = cfg.traffic.rate, ?status, cycles = mesh.now(), evaluated = mesh.evaluated, "point done");
     let s = mesh.ni_totals();
@@ -217,8 +225,8 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
     let accepted = window.accepted_flits as f64 / win_cycles / nodes;
     let injected = window.injected_flits as f64 / win_cycles / nodes;
     let rate = cfg.traffic.rate;
-    let saturated = status != PointStatus::Converged
-        || (rate > 0.0 && accepted < 0.95 * rate)
+    let saturated = status != PointStatus::Converged && status != PointStatus::TooFewPackets
+        || (status == PointStatus::Converged && rate > 0.0 && accepted < 0.95 * rate)
         || (avg_packet_latency - avg_network_latency) > 0.1 * avg_network_latency;
     let r = PointResult {
         rate,
@@ -262,11 +270,16 @@ pub fn run_sweep(cfg: &NocCfg, rates: &[f64], progress: &mut dyn FnMut(usize, Cy
         traffic: cfg.traffic.pattern.name().into(),
         seed: cfg.traffic.seed,
         threads: cfg.sim.threads,
-        saturation_rate: points.iter().find(|p| p.saturated).map(|p| p.rate),
+        saturation_rate: lowest_saturated(&points),
         max_accepted_flit_rate: points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max),
         points,
         cycles,
         wall_seconds: wall,
         cycles_per_second: cycles as f64 / wall.max(1e-9),
     })
+}
+
+/// The lowest swept rate flagged saturated (rates may be listed in any order).
+pub fn lowest_saturated(points: &[PointResult]) -> Option<f64> {
+    points.iter().filter(|p| p.saturated).map(|p| p.rate).min_by(f64::total_cmp)
 }
