@@ -39,7 +39,10 @@ impl ClockedControl {
 impl Control for ClockedControl {
     fn decide(&mut self, now: Cycle, st: &PartStatus) -> Step {
         self.evaluated += 1;
-        if self.watchdog.observe(now, st.busy, st.progress, st.oldest_wait) {
+        // Nothing busy, nothing scheduled, yet not finished: no event can ever come (a
+        // deadlock among waiting blocks) — the watchdog counts it as a stall.
+        let stuck = !st.busy && st.next_event == NEVER && st.counters[C_FINISHED] < self.parts;
+        if self.watchdog.observe(now, st.busy || stuck, st.progress, st.oldest_wait) {
             self.tripped = true;
             return Step::Stop;
         }

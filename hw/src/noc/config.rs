@@ -36,6 +36,37 @@ impl Default for RouterCfg {
     }
 }
 
+impl RouterCfg {
+    /// Checks the router's own fields (field names relative to the router section).
+    pub fn validate(&self) -> Result<(), CfgError> {
+        let r = self;
+        if r.vcs == 0 {
+            return err("vcs", "a port needs at least 1 virtual channel (got 0)");
+        }
+        if r.vcs > 12 {
+            return err("vcs", format!("at most 12 VCs per port (5 ports x 12 = 60 allocator inputs); got {}", r.vcs));
+        }
+        if r.vc_buf == 0 {
+            return err("vc_buf", "VC buffers must hold at least 1 flit (got 0)");
+        }
+        if r.vc_buf > 255 {
+            return err("vc_buf", format!("at most 255 flits per VC (got {})", r.vc_buf));
+        }
+        for (name, v) in [("va_delay", r.va_delay), ("sa_delay", r.sa_delay), ("st_delay", r.st_delay)] {
+            if v == 0 {
+                return err(name, "pipeline stage must take at least 1 cycle (got 0)");
+            }
+            if v > 64 {
+                return err(name, format!("{v} cycles is implausible (max 64)"));
+            }
+        }
+        if r.routing_delay > 64 || r.credit_delay > 1024 {
+            return err("routing_delay", "routing_delay <= 64 and credit_delay <= 1024 cycles");
+        }
+        Ok(())
+    }
+}
+
 /// A k×k 2D mesh of routers, one terminal (network interface) per router.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -188,29 +219,7 @@ impl NocCfg {
         if !(1.0..=1e12).contains(&period) || (period - period.round()).abs() > 1e-6 {
             return err("mesh.clock_mhz", format!("period 1e6/{} = {period} ps is not a whole number of ps in 1..=1e12 (waveform times would drift); e.g. 1000, 800, 500, 250 or 1 MHz", m.clock_mhz));
         }
-        if r.vcs == 0 {
-            return err("mesh.router.vcs", "a port needs at least 1 virtual channel (got 0)");
-        }
-        if r.vcs > 12 {
-            return err("mesh.router.vcs", format!("at most 12 VCs per port (5 ports x 12 = 60 allocator inputs); got {}", r.vcs));
-        }
-        if r.vc_buf == 0 {
-            return err("mesh.router.vc_buf", "VC buffers must hold at least 1 flit (got 0)");
-        }
-        if r.vc_buf > 255 {
-            return err("mesh.router.vc_buf", format!("at most 255 flits per VC (got {})", r.vc_buf));
-        }
-        for (name, v) in [("va_delay", r.va_delay), ("sa_delay", r.sa_delay), ("st_delay", r.st_delay)] {
-            if v == 0 {
-                return err(&format!("mesh.router.{name}"), "pipeline stage must take at least 1 cycle (got 0)");
-            }
-            if v > 64 {
-                return err(&format!("mesh.router.{name}"), format!("{v} cycles is implausible (max 64)"));
-            }
-        }
-        if r.routing_delay > 64 || r.credit_delay > 1024 {
-            return err("mesh.router", "routing_delay <= 64 and credit_delay <= 1024 cycles");
-        }
+        r.validate().map_err(|e| e.under("mesh.router"))?;
         let t = &self.traffic;
         if !(t.rate.is_finite() && (0.0..=1.0).contains(&t.rate)) {
             return err("traffic.rate", format!("injection rate must be in 0..=1 flits/node/cycle (got {})", t.rate));

@@ -152,6 +152,10 @@ pub struct RouterCl {
     /// (an output sends one flit per `ser` cycles; the local port is never serialized).
     ser: u64,
     out_free_at: [Cycle; NPORTS],
+    /// Harness ticks per router cycle (1 in the single-clock mesh; the core clock's divider
+    /// in a multi-clock system, where `now` counts ticks and the router is evaluated only at
+    /// its clock's edges). Every internal delay is a whole number of router cycles.
+    tk: u64,
     pub stats: RouterStats,
 }
 
@@ -192,8 +196,16 @@ impl RouterCl {
             last_eval: 0,
             ser: ser as u64,
             out_free_at: [0; NPORTS],
+            tk: 1,
             stats: RouterStats::default(),
         }
+    }
+
+    /// Puts the router in a clock domain of `tk` harness ticks per cycle (see the `tk` field);
+    /// its link latencies must then be multiples of `tk` as well.
+    pub fn set_ticks_per_cycle(&mut self, tk: u64) {
+        assert!(tk >= 1);
+        self.tk = tk;
     }
 
     /// Flits held (VC buffers + switch traversal).
@@ -305,7 +317,7 @@ impl RouterCl {
                 assert!(f.head, "router {}: body flit at an idle VC (lost head)", self.id);
                 s.state = VcState::Routing;
                 s.out_port = route_xy_fl(self.coord, f.dest_coord()) as u8;
-                s.ready = now + self.rd;
+                s.ready = now + self.rd * self.tk;
                 self.va_set |= 1 << iv;
             }
             VcState::Active => {
@@ -375,7 +387,7 @@ impl RouterCl {
                 }
             }
             // Accept phase: each requester accepts one grant; pointers move on accept only.
-            let apply = now + self.va - 1;
+            let apply = now + (self.va - 1) * self.tk;
             let mut bits = asked;
             while bits != 0 {
                 let iv = bits.trailing_zeros() as usize;
@@ -420,7 +432,7 @@ impl RouterCl {
             if g != NONE8 && self.ovc_owner[g as usize] == NONE8 {
                 self.take_ovc(iv, g as usize, now);
             } else {
-                s.ready = now + 1;
+                s.ready = now + self.tk;
             }
         }
     }
@@ -435,7 +447,7 @@ impl RouterCl {
         let s = &mut self.ivc[iv];
         s.out_vc = self.iv_vc[ov];
         s.state = VcState::Active;
-        s.ready = now + 1;
+        s.ready = now + self.tk;
         self.va_set &= !(1 << iv);
         self.sa_set |= 1 << iv;
         self.stats.va_grants += 1;
@@ -502,7 +514,7 @@ impl RouterCl {
                 grants_to[g] |= 1 << o;
                 ins |= 1 << g;
             }
-            let apply = now + self.sa - 1;
+            let apply = now + (self.sa - 1) * self.tk;
             while ins != 0 {
                 let p = ins.trailing_zeros() as usize;
                 ins &= ins - 1;
@@ -528,7 +540,7 @@ impl RouterCl {
             return moved;
         }
         // SA longer than one cycle: the attempts that got nothing also wait out the delay.
-        let apply = now + self.sa - 1;
+        let apply = now + (self.sa - 1) * self.tk;
         let mut bits = asked;
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
@@ -553,7 +565,7 @@ impl RouterCl {
                 self.traverse(iv, now, flits, credits, sent);
                 moved += 1;
             } else {
-                self.ivc[iv].ready = now + 1;
+                self.ivc[iv].ready = now + self.tk;
             }
         }
         moved
@@ -596,7 +608,7 @@ impl RouterCl {
         // SAFETY: within this router's eval, sole sender on this link.
         unsafe { flits.send(self.ports.out_flit[o], now, f) };
         if self.ser > 1 && o != Dir::Local.idx() {
-            self.out_free_at[o] = now + self.ser;
+            self.out_free_at[o] = now + self.ser * self.tk;
         }
         self.out_trace[o] = f.trace_id();
         self.traced_send = true;
@@ -610,14 +622,14 @@ impl RouterCl {
                 assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
                 st.state = VcState::Routing;
                 st.out_port = route_xy_fl(self.coord, nf.dest_coord()) as u8;
-                st.ready = now + 1 + self.rd;
+                st.ready = now + (1 + self.rd) * self.tk;
                 self.va_set |= 1 << iv;
             } else {
                 st.state = VcState::Idle;
             }
             self.sa_set &= !(1 << iv);
         } else {
-            st.ready = now + 1;
+            st.ready = now + self.tk;
             if len == 0 {
                 self.sa_set &= !(1 << iv);
             }

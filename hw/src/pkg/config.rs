@@ -6,7 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cfg::{err, CfgError};
+use crate::noc::RouterCfg;
 use crate::pkg::chiplet::CtrlKnobs;
+use crate::pkg::ddr::DdrCfg;
+use crate::pkg::pe_array::PeArrayCfg;
+use crate::pkg::ucie::UcieCfg;
 
 /// The strategies compared in the paper, as presets of the same machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -98,6 +102,43 @@ pub struct PkgCfg {
     /// D2D flit size, bytes (UCIe 256-byte flits).
     pub flit_bytes: u32,
     pub seed: u64,
+    /// UCIe adapter clock, MHz (a multiple of the core clock: the router's registered send
+    /// lands on an adapter edge).
+    pub ucie_mhz: f64,
+    /// DDR controller clock, MHz, and its phase against the core clock, ps.
+    pub ddr_mhz: f64,
+    pub ddr_phase_ps: u64,
+    /// Token buffering slack (A5), fraction of a forward pass in (0, 1]: sets the QoS
+    /// threshold N_threshold (Algorithm 2).
+    pub token_buffer_slack: f64,
+    /// Cold-expert threshold θ_min of token buffering, tokens (A5).
+    pub theta_min: u32,
+    pub pe: PeArrayCfg,
+    pub ddr: DdrCfg,
+    pub ucie: UcieCfg,
+    /// The die router (the mesh router of `noc`).
+    pub router: RouterCfg,
+    pub sim: PkgSimCfg,
+}
+
+/// How a package run is stepped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PkgSimCfg {
+    /// Partitions stepped in parallel (results do not depend on it).
+    pub threads: u32,
+    /// Skip edges at which nothing can change (results and waveforms do not depend on it).
+    pub fast_forward: bool,
+    /// Core cycles without progress that end the run with a report of the blocked buffers.
+    pub watchdog_cycles: u64,
+    /// Core cycles after which a run is stopped as unfinished.
+    pub max_cycles: u64,
+}
+
+impl Default for PkgSimCfg {
+    fn default() -> Self {
+        PkgSimCfg { threads: 1, fast_forward: true, watchdog_cycles: 200_000, max_cycles: 2_000_000_000 }
+    }
 }
 
 impl Default for PkgCfg {
@@ -114,6 +155,16 @@ impl Default for PkgCfg {
             out_bytes: 2,
             flit_bytes: 256,
             seed: 0,
+            ucie_mhz: 1600.0,
+            ddr_mhz: 800.0,
+            ddr_phase_ps: 625,
+            token_buffer_slack: 0.2,
+            theta_min: 2,
+            pe: PeArrayCfg::default(),
+            ddr: DdrCfg::default(),
+            ucie: UcieCfg::default(),
+            router: RouterCfg { vcs: 2, vc_buf: 8, ..Default::default() },
+            sim: PkgSimCfg::default(),
         }
     }
 }
@@ -186,8 +237,43 @@ impl PkgCfg {
         if self.out_bytes == 0 || self.out_bytes > 4 {
             return err("out_bytes", format!("1..=4 bytes per element (got {})", self.out_bytes));
         }
-        if self.flit_bytes == 0 || self.flit_bytes > 4096 {
-            return err("flit_bytes", format!("1..=4096 bytes (got {})", self.flit_bytes));
+        if self.flit_bytes != 256 {
+            return err("flit_bytes", format!("UCIe flits are 256 bytes (got {})", self.flit_bytes));
+        }
+        for (f, mhz) in [("ucie_mhz", self.ucie_mhz), ("ddr_mhz", self.ddr_mhz)] {
+            if !(mhz.is_finite() && (1.0..=10_000.0).contains(&mhz)) {
+                return err(f, format!("must be within 1..=10000 MHz (got {mhz})"));
+            }
+            let p = 1e6 / mhz;
+            if (p - p.round()).abs() > 1e-6 {
+                return err(f, format!("{mhz} MHz has a period of {p:.4} ps; choose a whole number of ps"));
+            }
+        }
+        let (core, ucie) = (self.core_period_ps(), (1e6 / self.ucie_mhz).round() as u64);
+        if core % ucie != 0 {
+            return err("ucie_mhz", format!("the UCIe clock must be a multiple of the core clock ({} MHz)", self.core_mhz));
+        }
+        if self.ddr_phase_ps >= (1e6 / self.ddr_mhz).round() as u64 {
+            return err("ddr_phase_ps", format!("the phase must be below the DDR period (got {} ps)", self.ddr_phase_ps));
+        }
+        if !(self.token_buffer_slack.is_finite() && self.token_buffer_slack > 0.0 && self.token_buffer_slack <= 1.0) {
+            return err("token_buffer_slack", format!("a fraction in (0, 1] (got {})", self.token_buffer_slack));
+        }
+        if self.theta_min > 1 << 20 {
+            return err("theta_min", format!("at most 2^20 tokens (got {})", self.theta_min));
+        }
+        self.pe.validate().map_err(|e| e.under("pe"))?;
+        self.ddr.validate().map_err(|e| e.under("ddr"))?;
+        self.ucie.validate().map_err(|e| e.under("ucie"))?;
+        self.router.validate().map_err(|e| e.under("router"))?;
+        if self.sim.threads == 0 || self.sim.threads > 64 {
+            return err("sim.threads", format!("1..=64 (got {})", self.sim.threads));
+        }
+        if self.sim.watchdog_cycles == 0 {
+            return err("sim.watchdog_cycles", "0 would never end a stuck run; give a cycle count");
+        }
+        if self.sim.max_cycles == 0 || self.sim.max_cycles > 1 << 50 {
+            return err("sim.max_cycles", format!("1..=2^50 (got {})", self.sim.max_cycles));
         }
         Ok(())
     }

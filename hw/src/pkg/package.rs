@@ -1,1 +1,948 @@
-//! (being built: see docs/architecture.md "The chiplet package")
+//! The FSE-DP package as a system: R×C chiplets (die router, D2D engine, chiplet controller
+//! with its ring buffer, PE array, DDR channel, UCIe adapters on the die-to-die links) and
+//! the IO die (trajectory scheduler), wired by registered links and stepped by the harness
+//! in three clock domains (core, UCIe, DDR) through [`ClockedControl`].
+//!
+//! **Wiring** (every arrow is a harness link; latencies in core cycles unless noted):
+//!
+//! ```text
+//!  IO die ──SchedMsg (2)──► ctrl ──done (2)──► IO die
+//!  ctrl ──DdrReq (CDC)──► DDR ──DdrResp (CDC)──► ctrl        (DDR clock domain)
+//!  D2D engine ⇄ router local port (2 / st+2, credits 2)
+//!  router A ─(st)─► UCIe adapter A→B ─(CDC: wire, FDI, replay)─► router B  (UCIe domain)
+//!  router B ──credits (FDI + 1, sideband)──► router A
+//! ```
+//!
+//! The glue between the controller and its neighbours is registered: the controller's PE
+//! start is issued to the array at the next core edge, the slot it gives a waiting D2D head
+//! reaches the engine at the next edge, DDR requests and responses cross into and out of the
+//! DDR domain on crossing links.
+//!
+//! **Partitions.** One partition per band of chiplets (the IO die rides with the first);
+//! blocks talk only through links, so the stepping is the same serial or parallel.
+//!
+//! **Functional mode.** The DDR image holds every expert's micro-slices (generated int8
+//! weights); a DDR response copies the slice's bytes into the ring slot; D2D moves them as
+//! 256-byte payload chunks (ni.rs); when the PE array finishes a micro-slice job, the FL
+//! arithmetic (`sched::pkg::moe::micro_slice_partial_fl`) is applied to the bytes in the
+//! ring slot and to the activations of the tokens computed there, and the partial outputs
+//! are accumulated per (token, expert) on the chiplet that computed them. After the run each
+//! token's output (sum over its experts) is compared bit for bit with the dense reference
+//! `moe_layer_ref_fl`. What is approximated: EP/Hydra token packets are timed flits without
+//! payload; the owner reads the dispatched activations from the (read-only) token array, and
+//! a token's partial outputs are summed after the run rather than at the combine packet's
+//! arrival (integer addition: same bits in any order; the run does check that every combine
+//! packet arrived).
+
+use std::collections::HashMap;
+
+use sched::noc::{Coord, Dir};
+use sched::pkg::iodie::{eit_fl, loader_fl, next_station_fl, SchedMsg};
+use sched::pkg::moe::{micro_slice_partial_fl, moe_layer_ref_fl, ExpertWeights, MicroSliceWeights};
+
+use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlOut, CtrlSched, Trajectory};
+use super::config::{PkgCfg, Strategy};
+use super::ddr::{DdrChannelCl, DdrPorts, DdrReq, DdrResp};
+use super::iodie::{IoDieCfg, IoDiePorts, IoDieSchedulerCl, OrderPolicy, SchedMsgCl};
+use super::ni::{D2dEngineCl, NiPorts, PacketKind, PayloadPools};
+use super::pe_array::{PeArrayCl, PeJob};
+use super::plan::LayerPlan;
+use super::result::{ChipletResult, PeakRates, PkgResult, Roofline};
+use super::ucie::{UcieAdapterCl, UciePorts};
+use crate::cfg::CfgError;
+use crate::harness::{
+    run_partitions, ChangeLog, ClockDomain, ClockSet, ClockedControl, Cycle, DomainClock, LinkArena, LinkId, PartStatus, Partition, Probe,
+    SignalDecl, SignalSink, WatchdogReport, C_FINISHED, NEVER,
+};
+use crate::noc::flit::{Credit, Flit};
+use crate::noc::router::{RouterCl, RouterPorts, NPORTS};
+
+/// Trajectories of the package: ring order = snake order of the members, micro-slice k
+/// loaded by ring member k mod |T_e| (counted from the ring's first member), then visiting
+/// every member once (docs/fsedp-reading.md).
+#[derive(Debug, Clone, Copy)]
+pub struct PkgTraj {
+    pub rows: usize,
+    pub cols: usize,
+}
+
+impl Trajectory for PkgTraj {
+    fn loader(&self, mask: u16, k: u16) -> ChipletId {
+        loader_fl(mask, u8::MAX, k as usize, self.rows, self.cols).expect("loader of a non-empty trajectory")
+    }
+    fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId> {
+        next_station_fl(mask, loader, at, self.rows, self.cols)
+    }
+}
+
+/// One MoE layer to run: each token's experts (routed and shared, ids < `experts`) and the
+/// expert dimensions.
+#[derive(Debug, Clone)]
+pub struct LayerInput {
+    pub routing: Vec<Vec<u16>>,
+    pub experts: usize,
+    pub d_model: u32,
+    pub d_ffn: u32,
+}
+
+/// Errors of a package run.
+#[derive(Debug, thiserror::Error)]
+pub enum PkgError {
+    #[error(transparent)]
+    Cfg(#[from] CfgError),
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Watchdog(Box<WatchdogReport>),
+    #[error("the layer did not finish within sim.max_cycles = {0} core cycles")]
+    Timeout(u64),
+    #[error("waveform: {0}")]
+    Wave(String),
+}
+
+/// Link arenas of the package (shared by all partitions under the link protocol).
+pub struct PkgWires {
+    pub flits: LinkArena<Flit>,
+    pub credits: LinkArena<Credit>,
+    pub msgs: LinkArena<SchedMsgCl>,
+    pub done: LinkArena<u16>,
+    pub ddr_req: LinkArena<DdrReq>,
+    pub ddr_resp: LinkArena<DdrResp>,
+    pub pools: PayloadPools,
+}
+
+/// Read-only context of a run.
+pub struct PkgCtx {
+    pub traj: PkgTraj,
+    pub core: DomainClock,
+    pub ucie: DomainClock,
+    pub ddr: DomainClock,
+    pub d_model: u32,
+    pub micro_slices: u16,
+    /// FFN columns of micro-slice k.
+    pub slice_f: Vec<u32>,
+    /// Bytes of micro-slice k (3·d_model·f_k).
+    pub slice_bytes: Vec<u32>,
+    /// Largest micro-slice (a ring slot).
+    pub slot_bytes: usize,
+    pub act_bytes: u32,
+    pub out_bytes: u32,
+    /// Functional mode: activations and the DDR image.
+    pub func: Option<FuncData>,
+}
+
+/// Functional-mode data: token activations (T×d_model) and every expert's micro-slices as
+/// bytes (the DDR image, the same in every chiplet's DDR).
+pub struct FuncData {
+    pub x: Vec<i8>,
+    pub image: Vec<Vec<Vec<u8>>>,
+    pub weights: Vec<ExpertWeights>,
+}
+
+/// One chiplet with its glue registers.
+pub struct ChipletTile {
+    pub id: ChipletId,
+    pub scope: String,
+    pub router: RouterCl,
+    pub ni: D2dEngineCl,
+    pub ctrl: ChipletCtrlCl,
+    pub pe: PeArrayCl,
+    pub ddr: DdrChannelCl,
+    /// Adapters of this die's outgoing die-to-die links, with their direction names.
+    pub ucie: Vec<(&'static str, UcieAdapterCl)>,
+    msg_in: LinkId,
+    done_out: LinkId,
+    ddr_req_out: LinkId,
+    ddr_resp_in: LinkId,
+    ddr_depth: u32,
+    ddr_outstanding: u32,
+    /// Registered glue: PE job issued next edge, slot for the waiting D2D head.
+    pe_job: Option<PeJob>,
+    rx_slot_reg: Option<u32>,
+    /// Tokens computed here per expert (PE job rows) and, functional mode, their ids.
+    m_here: Vec<u32>,
+    tokens_here: Vec<Vec<u32>>,
+    /// EP/Hydra: tokens of each expert this chiplet owns, per home (for the combine).
+    combine_to: Vec<Vec<(u8, u32)>>,
+    grants_expected: u32,
+    grants_seen: u32,
+    combines_expected: u32,
+    combines_seen: u32,
+    /// Activations held (home tokens + dispatched in) and outputs accumulated, tokens.
+    home_tokens: u32,
+    tokens_in: u32,
+    out_tokens: u32,
+    last_send: Cycle,
+    last_t: Cycle,
+    /// Time integral of live ring slots (slot·ticks), for the mean weight memory.
+    live_integral: u128,
+    peak_token_bytes: u64,
+    macs: u64,
+    ddr_bytes: u64,
+    /// Functional mode: partial outputs per (token, expert).
+    partials: HashMap<(u32, u16), Vec<i32>>,
+    progress: u64,
+}
+
+/// The IO die.
+pub struct IoDieTile {
+    pub sched: IoDieSchedulerCl,
+    /// Last tick a message was sent (in flight until it lands).
+    last_send: Cycle,
+}
+
+/// A band of chiplets (and the IO die in the first band).
+pub struct PkgPart {
+    pub tiles: Vec<ChipletTile>,
+    pub iodie: Option<IoDieTile>,
+    log: Option<ChangeLog>,
+    max_lat: u64,
+}
+
+fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
+    let c = Coord::of(i, k);
+    let (x, y) = (c.x as i64, c.y as i64);
+    let (nx, ny) = match d {
+        Dir::XPlus => (x + 1, y),
+        Dir::XMinus => (x - 1, y),
+        Dir::YPlus => (x, y + 1),
+        Dir::YMinus => (x, y - 1),
+        Dir::Local => return None,
+    };
+    (nx >= 0 && ny >= 0 && nx < k as i64 && ny < k as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(k))
+}
+
+fn to_ctrl(m: SchedMsg) -> CtrlSched {
+    match m {
+        SchedMsg::Preload { expert, mask } => CtrlSched::Preload { expert, mask },
+        SchedMsg::Grant { expert, mask, .. } => CtrlSched::Grant { expert, mask },
+    }
+}
+
+impl ChipletTile {
+    fn finished(&self) -> bool {
+        self.ctrl.quiescent()
+            && self.grants_seen == self.grants_expected
+            && self.combines_seen == self.combines_expected
+            && !self.ni.busy()
+            && self.router.occupancy() == 0
+            && self.pe_job.is_none()
+            && self.rx_slot_reg.is_none()
+            && !self.pe.busy()
+            && self.ddr_outstanding == 0
+            && !self.ddr.busy()
+            && self.ucie.iter().all(|(_, a)| !a.busy())
+    }
+
+    fn token_bytes(&self, ctx: &PkgCtx) -> u64 {
+        (self.home_tokens + self.tokens_in) as u64 * ctx.d_model as u64 * ctx.act_bytes as u64 + self.out_tokens as u64 * ctx.d_model as u64 * 4
+    }
+
+    /// One core edge of the chiplet's core-domain blocks.
+    ///
+    /// # Safety
+    /// Engine protocol: sole sender/receiver of this tile's links, at core edge `now`.
+    unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx) -> bool {
+        let mut active = false;
+        // --- registered inputs
+        let sched = w.msgs.recv(self.msg_in, now).map(|m| to_ctrl(m.msg));
+        if let Some(CtrlSched::Grant { mask, .. }) = sched {
+            if mask >> self.id & 1 == 1 {
+                self.grants_seen += 1;
+            }
+        }
+        let ddr_landed = w.ddr_resp.recv(self.ddr_resp_in, now).map(|r| {
+            self.ddr_outstanding -= 1;
+            r.id
+        });
+        if let (Some(s), Some(f)) = (ddr_landed, ctx.func.as_ref()) {
+            let tag = self.ctrl.ring.tag(s);
+            let src = &f.image[tag.expert as usize][tag.k as usize];
+            self.ctrl.ring.slot_data_mut(s)[..src.len()].copy_from_slice(src);
+        }
+        let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
+        let pe_done = self.pe.eval(now, self.pe_job.take());
+        if let (Some(s), Some(f)) = (pe_done, ctx.func.as_ref()) {
+            self.compute_partials(s, f, ctx);
+        }
+        let ev = self.ni.eval(now, &w.flits, &w.credits, self.rx_slot_reg.take(), &mut self.ctrl.ring.data, ctx.slot_bytes, &w.pools);
+        let mut tokens_arrived = None;
+        match ev.tokens_landed {
+            Some((PacketKind::Dispatch, e, n)) => {
+                tokens_arrived = Some((e, n));
+                self.tokens_in += n;
+            }
+            Some((PacketKind::Combine, _, n)) => {
+                self.combines_seen += 1;
+                let _ = n;
+            }
+            _ => {}
+        }
+        let inp = CtrlIn {
+            sched,
+            ddr_ready: self.ddr_outstanding < self.ddr_depth,
+            ddr_landed,
+            rx_head: ev.rx_head,
+            rx_landed: ev.rx_landed,
+            pe_done,
+            tx_done: ev.tx_done,
+            tx_ready: ev.tx_ready,
+            tokens_arrived,
+        };
+        let out = self.ctrl.step(&inp, &ctx.traj);
+        // --- outputs to the neighbours
+        self.rx_slot_reg = out.rx_slot;
+        if let Some((s, tag)) = out.pe_start {
+            let e = tag.expert as usize;
+            let job = PeJob::micro_slice(s, self.m_here[e], ctx.d_model, ctx.slice_f[tag.k as usize]);
+            self.macs += job.macs();
+            self.pe_job = Some(job);
+        }
+        if let Some((s, dest)) = out.tx_start {
+            let tag = self.ctrl.ring.tag(s);
+            self.ni.start_tx(s, tag, ctx.slice_bytes[tag.k as usize] as usize, dest);
+        }
+        if let Some((s, tag)) = out.ddr_req {
+            let bytes = ctx.slice_bytes[tag.k as usize];
+            let addr = (tag.expert as u64 * ctx.micro_slices as u64 + tag.k as u64) * ctx.slot_bytes as u64;
+            let due = ctx.ddr.next_edge(now + 1);
+            w.ddr_req.send_at(self.ddr_req_out, now, due, DdrReq { id: s, addr, bytes });
+            self.ddr_outstanding += 1;
+            self.ddr_bytes += bytes as u64;
+        }
+        if out.done {
+            w.done.send(self.done_out, now, 1 << self.id);
+        }
+        if let Some(e) = out.expert_done {
+            // EP/Hydra: the outputs go back to their tokens' homes.
+            for &(h, n) in &self.combine_to[e as usize] {
+                self.ni.queue_tokens(PacketKind::Combine, e, n, n as usize * ctx.d_model as usize * ctx.out_bytes as usize, h);
+            }
+        }
+        let did = out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
+        self.progress += moved + did as u64 + self.pe.busy() as u64;
+        active |= did || sent || self.pe_job.is_some() || self.rx_slot_reg.is_some();
+        if active || moved > 0 {
+            // Something may be on a link now: stay busy until it has landed (fast-forward
+            // must not skip the tick a link delivers at).
+            self.last_send = now;
+        }
+        // --- memory occupancy (time-weighted; state is constant between evaluated edges)
+        let tb = self.token_bytes(ctx);
+        self.peak_token_bytes = self.peak_token_bytes.max(tb);
+        active
+    }
+
+    fn compute_partials(&mut self, slot: u32, f: &FuncData, ctx: &PkgCtx) {
+        let tag = self.ctrl.ring.tag(slot);
+        let e = tag.expert as usize;
+        let fk = ctx.slice_f[tag.k as usize] as usize;
+        let d = ctx.d_model as usize;
+        let bytes = &self.ctrl.ring.slot_data(slot)[..ctx.slice_bytes[tag.k as usize] as usize];
+        let ws = MicroSliceWeights::from_bytes(bytes, d, fk).expect("ring slot holds a whole micro-slice");
+        let toks = &self.tokens_here[e];
+        let mut x = Vec::with_capacity(toks.len() * d);
+        for &t in toks {
+            x.extend_from_slice(&f.x[t as usize * d..(t as usize + 1) * d]);
+        }
+        let p = micro_slice_partial_fl(&x, toks.len(), d, &ws);
+        for (i, &t) in toks.iter().enumerate() {
+            let acc = self.partials.entry((t, tag.expert)).or_insert_with(|| vec![0; d]);
+            for (a, v) in acc.iter_mut().zip(&p[i * d..(i + 1) * d]) {
+                *a = a.wrapping_add(*v);
+            }
+        }
+    }
+}
+
+impl Partition for PkgPart {
+    type Shared = PkgWires;
+    type Ctx = PkgCtx;
+
+    fn eval(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx) -> PartStatus {
+        let mut st = PartStatus::default();
+        let core = ctx.core.is_edge(now);
+        let mut all_done = true;
+        if let Some(io) = self.iodie.as_mut() {
+            if core {
+                // SAFETY: engine protocol (sole sender of msg links, receiver of done links).
+                let sent = unsafe { io.sched.eval(now, &w.msgs, &w.done) };
+                st.progress += sent as u64;
+                if sent {
+                    io.last_send = now;
+                }
+            }
+            st.busy |= io.sched.busy() || (io.last_send != NEVER && now < io.last_send + self.max_lat);
+            st.next_event = st.next_event.min(io.sched.next_event());
+            all_done &= io.sched.is_finished() && !io.sched.busy();
+        }
+        for t in self.tiles.iter_mut() {
+            // A block with work due now may send on a link: the tile then stays busy until
+            // the value has landed.
+            if ctx.ucie.is_edge(now) {
+                for (_, a) in t.ucie.iter_mut() {
+                    if a.busy() || a.next_event() <= now {
+                        t.last_send = now;
+                    }
+                    // SAFETY: engine protocol; the adapter is its links' sole endpoint.
+                    unsafe { a.eval(now, &w.flits, &w.pools) };
+                }
+            }
+            if ctx.ddr.is_edge(now) {
+                if t.ddr.busy() || t.ddr.next_event() <= now {
+                    t.last_send = now;
+                }
+                // SAFETY: engine protocol.
+                unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) };
+            }
+            let mut active = false;
+            if core {
+                let live = t.ctrl.ring.live_count() as u128;
+                t.live_integral += live * (now - t.last_t) as u128;
+                t.last_t = now;
+                // SAFETY: engine protocol.
+                active = unsafe { t.core_edge(now, w, ctx) };
+            }
+            let ucie_busy = t.ucie.iter().any(|(_, a)| a.busy());
+            let ddr_wait = t.ddr_outstanding > 0 && t.ddr.next_event() == NEVER;
+            let busy = active
+                || t.router.occupancy() > 0
+                || t.ni.busy()
+                || ucie_busy
+                || t.ddr.busy()
+                || ddr_wait
+                || (t.last_send != NEVER && now < t.last_send + self.max_lat);
+            st.busy |= busy;
+            st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event());
+            for (_, a) in &t.ucie {
+                st.next_event = st.next_event.min(a.next_event());
+            }
+            st.progress += std::mem::take(&mut t.progress) + t.ddr.busy() as u64 + ucie_busy as u64;
+            all_done &= t.finished();
+        }
+        st.counters[C_FINISHED] = all_done as u64;
+        if let Some(log) = self.log.as_mut() {
+            let buf = log.begin();
+            if let Some(io) = &self.iodie {
+                io.sched.sample(buf);
+            }
+            for t in &self.tiles {
+                t.sample(buf);
+            }
+            log.commit(now);
+        }
+        st
+    }
+}
+
+impl ChipletTile {
+    fn declare(&self, out: &mut Vec<SignalDecl>) {
+        let scope: Vec<String> = self.scope.split('.').map(String::from).collect();
+        self.ctrl.declare(&scope, out);
+        self.ni.declare(&scope, out);
+        let mut pe = scope.clone();
+        pe.push("pe".into());
+        self.pe.declare(&pe, out);
+        self.ddr.declare(&scope, out);
+        let mut r = scope.clone();
+        r.push("router".into());
+        self.router.declare(&r, out);
+        for (d, a) in &self.ucie {
+            let mut u = scope.clone();
+            u.push(format!("ucie_{d}"));
+            a.declare(&u, out);
+        }
+    }
+    fn sample(&self, out: &mut Vec<u64>) {
+        self.ctrl.sample(out);
+        self.ni.sample(out);
+        self.pe.sample(out);
+        self.ddr.sample(out);
+        self.router.sample(out);
+        for (_, a) in &self.ucie {
+            a.sample(out);
+        }
+    }
+}
+
+/// A package set up for one layer of one strategy.
+pub struct Package {
+    pub cfg: PkgCfg,
+    pub strategy: Strategy,
+    pub parts: Vec<PkgPart>,
+    pub wires: PkgWires,
+    pub ctx: PkgCtx,
+    pub clocks: ClockSet,
+    pub plan: LayerPlan,
+    routing: Vec<Vec<u16>>,
+    /// Next tick to evaluate.
+    now: Cycle,
+    /// Ticks evaluated (not skipped by fast-forward); not part of the results.
+    pub evaluated: u64,
+}
+
+/// Expert order of the IO die per strategy.
+fn policy(s: Strategy) -> OrderPolicy {
+    match s {
+        Strategy::A3 | Strategy::A4 | Strategy::A5 => OrderPolicy::Paired,
+        _ => OrderPolicy::ById,
+    }
+}
+
+impl Package {
+    /// Builds the package for `layer` under `strategy`; `functional` moves real int8 data.
+    pub fn new(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool) -> Result<Package, PkgError> {
+        cfg.validate()?;
+        cfg.validate_for(layer.d_ffn)?;
+        let n = cfg.chiplets() as usize;
+        let (rows, cols) = (cfg.rows as usize, cfg.cols as usize);
+        let k = cfg.cols;
+        if layer.experts == 0 || layer.experts > sched::pkg::iodie::MAX_EXPERTS {
+            return Err(PkgError::Input(format!("{} experts: the IO die's EIT holds 1..={}", layer.experts, sched::pkg::iodie::MAX_EXPERTS)));
+        }
+        if layer.routing.is_empty() {
+            return Err(PkgError::Input("no tokens in the layer".into()));
+        }
+        for (t, es) in layer.routing.iter().enumerate() {
+            if let Some(&e) = es.iter().find(|&&e| e as usize >= layer.experts) {
+                return Err(PkgError::Input(format!("token {t} routed to expert {e} of {}", layer.experts)));
+            }
+        }
+        if layer.d_model == 0 || layer.d_ffn == 0 {
+            return Err(PkgError::Input("d_model and d_ffn must be at least 1".into()));
+        }
+        if functional && (layer.d_model as u64 * layer.d_ffn as u64 > 1 << 20 || layer.routing.len() > 1 << 16) {
+            return Err(PkgError::Input(format!(
+                "functional mode is for small layers (d_model·d_ffn ≤ 2^20, ≤ 65536 tokens); got {}×{} and {} tokens",
+                layer.d_model,
+                layer.d_ffn,
+                layer.routing.len()
+            )));
+        }
+        // --- clocks: core, UCIe, DDR
+        let core_dom = ClockDomain::new("core", cfg.core_period_ps());
+        let ucie_dom = ClockDomain::new("ucie", (1e6 / cfg.ucie_mhz).round() as u64);
+        let ddr_dom = ClockDomain::new("ddr", (1e6 / cfg.ddr_mhz).round() as u64).with_phase(cfg.ddr_phase_ps);
+        let clocks = ClockSet::new(vec![core_dom, ucie_dom, ddr_dom]).map_err(|e| CfgError { field: "ddr_phase_ps".into(), reason: e })?;
+        let (core, ucie, ddr) = (clocks.clock(0), clocks.clock(1), clocks.clock(2));
+        let tk = core.div;
+        let tick_ps = clocks.tick_ps();
+        // --- the layer plan: placement for EP/Hydra
+        let owner = match strategy {
+            Strategy::Ep => Some(sched::pkg::placement::ep_placement_fl(layer.experts, n).map_err(|e| PkgError::Input(e.to_string()))?),
+            Strategy::Hydra => {
+                let mut load = vec![0u64; layer.experts];
+                for es in &layer.routing {
+                    for &e in es {
+                        load[e as usize] += 1;
+                    }
+                }
+                Some(sched::pkg::placement::hydra_placement_fl(&load, n).map_err(|e| PkgError::Input(e.to_string()))?)
+            }
+            _ => None,
+        };
+        let plan = LayerPlan::build(&layer.routing, layer.experts, n, strategy, owner);
+        let m = cfg.micro_slices as usize;
+        let slice_f: Vec<u32> = (0..m).map(|k| ExpertWeights::slice_cols(layer.d_ffn as usize, k, m).len() as u32).collect();
+        let slice_bytes: Vec<u32> = slice_f.iter().map(|&f| 3 * layer.d_model * f).collect();
+        let slot_bytes = *slice_bytes.iter().max().unwrap() as usize;
+        let slots = cfg.slots_for(slot_bytes as u64);
+        if slots <= cfg.ddr_reserve {
+            return Err(CfgError { field: "weight_buffer_bytes".into(), reason: format!("holds {slots} micro-slices of {slot_bytes} bytes; need more than ddr_reserve ({})", cfg.ddr_reserve) }.into());
+        }
+        // --- links, allocated at their receivers
+        let r = &cfg.router;
+        let st = r.st_delay as u64;
+        let fdi = cfg.ucie.fdi_latency_ps.div_ceil(tick_ps).max(1);
+        let credit_lat = (fdi + tk).div_ceil(tk) * tk; // sideband credits land on a core edge
+        let mut flits = LinkArena::<Flit>::new();
+        let mut credits = LinkArena::<Credit>::new();
+        let mut msgs = LinkArena::<SchedMsgCl>::new();
+        let mut done = LinkArena::<u16>::new();
+        let mut ddr_req = LinkArena::<DdrReq>::new();
+        let mut ddr_resp = LinkArena::<DdrResp>::new();
+        let cl = |c: u64| (c * tk) as u32; // core cycles → ticks
+        let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
+        let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
+        let mut ucie_in = vec![[LinkId::NONE; NPORTS]; n];
+        let mut ej = vec![LinkId::NONE; n];
+        let mut inj_credit = vec![LinkId::NONE; n];
+        for i in 0..n {
+            for d in Dir::ALL {
+                let p = d.idx();
+                if d == Dir::Local {
+                    flit_in[i][p] = flits.add(cl(2));
+                    credit_in[i][p] = credits.add(cl(2));
+                } else if neighbour(i as u32, d, k).is_some() {
+                    // From the neighbour's adapter (a crossing into the core domain).
+                    flit_in[i][p] = flits.add_cdc(1, tk as u32);
+                    credit_in[i][p] = credits.add(credit_lat as u32);
+                    // Adapter input of my output p: the router's switch traversal.
+                    ucie_in[i][p] = flits.add(cl(st));
+                }
+            }
+            ej[i] = flits.add(cl(st + 2));
+            inj_credit[i] = credits.add(cl(2));
+        }
+        let msg_in: Vec<LinkId> = (0..n).map(|_| msgs.add(cl(2))).collect();
+        let done_in: Vec<LinkId> = (0..n).map(|_| done.add(cl(2))).collect();
+        let ddr_req_l: Vec<LinkId> = (0..n).map(|_| ddr_req.add_cdc(1, ddr.div as u32)).collect();
+        let ddr_resp_l: Vec<LinkId> = (0..n).map(|_| ddr_resp.add_cdc(1, core.div as u32)).collect();
+        let max_lat = [cl(st + 2), credit_lat as u32, cl(2)].into_iter().max().unwrap() as u64 + 2 * tk;
+        // --- the IO die
+        let theta = if strategy == Strategy::A5 { cfg.theta_min } else { 0 };
+        let mut tb = sched::pkg::iodie::TokenBufferCfgFl::default();
+        if theta > 0 {
+            tb.theta_min = theta;
+            tb.n_threshold = sched::pkg::iodie::TokenBufferCfgFl::n_threshold_for_slack(cfg.token_buffer_slack).map_err(|e| PkgError::Input(e.to_string()))?;
+        }
+        let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb };
+        let mut io = IoDieSchedulerCl::new(rows, cols, &io_cfg, core, IoDiePorts { msg_out: msg_in.clone(), done_in: done_in.clone() })?;
+        let eit = eit_fl(plan.counts(), n).map_err(|e| PkgError::Input(e.to_string()))?;
+        io.begin_layer(0, &eit).map_err(|e| PkgError::Input(e.to_string()))?;
+        // --- chiplets
+        let knobs = strategy.knobs(cfg.ddr_reserve);
+        let m_of: Vec<u16> = (0..layer.experts).map(|e| if plan.tokens(e) > 0 { m as u16 } else { 0 }).collect();
+        let mut tiles = Vec::with_capacity(n);
+        let mut adapter_idx = 0u32;
+        for i in 0..n {
+            let c = i as u8;
+            let coord = Coord::of(i as u32, k);
+            let mut ports = RouterPorts { in_flit: flit_in[i], out_flit: [LinkId::NONE; NPORTS], in_credit: credit_in[i], out_credit: [LinkId::NONE; NPORTS] };
+            let mut adapters = Vec::new();
+            for d in Dir::ALL {
+                let p = d.idx();
+                if d == Dir::Local {
+                    ports.out_flit[p] = ej[i];
+                    ports.out_credit[p] = inj_credit[i];
+                } else if let Some(nb) = neighbour(i as u32, d, k) {
+                    let q = d.opposite().idx();
+                    ports.out_flit[p] = ucie_in[i][p];
+                    ports.out_credit[p] = credit_in[nb as usize][q];
+                    let a = UcieAdapterCl::new(adapter_idx, &cfg.ucie, cfg.seed, ucie, core, UciePorts { in_flit: ucie_in[i][p], out_flit: flit_in[nb as usize][q] }, tick_ps);
+                    adapter_idx += 1;
+                    adapters.push((d.short(), a));
+                }
+            }
+            let mut router = RouterCl::new(i as u32, k, r, 1, ports);
+            router.set_ticks_per_cycle(tk);
+            let np = NiPorts { inj_flit: flit_in[i][Dir::Local.idx()], inj_credit: inj_credit[i], ej_flit: ej[i], ej_credit: credit_in[i][Dir::Local.idx()] };
+            let mut ni = D2dEngineCl::new(c, k, r.vcs, r.vc_buf, cfg.flit_bytes, np);
+            let mut ctrl = ChipletCtrlCl::new(c, layer.experts, slots, if functional { slot_bytes } else { 0 }, knobs);
+            // Tokens computed here, EP dispatch in/out.
+            let m_here: Vec<u32> = (0..layer.experts).map(|e| plan.count[e][i]).collect();
+            let tokens_here: Vec<Vec<u32>> = if functional { (0..layer.experts).map(|e| plan.tokens_of(&layer.routing, e as u16, c)).collect() } else { Vec::new() };
+            let mut missing = vec![0u32; layer.experts];
+            let mut out_groups: HashMap<(u16, u8), u32> = HashMap::new();
+            let mut combine_to = vec![Vec::new(); layer.experts];
+            let mut combine_groups: HashMap<(u16, u8), u32> = HashMap::new();
+            for &(_, e, from, to) in &plan.dispatch {
+                if to == c {
+                    missing[e as usize] += 1;
+                    *combine_groups.entry((e, from)).or_default() += 1;
+                }
+                if from == c {
+                    *out_groups.entry((e, to)).or_default() += 1;
+                }
+            }
+            let mut og: Vec<_> = out_groups.into_iter().collect();
+            og.sort();
+            for ((e, to), cnt) in &og {
+                ni.queue_tokens(PacketKind::Dispatch, *e, *cnt, *cnt as usize * layer.d_model as usize * cfg.act_bytes as usize, *to);
+            }
+            let mut cg: Vec<_> = combine_groups.into_iter().collect();
+            cg.sort();
+            for ((e, from), cnt) in cg {
+                combine_to[e as usize].push((from, cnt));
+            }
+            // Combine packets this chiplet receives: one per (expert, owner) of its dispatched tokens.
+            let combines_expected = og.len() as u32;
+            ctrl.begin_layer(&m_of, &missing);
+            let grants_expected = (0..layer.experts).filter(|&e| plan.mask(e) >> i & 1 == 1).count() as u32;
+            let home_tokens = plan.home.iter().filter(|&&h| h == c).count() as u32;
+            let out_tokens = m_here.iter().sum::<u32>();
+            let pe = PeArrayCl::new(&cfg.pe, core)?;
+            let ddr_ch = DdrChannelCl::new(c, &cfg.ddr, ddr, core, DdrPorts { req_in: ddr_req_l[i], resp_out: ddr_resp_l[i] });
+            tiles.push(ChipletTile {
+                id: c,
+                scope: format!("top.pkg.c_{}_{}", coord.y, coord.x),
+                router,
+                ni,
+                ctrl,
+                pe,
+                ddr: ddr_ch,
+                ucie: adapters,
+                msg_in: msg_in[i],
+                done_out: done_in[i],
+                ddr_req_out: ddr_req_l[i],
+                ddr_resp_in: ddr_resp_l[i],
+                ddr_depth: cfg.ddr.queue_depth,
+                ddr_outstanding: 0,
+                pe_job: None,
+                rx_slot_reg: None,
+                m_here,
+                tokens_here,
+                combine_to,
+                grants_expected,
+                grants_seen: 0,
+                combines_expected,
+                combines_seen: 0,
+                home_tokens,
+                tokens_in: 0,
+                out_tokens,
+                last_send: NEVER,
+                last_t: 0,
+                live_integral: 0,
+                peak_token_bytes: 0,
+                macs: 0,
+                ddr_bytes: 0,
+                partials: HashMap::new(),
+                progress: 0,
+            });
+        }
+        // --- partitions: bands of chiplets, the IO die with the first
+        let threads = (cfg.sim.threads as usize).clamp(1, n);
+        let mut parts = Vec::with_capacity(threads);
+        let mut it = tiles.into_iter();
+        let mut first = 0;
+        let mut io = Some(IoDieTile { sched: io, last_send: NEVER });
+        for p in 0..threads {
+            let take = (n - first) / (threads - p);
+            parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, max_lat });
+            first += take;
+        }
+        // Functional data: the DDR image and the activations.
+        let func = if functional {
+            let d = layer.d_model as usize;
+            let weights: Vec<ExpertWeights> = (0..layer.experts as u32).map(|e| ExpertWeights::generate(cfg.seed, e, d, layer.d_ffn as usize)).collect();
+            let image = weights.iter().map(|w| (0..m).map(|k| w.micro_slice(k, m).to_bytes()).collect()).collect();
+            let x = sched::pkg::moe::generate_tokens(cfg.seed, layer.routing.len(), d);
+            Some(FuncData { x, image, weights })
+        } else {
+            None
+        };
+        let pools = if functional {
+            // Every flit that can be in flight from one sender: all buffers of the package.
+            let per = (n * (NPORTS + 1) * (r.vcs * r.vc_buf) as usize + 64).next_power_of_two() * 4;
+            PayloadPools::new(n, per, cfg.flit_bytes as usize)
+        } else {
+            PayloadPools::new(0, 0, cfg.flit_bytes as usize)
+        };
+        let ctx = PkgCtx {
+            traj: PkgTraj { rows, cols },
+            core,
+            ucie,
+            ddr,
+            d_model: layer.d_model,
+            micro_slices: m as u16,
+            slice_f,
+            slice_bytes,
+            slot_bytes,
+            act_bytes: cfg.act_bytes,
+            out_bytes: cfg.out_bytes,
+            func,
+        };
+        Ok(Package {
+            cfg: cfg.clone(),
+            strategy,
+            parts,
+            wires: PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, pools },
+            ctx,
+            clocks,
+            plan,
+            routing: layer.routing.clone(),
+            now: 0,
+            evaluated: 0,
+        })
+    }
+
+    pub fn tiles(&self) -> impl Iterator<Item = &ChipletTile> {
+        self.parts.iter().flat_map(|p| p.tiles.iter())
+    }
+
+    pub fn iodie(&self) -> &IoDieSchedulerCl {
+        &self.parts[0].iodie.as_ref().expect("the IO die rides in partition 0").sched
+    }
+
+    /// Harness tick, ps (the waveform timescale).
+    pub fn tick_ps(&self) -> u64 {
+        self.clocks.tick_ps()
+    }
+
+    /// All traceable signals in global id order: the IO die, then the chiplets.
+    pub fn signals(&self) -> Vec<SignalDecl> {
+        let mut out = Vec::new();
+        for p in &self.parts {
+            if let Some(io) = &p.iodie {
+                io.sched.declare(&["top".into(), "pkg".into(), "iodie".into()], &mut out);
+            }
+            for t in &p.tiles {
+                t.declare(&mut out);
+            }
+        }
+        out
+    }
+
+    /// Starts recording value changes.
+    pub fn enable_trace(&mut self) {
+        let mut base = 0;
+        for p in self.parts.iter_mut() {
+            let mut decl = Vec::new();
+            if let Some(io) = &p.iodie {
+                io.sched.declare(&[], &mut decl);
+            }
+            for t in &p.tiles {
+                t.declare(&mut decl);
+            }
+            p.log = Some(ChangeLog::new(base, decl.len()));
+            base += decl.len();
+        }
+    }
+
+    /// Moves recorded changes into `sink`, merged in (tick, signal) order.
+    pub fn drain_trace(&mut self, sink: &mut dyn SignalSink) -> Result<(), PkgError> {
+        let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
+        ChangeLog::drain_merged(&mut logs, sink).map_err(PkgError::Wave)
+    }
+
+    /// Runs the layer to its end. With `sink`, value changes are written as they are drained
+    /// (every `chunk` core cycles, so memory stays bounded).
+    pub fn run(&mut self, mut sink: Option<&mut dyn SignalSink>) -> Result<PkgResult, PkgError> {
+        let t0 = std::time::Instant::now();
+        if sink.is_some() {
+            self.enable_trace();
+        }
+        let tk = self.ctx.core.div;
+        let end = self.cfg.sim.max_cycles.saturating_mul(tk);
+        let threads = self.cfg.sim.threads as usize;
+        let chunk = 1u64 << 16;
+        let mut ctl = ClockedControl::new(self.clocks.clone(), 0, self.parts.len(), self.cfg.sim.fast_forward, self.cfg.sim.watchdog_cycles * tk);
+        loop {
+            ctl.end = (self.now + chunk * tk).min(end);
+            let (last, c) = run_partitions(&mut self.parts, &self.wires, &self.ctx, self.now, ctl, threads);
+            ctl = c;
+            self.now = self.clocks.next_edge(last + 1);
+            if let Some(s) = sink.as_deref_mut() {
+                self.drain_trace(s)?;
+            }
+            if ctl.tripped {
+                return Err(PkgError::Watchdog(Box::new(self.watchdog_report(last, ctl.watchdog.stalled_for() / tk))));
+            }
+            if ctl.finished {
+                self.evaluated += ctl.evaluated;
+                return Ok(self.result(last, t0.elapsed().as_secs_f64()));
+            }
+            if last >= end {
+                return Err(PkgError::Timeout(self.cfg.sim.max_cycles));
+            }
+        }
+    }
+
+    fn watchdog_report(&self, tick: Cycle, stalled_for: u64) -> WatchdogReport {
+        let mut blocked = Vec::new();
+        let mut waiting = Vec::new();
+        let io = self.iodie();
+        blocked.push((0, format!("top.pkg.iodie: state {:?}, icv {:#b}, order list {} experts left", io.state, io.icv, io.order().len())));
+        for t in self.tiles() {
+            let mut lines = Vec::new();
+            t.ctrl.blocked_report(&format!("{}.ctrl", t.scope), &mut lines);
+            for l in lines {
+                blocked.push((0, l));
+            }
+            if t.grants_seen < t.grants_expected {
+                blocked.push((0, format!("{}.ctrl: {} of {} grants received; pending {}", t.scope, t.grants_seen, t.grants_expected, t.ctrl.pending())));
+            }
+            if t.combines_seen < t.combines_expected {
+                blocked.push((0, format!("{}.d2d: waits for {} combine packets", t.scope, t.combines_expected - t.combines_seen)));
+            }
+            t.router.blocked_report(&format!("{}.router", t.scope), &mut blocked, &mut waiting);
+        }
+        let strip = |v: Vec<(Cycle, String)>| v.into_iter().map(|(_, s)| s).collect();
+        WatchdogReport { cycle: tick / self.ctx.core.div, stalled_for, blocked: strip(blocked), waiting: strip(waiting) }
+    }
+
+    /// Every token's output (sum of its experts' partial outputs) against the dense reference.
+    pub fn check_outputs(&self) -> Option<bool> {
+        let f = self.ctx.func.as_ref()?;
+        let d = self.ctx.d_model as usize;
+        let reference = moe_layer_ref_fl(&f.x, &self.routing, &f.weights);
+        let mut got = vec![0i32; reference.len()];
+        let mut complete = true;
+        for (t, es) in self.routing.iter().enumerate() {
+            for &e in es {
+                let p = self.tiles().find_map(|tile| tile.partials.get(&(t as u32, e)));
+                match p {
+                    Some(p) => {
+                        for (g, v) in got[t * d..(t + 1) * d].iter_mut().zip(p) {
+                            *g = g.wrapping_add(*v);
+                        }
+                    }
+                    None => complete = false,
+                }
+            }
+        }
+        Some(complete && got == reference)
+    }
+
+    fn result(&self, last: Cycle, wall: f64) -> PkgResult {
+        let tk = self.ctx.core.div;
+        let latency = last.div_ceil(tk).max(1);
+        let pe_macs = self.cfg.pe.macs();
+        let n = self.cfg.chiplets() as u64;
+        let slot = self.ctx.slot_bytes as u64;
+        let mut chiplets = Vec::new();
+        let (mut macs, mut ddr_bytes, mut d2d, mut replays) = (0u64, 0u64, 0u64, 0u64);
+        let (mut peak_w, mut mean_w, mut peak_t) = (0u64, 0f64, 0u64);
+        let mut ddr_peak = 0.0;
+        let mut d2d_peak = 0.0;
+        for t in self.tiles() {
+            let rep: u64 = t.ucie.iter().map(|(_, a)| a.stats().replays).sum();
+            let tx = t.ni.stats.tx_flits * self.cfg.flit_bytes as u64;
+            let pw = t.ctrl.ring.peak_occupancy as u64 * slot;
+            chiplets.push(ChipletResult {
+                id: t.id,
+                pe_busy_cycles: t.pe.counters.busy_cycles,
+                macs: t.macs,
+                ddr_bytes: t.ddr_bytes,
+                d2d_tx_bytes: tx,
+                peak_ring_slots: t.ctrl.ring.peak_occupancy,
+                peak_weight_bytes: pw,
+                peak_token_bytes: t.peak_token_bytes,
+                rule1_computes: t.ctrl.stats.rule1_computes,
+                rule2_computes: t.ctrl.stats.rule2_computes,
+                replays: rep,
+            });
+            macs += t.macs;
+            ddr_bytes += t.ddr_bytes;
+            d2d += tx;
+            replays += rep;
+            peak_w += pw;
+            mean_w += t.live_integral as f64 * slot as f64 / last.max(1) as f64;
+            peak_t += t.peak_token_bytes;
+            ddr_peak += t.ddr.peak_bytes_per_tick() * tk as f64;
+            d2d_peak += t.ucie.iter().map(|(_, a)| a.bytes_per_tick() * tk as f64).sum::<f64>();
+        }
+        let peak = PeakRates { ddr_bytes_per_cycle: ddr_peak, macs_per_cycle: (pe_macs * n) as f64, d2d_bytes_per_cycle: d2d_peak };
+        let roof = Roofline::of(ddr_bytes, macs, d2d, &peak);
+        PkgResult {
+            strategy: self.strategy,
+            latency_cycles: latency,
+            utilization: macs as f64 / (peak.macs_per_cycle * latency as f64),
+            peak_weight_bytes: peak_w,
+            mean_weight_bytes: mean_w,
+            peak_token_bytes: peak_t,
+            ddr_bytes,
+            d2d_bytes: d2d,
+            macs,
+            sched_decision_cycles_max: self.iodie().stats.decision_cycles_max,
+            roofline_cycles: roof.cycles,
+            roofline: roof,
+            roofline_ratio: latency as f64 / roof.cycles.max(1) as f64,
+            cycles_per_second: latency as f64 / wall.max(1e-9),
+            wall_seconds: wall,
+            replays,
+            outputs_match_reference: self.check_outputs(),
+            chiplets,
+        }
+    }
+}
