@@ -412,7 +412,11 @@ impl Partition for PkgPart {
                 || t.ddr.busy()
                 || ddr_wait
                 || (t.last_send != NEVER && now < t.last_send + self.max_lat);
-            st.busy |= busy;
+            // Traced, a block with work in progress changes its registers every edge (the PE
+            // array's fold counters, the DDR's bank timers): visit every edge then, so the
+            // waveform is the same with and without fast-forward.
+            let traced_work = self.log.is_some() && (t.pe.busy() || t.ddr.next_event() != NEVER || t.ucie.iter().any(|(_, a)| a.next_event() != NEVER));
+            st.busy |= busy || traced_work;
             st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event());
             for (_, a) in &t.ucie {
                 st.next_event = st.next_event.min(a.next_event());
