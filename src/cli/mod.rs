@@ -3,6 +3,7 @@
 mod bench;
 mod export;
 mod noc;
+mod package;
 mod pe;
 mod plot;
 mod regress;
@@ -41,6 +42,8 @@ pub enum Cmd {
     Bench(bench::BenchArgs),
     /// One GEMM on the PE array: cycles and utilization (SCALE-Sim 3.0.0 fold model).
     Pe(pe::PeArgs),
+    /// One MoE layer on the FSE-DP chiplet package, per strategy (timing or functional mode).
+    Package(Box<package::PackageArgs>),
     /// Routing traces: import real data into the SPEC §8 format, statistics.
     #[command(subcommand)]
     Trace(trace::TraceCmd),
@@ -56,6 +59,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Bench(a) => bench::run(a),
         Cmd::Pe(a) => pe::run(a),
         Cmd::Trace(t) => trace::run(t),
+        Cmd::Package(a) => package::run(*a),
     }
 }
 

@@ -89,6 +89,9 @@ pub struct CtrlIn {
     pub tx_ready: bool,
     /// EP/Hydra: this many dispatched tokens of this expert arrived in the token buffer.
     pub tokens_arrived: Option<(u16, u32)>,
+    /// The previous station gave up forwarding this micro-slice (its ring had to make room):
+    /// load it from this chiplet's DDR instead (sideband control wire).
+    pub handoff: Option<SlotTag>,
 }
 
 /// Outputs of one cycle.
@@ -107,6 +110,8 @@ pub struct CtrlOut {
     /// The last micro-slice of this expert was computed here (EP/Hydra: its outputs may be
     /// combined back to their tokens' homes).
     pub expert_done: Option<u16>,
+    /// A computed micro-slice was dropped instead of sent: the next station loads it itself.
+    pub handoff: Option<(SlotTag, ChipletId)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -130,6 +135,12 @@ pub struct CtrlStats {
     pub releases: u64,
     pub rx_stall_cycles: u64,
     pub done_pulses: u64,
+    /// Slots freed for a waiting D2D arrival (deadlock escape): ungranted preloads and
+    /// uncomputed slices dropped for a reload, computed ones handed to the next station.
+    pub evictions: u64,
+    pub handoffs_out: u64,
+    pub handoffs_in: u64,
+    pub reloads: u64,
 }
 
 pub struct ChipletCtrlCl {
@@ -144,10 +155,11 @@ pub struct ChipletCtrlCl {
     granted: Vec<bool>,
     /// Mask per preloaded expert (the load sequence needs it before the grant).
     pre_mask: Vec<u16>,
-    /// Load sequence: preloaded experts this chiplet is on, and the next micro-slice index
-    /// to examine for the head expert.
+    /// Load sequence: preloaded experts this chiplet is on (an expert leaves it once all
+    /// its micro-slices assigned here are loaded).
     load_seq: VecDeque<u16>,
-    load_k: u16,
+    /// Next micro-slice index to examine, per expert.
+    load_next: Vec<u16>,
     /// Micro-slices of granted experts still to be computed here, and per expert.
     pending: u32,
     left_of: Vec<u16>,
@@ -161,6 +173,9 @@ pub struct ChipletCtrlCl {
     local_wait: Vec<u32>,
     tx_q: VecDeque<(u32, ChipletId)>,
     pe_slot: Option<u32>,
+    /// Micro-slices to load from DDR before the load sequence: dropped ones (reloaded once
+    /// their expert is granted) and hand-offs from the previous station.
+    reload_q: VecDeque<SlotTag>,
     /// Last cycle's outputs (for traces).
     pub out: CtrlOut,
     pub stats: CtrlStats,
@@ -180,7 +195,7 @@ impl ChipletCtrlCl {
             granted: vec![false; experts],
             pre_mask: vec![0; experts],
             load_seq: VecDeque::with_capacity(experts),
-            load_k: 0,
+            load_next: vec![0; experts],
             pending: 0,
             left_of: vec![0; experts],
             tokens_missing: vec![0; experts],
@@ -190,6 +205,7 @@ impl ChipletCtrlCl {
             local_wait: Vec::with_capacity(s),
             tx_q: VecDeque::with_capacity(s),
             pe_slot: None,
+            reload_q: VecDeque::new(),
             out: CtrlOut::default(),
             stats: CtrlStats::default(),
         }
@@ -207,7 +223,8 @@ impl ChipletCtrlCl {
         self.left_of.iter_mut().for_each(|l| *l = 0);
         self.granted.iter_mut().for_each(|g| *g = false);
         self.load_seq.clear();
-        self.load_k = 0;
+        self.load_next.clear();
+        self.load_next.resize(m_of.len(), 0);
         self.pending = 0;
         self.had_work = false;
     }
@@ -219,7 +236,7 @@ impl ChipletCtrlCl {
 
     /// Nothing in flight: no live slot, no pending work, nothing left to load.
     pub fn quiescent(&self) -> bool {
-        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none()
+        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none() && self.reload_q.is_empty()
     }
 
     pub fn pe_slot(&self) -> Option<u32> {
@@ -299,8 +316,15 @@ impl ChipletCtrlCl {
             self.slot[s as usize].sent = true;
             self.try_release(s);
         }
+        if let Some(tag) = inp.handoff {
+            self.reload_q.push_back(tag);
+            self.stats.handoffs_in += 1;
+        }
         // --- D2D arrival: a slot for the waiting head (the receiver's ring is the credit)
         if let Some(tag) = inp.rx_head {
+            if self.ring.free() == 0 {
+                self.evict(&mut out, traj);
+            }
             if let Some(s) = self.ring.alloc(tag) {
                 self.slot[s as usize] = SlotCtl { from_d2d: true, ..Default::default() };
                 out.rx_slot = Some(s);
@@ -349,22 +373,45 @@ impl ChipletCtrlCl {
         }
         // --- Rule 4: the next micro-slice of the load sequence assigned to this chiplet
         if inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
-            while let Some(&e) = self.load_seq.front() {
+            // Dropped and handed-off micro-slices first (of granted experts).
+            if let Some(i) = self.reload_q.iter().position(|t| self.granted[t.expert as usize]) {
+                let tag = self.reload_q.remove(i).expect("index found");
+                let s = self.ring.alloc(tag).expect("free slot checked above");
+                self.slot[s as usize] = SlotCtl::default();
+                out.ddr_req = Some((s, tag));
+                self.stats.ddr_loads += 1;
+                self.stats.reloads += 1;
+            }
+        }
+        if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
+            // The load sequence in pre-load order; an expert whose pre-loads may not take
+            // more room (not granted, half the ring already pre-loaded) is passed over, so
+            // granted experts further down the sequence still load.
+            let cap = self.ungranted_slots() * 2 >= self.ring.capacity();
+            let mut i = 0;
+            while i < self.load_seq.len() {
+                let e = self.load_seq[i];
                 let (mask, m) = (self.pre_mask[e as usize], self.m_of[e as usize]);
-                while self.load_k < m && traj.loader(mask, self.load_k) != self.id {
-                    self.load_k += 1;
+                let mut k = self.load_next[e as usize];
+                while k < m && traj.loader(mask, k) != self.id {
+                    k += 1;
                 }
-                if self.load_k < m {
-                    let tag = SlotTag { expert: e, k: self.load_k };
-                    let s = self.ring.alloc(tag).expect("free slot checked above");
-                    self.slot[s as usize] = SlotCtl::default();
-                    out.ddr_req = Some((s, tag));
-                    self.stats.ddr_loads += 1;
-                    self.load_k += 1;
-                    break;
+                self.load_next[e as usize] = k;
+                if k >= m {
+                    self.load_seq.remove(i);
+                    continue;
                 }
-                self.load_seq.pop_front();
-                self.load_k = 0;
+                if cap && !self.granted[e as usize] {
+                    i += 1;
+                    continue;
+                }
+                let tag = SlotTag { expert: e, k };
+                let s = self.ring.alloc(tag).expect("free slot checked above");
+                self.slot[s as usize] = SlotCtl::default();
+                out.ddr_req = Some((s, tag));
+                self.stats.ddr_loads += 1;
+                self.load_next[e as usize] = k + 1;
+                break;
             }
         }
         // --- ICV release
@@ -375,6 +422,47 @@ impl ChipletCtrlCl {
         }
         self.out = out;
         out
+    }
+
+    /// Deadlock escape. A D2D arrival waits and the ring is full: every slot may be held by
+    /// micro-slices that wait for their own send into another full ring (a cycle of rings
+    /// around the package), so the arrival must be given a slot without waiting for a send.
+    /// Every chiplet's DDR holds every expert, so a landed slice can always be dropped and
+    /// fetched again: in order of cost, (1) a pre-loaded slice of an ungranted expert
+    /// (reloaded after its grant), (2) a computed slice waiting to be sent (the next station
+    /// is told to load it from its own DDR — a hand-off on the control sideband), (3) a
+    /// granted slice not yet computed (reloaded here). The slice in the PE array, the one
+    /// being sent and those still landing are never dropped; they free their slots by
+    /// themselves, so an arrival always gets a slot eventually and the mesh drains.
+    fn evict(&mut self, out: &mut CtrlOut, traj: &dyn Trajectory) {
+        let _ = traj;
+        let victim = if let Some(s) = self.local_wait.pop() {
+            Some((s, false))
+        } else if let (None, Some(i)) = (out.handoff, self.tx_q.iter().position(|&(s, _)| self.slot[s as usize].computed && Some(s) != self.pe_slot)) {
+            let (s, next) = self.tx_q.remove(i).expect("index found");
+            out.handoff = Some((self.ring.tag(s), next));
+            self.stats.handoffs_out += 1;
+            Some((s, true))
+        } else if let Some(i) = self.local_ready.iter().position(|&s| Some(s) != self.pe_slot) {
+            Some((self.local_ready.remove(i).expect("index found"), false))
+        } else if let Some(i) = self.rx_ready.iter().position(|&s| Some(s) != self.pe_slot) {
+            Some((self.rx_ready.remove(i).expect("index found"), false))
+        } else {
+            None
+        };
+        if let Some((s, handed)) = victim {
+            if !handed {
+                self.reload_q.push_back(self.ring.tag(s));
+            }
+            self.ring.release(s);
+            self.slot[s as usize] = SlotCtl::default();
+            self.stats.evictions += 1;
+        }
+    }
+
+    /// Live slots holding (or loading) micro-slices of ungranted experts.
+    fn ungranted_slots(&self) -> u32 {
+        (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.granted[self.ring.tag(s).expert as usize]).count() as u32
     }
 
     /// Rule 3.

@@ -48,6 +48,7 @@ use super::ni::{D2dEngineCl, NiPorts, PacketKind, PayloadPools};
 use super::pe_array::{PeArrayCl, PeJob};
 use super::plan::LayerPlan;
 use super::result::{ChipletResult, PeakRates, PkgResult, Roofline};
+use super::ring::SlotTag;
 use super::ucie::{UcieAdapterCl, UciePorts};
 use crate::cfg::CfgError;
 use crate::harness::{
@@ -108,6 +109,8 @@ pub struct PkgWires {
     pub done: LinkArena<u16>,
     pub ddr_req: LinkArena<DdrReq>,
     pub ddr_resp: LinkArena<DdrResp>,
+    /// Control sideband: a micro-slice handed to the next station (deadlock escape).
+    pub handoff: LinkArena<SlotTag>,
     pub pools: PayloadPools,
 }
 
@@ -154,6 +157,11 @@ pub struct ChipletTile {
     done_out: LinkId,
     ddr_req_out: LinkId,
     ddr_resp_in: LinkId,
+    /// Hand-off sideband: my link to each chiplet, each chiplet's link to me, and the
+    /// hand-offs received but not yet taken by the controller (one per cycle).
+    handoff_out: Vec<LinkId>,
+    handoff_in: Vec<LinkId>,
+    handoff_q: std::collections::VecDeque<SlotTag>,
     ddr_depth: u32,
     ddr_outstanding: u32,
     /// Registered glue: PE job issued next edge, slot for the waiting D2D head.
@@ -227,6 +235,7 @@ impl ChipletTile {
             && !self.ni.busy()
             && self.router.occupancy() == 0
             && self.pe_job.is_none()
+            && self.handoff_q.is_empty()
             && self.rx_slot_reg.is_none()
             && !self.pe.busy()
             && self.ddr_outstanding == 0
@@ -260,6 +269,11 @@ impl ChipletTile {
             let src = &f.image[tag.expert as usize][tag.k as usize];
             self.ctrl.ring.slot_data_mut(s)[..src.len()].copy_from_slice(src);
         }
+        for &l in &self.handoff_in {
+            if let Some(tag) = w.handoff.recv(l, now) {
+                self.handoff_q.push_back(tag);
+            }
+        }
         let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
         let pe_done = self.pe.eval(now, self.pe_job.take());
         if let (Some(s), Some(f)) = (pe_done, ctx.func.as_ref()) {
@@ -288,6 +302,7 @@ impl ChipletTile {
             tx_done: ev.tx_done,
             tx_ready: ev.tx_ready,
             tokens_arrived,
+            handoff: self.handoff_q.pop_front(),
         };
         let out = self.ctrl.step(&inp, &ctx.traj);
         // --- outputs to the neighbours
@@ -313,13 +328,16 @@ impl ChipletTile {
         if out.done {
             w.done.send(self.done_out, now, 1 << self.id);
         }
+        if let Some((tag, next)) = out.handoff {
+            w.handoff.send(self.handoff_out[next as usize], now, tag);
+        }
         if let Some(e) = out.expert_done {
             // EP/Hydra: the outputs go back to their tokens' homes.
             for &(h, n) in &self.combine_to[e as usize] {
                 self.ni.queue_tokens(PacketKind::Combine, e, n, n as usize * ctx.d_model as usize * ctx.out_bytes as usize, h);
             }
         }
-        let did = out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
+        let did = !self.handoff_q.is_empty() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
         self.progress += moved + did as u64 + self.pe.busy() as u64;
         active |= did || sent || self.pe_job.is_some() || self.rx_slot_reg.is_some();
         if active || moved > 0 {
@@ -592,6 +610,9 @@ impl Package {
         let done_in: Vec<LinkId> = (0..n).map(|_| done.add(cl(2))).collect();
         let ddr_req_l: Vec<LinkId> = (0..n).map(|_| ddr_req.add_cdc(1, ddr.div as u32)).collect();
         let ddr_resp_l: Vec<LinkId> = (0..n).map(|_| ddr_resp.add_cdc(1, core.div as u32)).collect();
+        let mut handoff = LinkArena::<SlotTag>::new();
+        // handoff_l[src][dst]
+        let handoff_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| handoff.add(cl(2))).collect()).collect();
         let max_lat = [cl(st + 2), credit_lat as u32, cl(2)].into_iter().max().unwrap() as u64 + 2 * tk;
         // --- the IO die
         let theta = if strategy == Strategy::A5 { cfg.theta_min } else { 0 };
@@ -680,6 +701,9 @@ impl Package {
                 done_out: done_in[i],
                 ddr_req_out: ddr_req_l[i],
                 ddr_resp_in: ddr_resp_l[i],
+                handoff_out: handoff_l[i].clone(),
+                handoff_in: (0..n).filter(|&j| j != i).map(|j| handoff_l[j][i]).collect(),
+                handoff_q: std::collections::VecDeque::new(),
                 ddr_depth: cfg.ddr.queue_depth,
                 ddr_outstanding: 0,
                 pe_job: None,
@@ -750,7 +774,7 @@ impl Package {
             cfg: cfg.clone(),
             strategy,
             parts,
-            wires: PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, pools },
+            wires: PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, pools },
             ctx,
             clocks,
             plan,
@@ -915,6 +939,10 @@ impl Package {
                 rule1_computes: t.ctrl.stats.rule1_computes,
                 rule2_computes: t.ctrl.stats.rule2_computes,
                 replays: rep,
+                evictions: t.ctrl.stats.evictions,
+                handoffs: t.ctrl.stats.handoffs_out,
+                reloads: t.ctrl.stats.reloads,
+                rx_stall_cycles: t.ctrl.stats.rx_stall_cycles,
             });
             macs += t.macs;
             ddr_bytes += t.ddr_bytes;

@@ -54,6 +54,13 @@ pub struct ChipletResult {
     pub rule1_computes: u64,
     pub rule2_computes: u64,
     pub replays: u64,
+    /// Deadlock-escape activity (chiplet.rs `evict`): slots freed for arrivals, computed
+    /// slices handed to the next station, DDR reloads of dropped slices.
+    pub evictions: u64,
+    pub handoffs: u64,
+    pub reloads: u64,
+    /// Cycles a D2D head waited for a ring slot.
+    pub rx_stall_cycles: u64,
 }
 
 /// One strategy's run of one layer.

@@ -1,0 +1,381 @@
+//! `waferstream package`: one MoE layer on the FSE-DP chiplet package, per strategy, in
+//! timing mode (full model size, payload-free flits) or functional mode (small dimensions,
+//! real int8 data checked bit-exact against the dense reference).
+//!
+//! Precedence: explicit flag > `--config` file (a `PkgCfg` TOML) > built-in default.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use hw::pkg::config::{PkgCfg, Strategy};
+use hw::pkg::package::{LayerInput, Package};
+use hw::pkg::result::PkgResult;
+use sched::models::{model_by_name, ModelPreset};
+use sched::trace::{load_trace, Trace};
+use sched::workload::{generate, GenCfg};
+use serde::{Deserialize, Serialize};
+
+use super::{check_writable, ensure_parent, CliResult};
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct PackageArgs {
+    /// Model preset (dimensions, experts, top-k, shared experts).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Tokens in the layer (one iteration).
+    #[arg(long)]
+    pub tokens: Option<u32>,
+    /// Chiplet array RxC (square: 2x2, 3x3, 4x4).
+    #[arg(long)]
+    pub array: Option<String>,
+    /// Strategies, comma-separated: ep, hydra, a1..a5 (fse-dp = a3).
+    #[arg(long, default_value = "ep,a3")]
+    pub strategy: String,
+    /// Real int8 data through the dataflow, outputs checked against the dense reference
+    /// (model `functional` by default: d_model 64, d_ffn 48, 16 experts, top-2).
+    #[arg(long)]
+    pub functional: bool,
+    /// UCIe bit-error rate in [0, 1) (replay hides the errors).
+    #[arg(long)]
+    pub ber: Option<f64>,
+    #[arg(long)]
+    pub micro_slices: Option<u32>,
+    #[arg(long)]
+    pub ring_slots: Option<u32>,
+    /// Override the model's dimensions.
+    #[arg(long)]
+    pub d_model: Option<u32>,
+    #[arg(long)]
+    pub d_ffn: Option<u32>,
+    /// Routing trace (SPEC §8): experts and top-k from its header.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Iterations of the trace to run, A..B (each iteration's layers run in turn).
+    #[arg(long)]
+    pub iters: Option<String>,
+    /// MoE layers of the trace to run, A..B.
+    #[arg(long)]
+    pub layers: Option<String>,
+    /// Zipf skew of the generated routing.
+    #[arg(long)]
+    pub skew: Option<f64>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Package config (TOML, the `PkgCfg` fields).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Step every edge (results are identical; for checking).
+    #[arg(long)]
+    pub no_fast_forward: bool,
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Waveforms of the run (one file per strategy: NAME-<strategy>.vcd when several).
+    #[arg(long)]
+    pub vcd: Option<PathBuf>,
+    #[arg(long)]
+    pub fst: Option<PathBuf>,
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// What the package runs: model, tokens and strategies (the `run` scenario's `[workload]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadCfg {
+    pub model: String,
+    pub tokens: u32,
+    pub strategies: Vec<String>,
+    pub skew: f64,
+    pub seed: u64,
+    pub functional: bool,
+}
+
+impl Default for WorkloadCfg {
+    fn default() -> Self {
+        WorkloadCfg { model: "qwen3-30b-a3b".into(), tokens: 256, strategies: vec!["ep".into(), "a3".into()], skew: 1.0, seed: 1, functional: false }
+    }
+}
+
+fn parse_range(s: &str, flag: &str) -> CliResult<std::ops::Range<usize>> {
+    let bad = || format!("{flag}: `{s}` is not A..B (or a single index)");
+    if let Some((a, b)) = s.split_once("..") {
+        let a: usize = a.trim().parse().map_err(|_| bad())?;
+        let b: usize = b.trim().parse().map_err(|_| bad())?;
+        if a >= b {
+            return Err(format!("{flag}: `{s}` is empty"));
+        }
+        Ok(a..b)
+    } else {
+        let a: usize = s.trim().parse().map_err(|_| bad())?;
+        Ok(a..a + 1)
+    }
+}
+
+pub fn parse_array(s: &str) -> CliResult<(u32, u32)> {
+    let bad = || format!("--array: `{s}` is not RxC (e.g. 2x2)");
+    let (r, c) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    Ok((r.trim().parse().map_err(|_| bad())?, c.trim().parse().map_err(|_| bad())?))
+}
+
+pub fn parse_strategies(s: &str) -> CliResult<Vec<Strategy>> {
+    let v: Vec<Strategy> = s.split(',').filter(|x| !x.trim().is_empty()).map(Strategy::parse).collect::<Result<_, _>>().map_err(|e| format!("--strategy: {e}"))?;
+    if v.is_empty() {
+        return Err("--strategy: give at least one of ep, hydra, a1..a5".into());
+    }
+    Ok(v)
+}
+
+/// The layers to run: generated routing (one layer), or the selected part of a trace.
+pub fn layers_from(m: &ModelPreset, tokens: u32, skew: f64, seed: u64, trace: Option<&Trace>, iters: Option<std::ops::Range<usize>>, layers: Option<std::ops::Range<usize>>, d_model: u32, d_ffn: u32) -> CliResult<Vec<LayerInput>> {
+    let shared = m.shared_experts as usize;
+    let with_shared = |routing: Vec<Vec<u16>>, experts: usize| -> LayerInput {
+        let routing = routing.into_iter().map(|mut es| {
+            es.extend((0..shared).map(|s| (experts + s) as u16));
+            es
+        });
+        LayerInput { routing: routing.collect(), experts: experts + shared, d_model, d_ffn }
+    };
+    match trace {
+        None => {
+            if iters.is_some() || layers.is_some() {
+                return Err("--iters/--layers select a part of a --trace".into());
+            }
+            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: 1, tokens_per_iter: tokens, iters: 1, skew, seed, ..Default::default() };
+            let t = generate(&g).map_err(|e| e.to_string())?;
+            Ok(vec![with_shared(t.routing(0..t.tokens.len(), 0), m.experts as usize)])
+        }
+        Some(t) => {
+            let mut t = t.clone();
+            if let Some(r) = iters {
+                t = t.select_iters(r).map_err(|e| format!("--iters: {e}"))?;
+            }
+            if let Some(r) = layers {
+                t = t.select_layers(r).map_err(|e| format!("--layers: {e}"))?;
+            }
+            let experts = t.header.experts as usize;
+            let mut out = Vec::new();
+            for (_, range) in t.iterations() {
+                for l in 0..t.header.layers as usize {
+                    out.push(with_shared(t.routing(range.clone(), l), experts));
+                }
+            }
+            if out.is_empty() {
+                return Err("the trace selection holds no tokens".into());
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Sums a run of several layers into one result (latencies and bytes add; peaks take the max).
+fn accumulate(acc: &mut Option<PkgResult>, r: PkgResult) {
+    match acc {
+        None => *acc = Some(r),
+        Some(a) => {
+            let lat = a.latency_cycles + r.latency_cycles;
+            a.utilization = (a.utilization * a.latency_cycles as f64 + r.utilization * r.latency_cycles as f64) / lat as f64;
+            a.mean_weight_bytes = (a.mean_weight_bytes * a.latency_cycles as f64 + r.mean_weight_bytes * r.latency_cycles as f64) / lat as f64;
+            a.latency_cycles = lat;
+            a.peak_weight_bytes = a.peak_weight_bytes.max(r.peak_weight_bytes);
+            a.peak_token_bytes = a.peak_token_bytes.max(r.peak_token_bytes);
+            a.ddr_bytes += r.ddr_bytes;
+            a.d2d_bytes += r.d2d_bytes;
+            a.macs += r.macs;
+            a.sched_decision_cycles_max = a.sched_decision_cycles_max.max(r.sched_decision_cycles_max);
+            a.roofline_cycles += r.roofline_cycles;
+            a.roofline_ratio = a.latency_cycles as f64 / a.roofline_cycles.max(1) as f64;
+            a.wall_seconds += r.wall_seconds;
+            a.cycles_per_second = a.latency_cycles as f64 / a.wall_seconds.max(1e-9);
+            a.replays += r.replays;
+            a.outputs_match_reference = match (a.outputs_match_reference, r.outputs_match_reference) {
+                (Some(x), Some(y)) => Some(x && y),
+                _ => None,
+            };
+        }
+    }
+}
+
+fn wave_path(base: &Path, s: Strategy, several: bool) -> PathBuf {
+    if !several {
+        return base.to_path_buf();
+    }
+    let stem = base.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
+    let ext = base.extension().map(|x| format!(".{}", x.to_string_lossy())).unwrap_or_default();
+    base.with_file_name(format!("{stem}-{}{ext}", s.name()))
+}
+
+/// Runs every strategy on the layers; writes waveforms of the first layer when asked.
+pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], layers: &[LayerInput], functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
+    let mut results = Vec::new();
+    let several = strategies.len() > 1;
+    for &s in strategies {
+        let mut acc = None;
+        for (i, l) in layers.iter().enumerate() {
+            let mut p = Package::new(cfg, s, l, functional).map_err(|e| e.to_string())?;
+            let r = match waves.filter(|_| i == 0) {
+                Some((base, fmt)) => {
+                    let path = wave_path(base, s, several);
+                    ensure_parent(&path)?;
+                    let mut w = waves::WaveWriter::create(&path, fmt, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let r = p.run(Some(&mut w)).map_err(|e| format!("{}: {e}", s.name()))?;
+                    w.finish(r.latency_cycles * p.ctx.core.div).map_err(|e| format!("{}: {e}", path.display()))?;
+                    if !quiet {
+                        println!("wrote {}", path.display());
+                    }
+                    r
+                }
+                None => p.run(None).map_err(|e| format!("{}: {e}", s.name()))?,
+            };
+            accumulate(&mut acc, r);
+        }
+        results.push(acc.expect("at least one layer"));
+    }
+    Ok(results)
+}
+
+pub fn print_results(results: &[PkgResult]) {
+    println!(
+        "{:<8} {:>12} {:>7} {:>11} {:>9} {:>12} {:>12} {:>10} {:>9}",
+        "strategy", "latency_cyc", "util%", "roofline", "ratio", "peak_w_MB", "ddr_MB", "d2d_MB", "speedup"
+    );
+    let base = results.first().map(|r| r.latency_cycles).unwrap_or(1) as f64;
+    for r in results {
+        println!(
+            "{:<8} {:>12} {:>7.1} {:>11} {:>9.2} {:>12.2} {:>12.2} {:>10.2} {:>8.2}x{}",
+            r.strategy.name(),
+            r.latency_cycles,
+            r.utilization * 100.0,
+            r.roofline_cycles,
+            r.roofline_ratio,
+            r.peak_weight_bytes as f64 / 1e6,
+            r.ddr_bytes as f64 / 1e6,
+            r.d2d_bytes as f64 / 1e6,
+            base / r.latency_cycles as f64,
+            match r.outputs_match_reference {
+                Some(true) => "  outputs bit-exact",
+                Some(false) => "  OUTPUTS DIFFER",
+                None => "",
+            }
+        );
+    }
+}
+
+pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize, layers: usize, results: &[PkgResult]) -> CliResult<()> {
+    ensure_parent(path)?;
+    let v = serde_json::json!({ "model": model.name, "tokens": tokens, "layers_run": layers, "config": cfg, "results": results });
+    std::fs::write(path, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+pub fn load_cfg(path: &Path) -> CliResult<PkgCfg> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let c: PkgCfg = super::noc::parse_toml(&text, &path.display().to_string())?;
+    Ok(c)
+}
+
+pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
+    // Output paths first: a long run must not be lost to an unwritable file.
+    for p in [a.json.as_ref(), a.vcd.as_ref(), a.fst.as_ref()].into_iter().flatten() {
+        check_writable(p)?;
+    }
+    if a.vcd.is_some() && a.fst.is_some() {
+        return Err("give --vcd or --fst, not both".into());
+    }
+    let mut cfg = match &a.config {
+        Some(p) => load_cfg(p)?,
+        None => PkgCfg::default(),
+    };
+    if let Some(s) = &a.array {
+        let (r, c) = parse_array(s)?;
+        cfg.rows = r;
+        cfg.cols = c;
+    }
+    if let Some(b) = a.ber {
+        cfg.ucie.ber = b;
+    }
+    if let Some(m) = a.micro_slices {
+        cfg.micro_slices = m;
+    }
+    if let Some(s) = a.ring_slots {
+        cfg.ring_slots = s;
+    }
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if let Some(t) = a.threads {
+        cfg.sim.threads = t;
+    }
+    if a.no_fast_forward {
+        cfg.sim.fast_forward = false;
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    let strategies = parse_strategies(&a.strategy)?;
+    let trace = match &a.trace {
+        Some(p) => Some(load_trace(p).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let model_name = a.model.clone().unwrap_or_else(|| if a.functional { "functional".into() } else { "qwen3-30b-a3b".into() });
+    let mut model = model_by_name(&model_name).map_err(|e| format!("--model: {e}"))?;
+    if let Some(t) = &trace {
+        if a.model.is_none() && a.d_model.is_none() {
+            return Err("--trace: give --model (or --d-model and --d-ffn) for the expert dimensions".into());
+        }
+        model.experts = t.header.experts;
+        model.top_k = t.header.top_k;
+    }
+    let d_model = a.d_model.unwrap_or(model.d_model);
+    let d_ffn = a.d_ffn.unwrap_or(model.d_ffn);
+    if d_model == 0 || d_ffn == 0 {
+        return Err("--d-model/--d-ffn: must be at least 1".into());
+    }
+    cfg.validate_for(d_ffn).map_err(|e| e.to_string())?;
+    let tokens = a.tokens.unwrap_or(if a.functional { 32 } else { 256 });
+    if tokens == 0 || tokens > 1 << 20 {
+        return Err(format!("--tokens: {tokens} outside 1..=1048576"));
+    }
+    if a.trace.is_some() && a.tokens.is_some() {
+        return Err("--tokens: the trace decides the tokens (select with --iters)".into());
+    }
+    let skew = a.skew.unwrap_or(1.0);
+    if !(skew.is_finite() && (0.0..=10.0).contains(&skew)) {
+        return Err(format!("--skew: {skew} outside 0..=10"));
+    }
+    let iters = a.iters.as_deref().map(|s| parse_range(s, "--iters")).transpose()?;
+    let lrange = a.layers.as_deref().map(|s| parse_range(s, "--layers")).transpose()?;
+    let layers = layers_from(&model, tokens, skew, cfg.seed.max(1), trace.as_ref(), iters, lrange, d_model, d_ffn)?;
+    let waves = match (&a.vcd, &a.fst) {
+        (Some(p), _) => Some((p.as_path(), waves::WaveFormat::Vcd)),
+        (_, Some(p)) => Some((p.as_path(), waves::WaveFormat::Fst)),
+        _ => None,
+    };
+    let ntok: usize = layers.iter().map(|l| l.routing.len()).sum();
+    if !a.quiet {
+        println!(
+            "package {}x{} {} ({} layer run(s), {} tokens, d_model {d_model}, d_ffn {d_ffn}, {} experts top-{}{}){}",
+            cfg.rows,
+            cfg.cols,
+            model.name,
+            layers.len(),
+            ntok,
+            layers[0].experts,
+            model.top_k,
+            if model.shared_experts > 0 { format!(" + {} shared", model.shared_experts) } else { String::new() },
+            if a.functional { ", functional" } else { "" }
+        );
+    }
+    let results = run_strategies(&cfg, &strategies, &layers, a.functional, waves, a.quiet)?;
+    print_results(&results);
+    if let Some(p) = &a.json {
+        write_json(p, &cfg, &model, ntok, layers.len(), &results)?;
+        if !a.quiet {
+            println!("wrote {}", p.display());
+        }
+    }
+    if a.functional && results.iter().any(|r| r.outputs_match_reference != Some(true)) {
+        eprintln!("error: functional outputs differ from the reference");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
