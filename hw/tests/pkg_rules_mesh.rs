@@ -121,6 +121,8 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
     let mut pe_busy: Vec<Option<(Cycle, u32)>> = vec![None; n];
     let mut ddr: Vec<Option<(Cycle, u32)>> = vec![None; n];
     let mut rx_slot: Vec<Option<u32>> = vec![None; n];
+    // Hand-off sideband (deadlock escape): delivered to the next station a cycle later.
+    let mut handoff: Vec<std::collections::VecDeque<hw::pkg::ring::SlotTag>> = vec![Default::default(); n];
     let mut computed = vec![vec![vec![0u32; m as usize]; experts]; n];
     // Scheduler: preload everything in order, grant in order when a member is idle.
     let mut icv: u16 = ((1u32 << n) - 1) as u16;
@@ -154,6 +156,7 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
                 let ev = nis[i].eval(t, &flits, &credits, rx_slot[i].take(), &mut data, 0, &pools);
                 let mut inp = CtrlIn { tx_ready: ev.tx_ready, tx_done: ev.tx_done, rx_head: ev.rx_head, rx_landed: ev.rx_landed, ..Default::default() };
                 inp.sched = rev[i].pop();
+                inp.handoff = handoff[i].pop_front();
                 inp.ddr_ready = ddr[i].is_none();
                 if let Some((due, s)) = ddr[i] {
                     if due == t {
@@ -185,13 +188,17 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
                 if out.done {
                     icv |= 1 << i;
                 }
+                if let Some((tag, next)) = out.handoff {
+                    handoff[next as usize].push_back(tag);
+                    progress = true;
+                }
                 progress |= out.rx_slot.is_some() || inp.rx_landed.is_some();
             }
         }
         if progress {
             last_progress = t;
         }
-        let finished = next_grant == experts && ctrls.iter().all(|c| c.quiescent()) && nis.iter().all(|x| !x.busy()) && routers.iter().all(|r| r.occupancy() == 0);
+        let finished = next_grant == experts && handoff.iter().all(|q| q.is_empty()) && ctrls.iter().all(|c| c.quiescent()) && nis.iter().all(|x| !x.busy()) && routers.iter().all(|r| r.occupancy() == 0);
         if finished {
             break;
         }
