@@ -309,7 +309,7 @@ fn run_print_default() {
     let out = r.stdout();
     assert!(out.contains("[scenario]"), "{out}");
     let v: toml::Value = toml::from_str(&out).expect("printed default is TOML");
-    assert!(v.get("scenario").is_some() && v.get("noc").is_some());
+    assert!(v.get("scenario").is_some() && v.get("package").is_some() && v.get("workload").is_some());
 }
 
 #[test]
@@ -343,7 +343,7 @@ fn run_default_scenario_with_fst_window() {
     let d = tmp("run_fst");
     let fst = d.join("run.fst");
     let json = d.join("run.json");
-    let r = run(&["run", "--quiet", "--json", json.to_str().unwrap(), "--fst", fst.to_str().unwrap(), "--trace", "top.mesh.r_0_*", "--window", "2000..2500"], None);
+    let r = run(&["run", "noc-sweep", "--quiet", "--json", json.to_str().unwrap(), "--fst", fst.to_str().unwrap(), "--trace", "top.mesh.r_0_*", "--window", "2000..2500"], None);
     assert!(r.out.status.success(), "{}", r.describe());
     assert!(r.stdout().contains("mesh8x8-uniform"), "{}", r.describe());
     let s = run(&["wave", "stats", fst.to_str().unwrap()], None);

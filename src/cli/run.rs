@@ -8,11 +8,17 @@ use clap::Args;
 use hw::noc::{run_sweep, NocCfg};
 use serde::{Deserialize, Serialize};
 
+use hw::pkg::config::PkgCfg;
+
 use super::noc::{print_table, progress_bar, traced_point, wave_opts, WaveArgs};
+use super::package::WorkloadCfg;
 use super::{ensure_parent, CliResult};
 
 /// The embedded default scenario.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../testbenches/configs/default.toml");
+
+/// Embedded named scenarios (`waferstream run NAME`).
+pub const NAMED: [(&str, &str); 2] = [("default", DEFAULT_SCENARIO), ("noc-sweep", include_str!("../../testbenches/configs/noc_sweep.toml"))];
 
 /// A scenario file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +27,11 @@ pub struct ScenarioCfg {
     pub scenario: ScenarioHeader,
     #[serde(default)]
     pub noc: NocCfg,
+    /// `kind = "package"`: the package and what runs on it.
+    #[serde(default)]
+    pub package: PkgCfg,
+    #[serde(default)]
+    pub workload: WorkloadCfg,
     #[serde(default)]
     pub output: OutputCfg,
 }
@@ -40,6 +51,8 @@ pub struct ScenarioHeader {
 pub enum ScenarioKind {
     /// Mesh NoC under synthetic traffic.
     NocSweep,
+    /// One MoE layer on the FSE-DP chiplet package, per strategy.
+    Package,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -54,7 +67,8 @@ pub struct OutputCfg {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Scenario config (TOML); the embedded default when omitted.
+    /// Scenario config (TOML), or an embedded scenario's name (default, noc-sweep); the
+    /// embedded default when omitted.
     pub config: Option<PathBuf>,
     /// Override: JSON stats output.
     #[arg(long)]
@@ -72,6 +86,9 @@ pub struct RunArgs {
 pub fn parse_scenario(text: &str, origin: &str) -> CliResult<ScenarioCfg> {
     let s: ScenarioCfg = super::noc::parse_toml(text, origin)?;
     s.noc.validate().map_err(|e| format!("{origin}: {}", e.to_string().replacen("config field `", "config field `noc.", 1)))?;
+    if s.scenario.kind == ScenarioKind::Package {
+        s.package.validate().map_err(|e| format!("{origin}: {}", e.under("package")))?;
+    }
     if let Some(r) = s.scenario.rates.iter().find(|r| !(r.is_finite() && (0.0..=1.0).contains(*r))) {
         return Err(format!("{origin}: config field `scenario.rates`: rate {r} outside 0..=1 flits/node/cycle"));
     }
@@ -83,7 +100,12 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
         print!("{DEFAULT_SCENARIO}");
         return Ok(ExitCode::SUCCESS);
     }
+    let named = a.config.as_ref().and_then(|p| p.to_str()).and_then(|n| NAMED.iter().find(|(k, _)| *k == n)).filter(|_| !a.config.as_ref().is_some_and(|p| p.exists()));
     let sc = match &a.config {
+        Some(_) if named.is_some() => {
+            let (n, text) = named.expect("checked");
+            parse_scenario(text, &format!("embedded scenario `{n}`"))?
+        }
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
             parse_scenario(&text, &p.display().to_string())?
@@ -106,6 +128,9 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
         return Err(format!("config field `scenario.rates`: {} rates, at most {}", sc.scenario.rates.len(), super::noc::MAX_RATES));
     }
     println!("scenario `{}` ({:?})", sc.scenario.name, sc.scenario.kind);
+    if sc.scenario.kind == ScenarioKind::Package {
+        return run_package(&sc, json.as_deref(), waves.as_ref(), a.quiet);
+    }
     tracing::info!(name = %sc.scenario.name, "running scenario");
     let rates = if sc.scenario.rates.is_empty() { vec![sc.noc.traffic.rate] } else { sc.scenario.rates.clone() };
     let pb = progress_bar(a.quiet, rates.len() as u64, &sc.scenario.name);
@@ -130,6 +155,36 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     }
     if let Some(w) = &waves {
         println!("wrote {}", w.path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A `kind = "package"` scenario: the workload's strategies on the package, a comparison table.
+fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
+    use super::package::{layers_from, parse_strategies, print_results, run_strategies, write_json};
+    let w = &sc.workload;
+    if !sc.scenario.rates.is_empty() {
+        return Err("config field `scenario.rates`: a package scenario has no injection rates".into());
+    }
+    if waves.is_some_and(|o| !o.globs.is_empty() || o.window.is_some()) {
+        return Err("--trace/--window select mesh signals of a noc_sweep scenario; a package scenario traces every signal".into());
+    }
+    let model = sched::models::model_by_name(&w.model).map_err(|e| format!("config field `workload.model`: {e}"))?;
+    sc.package.validate_for(model.d_ffn).map_err(|e| e.under("package").to_string())?;
+    if w.tokens == 0 || w.tokens > 1 << 20 {
+        return Err(format!("config field `workload.tokens`: {} outside 1..=1048576", w.tokens));
+    }
+    if !(w.skew.is_finite() && (0.0..=10.0).contains(&w.skew)) {
+        return Err(format!("config field `workload.skew`: {} outside 0..=10", w.skew));
+    }
+    let strategies = parse_strategies(&w.strategies.join(",")).map_err(|e| e.replace("--strategy", "config field `workload.strategies`"))?;
+    let layers = layers_from(&model, w.tokens, w.skew, w.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
+    println!("{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, sc.package.rows, sc.package.cols, w.strategies.join(", "));
+    let results = run_strategies(&sc.package, &strategies, &layers, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet)?;
+    print_results(&results);
+    if let Some(p) = json {
+        write_json(p, &sc.package, &model, w.tokens as usize, 1, &results)?;
+        println!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }
