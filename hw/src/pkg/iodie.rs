@@ -264,6 +264,8 @@ pub struct IoDieSchedulerCl {
     pub grant_start: u8,
     /// ICV the last grant was matched against (its start chiplet is a member).
     pub grant_icv: u16,
+    /// Grants issued (traced as `grants`, mod 2^16).
+    pub grants_issued: u64,
     pub preload_valid: bool,
     pub preload_expert: u16,
     pub defer_valid: bool,
@@ -329,6 +331,7 @@ impl IoDieSchedulerCl {
             grant_mask: 0,
             grant_start: 0,
             grant_icv: 0,
+            grants_issued: 0,
             preload_valid: false,
             preload_expert: 0,
             defer_valid: false,
@@ -603,6 +606,7 @@ impl IoDieSchedulerCl {
                 self.grant_mask = mask;
                 self.grant_start = start;
                 self.grant_icv = self.icv;
+                self.grants_issued = self.grants_issued.wrapping_add(1);
                 assert!(self.icv >> start & 1 == 1 && mask >> start & 1 == 1, "iodie: grant of expert {e} to busy or foreign chiplet {start}");
                 self.icv &= !mask;
                 for c in 0..self.n {
@@ -785,6 +789,8 @@ impl Probe for IoDieSchedulerCl {
         sig("grant_mask", n_w);
         sig("grant_start", 4);
         sig("grant_icv", n_w);
+        // Grants so far (mod 2^16): a waveform checker counts grants by its changes.
+        sig("grants", 16);
         sig("done_fifo_occ", bits_for(self.cfg.done_fifo as u64));
         sig("defer_valid", 1);
         for s in 0..self.stages.len() {
@@ -813,6 +819,7 @@ impl Probe for IoDieSchedulerCl {
         out.push(self.grant_mask as u64);
         out.push(self.grant_start as u64);
         out.push(self.grant_icv as u64);
+        out.push(self.grants_issued & 0xffff);
         out.push(self.done_fifo.len() as u64);
         out.push(self.defer_valid as u64);
         // Stage s holds the vector in the cycle it is applied (state Sort, stage index s).
