@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use hw::noc::{run_point, run_sweep, NocCfg, SweepResult, TrafficPattern, WaveOut};
+use hw::noc::{run_sweep, NocCfg, SweepResult, TrafficPattern, WaveOut};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{ensure_parent, CliResult};
@@ -71,7 +71,8 @@ pub struct NocArgs {
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Print a per-cycle line trace of the routers whose scope matches this glob (e.g.
-    /// 'top.mesh.r_1_*'), for the first rate, within --window (default 0..200).
+    /// 'top.mesh.r_1_*'), streamed while the first rate runs, within --window (default
+    /// 0..200; clamped to the run; a window starting after the run is an error).
     #[arg(long = "line-trace")]
     pub line_trace: Option<String>,
     /// Include every router's counters (hierarchical names) in the JSON.
@@ -102,9 +103,6 @@ pub struct WaveArgs {
 /// Most rates one sweep may hold: each is a full simulation, so a longer list is a typo
 /// (e.g. a step of 1e-12), refused before anything is allocated.
 pub const MAX_RATES: usize = 1000;
-
-/// Longest line-trace window end (each cycle prints one line per traced router).
-pub const MAX_LINE_TRACE_CYCLES: u64 = 1_000_000;
 
 /// The built-in sweep when neither --rates nor a config gives one.
 pub const DEFAULT_RATES: &str = "0.05:0.45:0.05";
@@ -270,50 +268,123 @@ pub fn wave_opts(w: &WaveArgs) -> CliResult<Option<WaveOpts>> {
     Ok(Some(WaveOpts { path, format, globs: trace.to_vec(), window }))
 }
 
-/// Runs one rate with waveform output.
-pub fn traced_point(cfg: &NocCfg, w: &WaveOpts, pb: &ProgressBar) -> CliResult<hw::noc::PointResult> {
-    let format = w.format;
-    let probe = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
-    let signals = probe.signals();
-    drop(probe);
-    let filter = waves::WaveFilter { globs: w.globs.clone(), window: w.window };
-    ensure_parent(&w.path)?;
-    let mut writer = waves::WaveWriter::create(&w.path, format, cfg.mesh.period_ps(), &signals, &filter).map_err(|e| format!("{}: {e}", w.path.display()))?;
-    if writer.selected_count() == 0 {
-        return Err(format!("--trace {:?} selects no signal (names look like top.mesh.r_0_0.router.in_e.vc0.occ)", w.globs));
-    }
-    let (r, _mesh) = run_point(cfg, Some(WaveOut { sink: &mut writer }), &mut |c| pb.set_position(c)).map_err(|e| e.to_string())?;
-    writer.finish(r.cycles).map_err(|e| e.to_string())?;
-    Ok(r)
+/// The line trace requested with `--line-trace GLOB` (its window is `--window`, default
+/// 0..200).
+pub struct LineOpts {
+    pub glob: String,
+    pub window: (u64, u64),
 }
 
-/// Runs `cfg` (traffic measured as in BookSim's running phase) up to the end of `window` and
-/// returns the line trace of the routers whose scope matches `glob`.
-pub fn line_trace(cfg: &NocCfg, glob: &str, window: (u64, u64)) -> CliResult<Vec<String>> {
-    let filter = waves::WaveFilter { globs: vec![glob.to_string()], window: None }.compile().map_err(|e| format!("--line-trace: {e}"))?;
-    let mut mesh = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
-    let n = mesh.enable_line_trace(
-        &|scope: &str| filter.selects(&waves::SignalDecl { scope: scope.split('.').map(String::from).collect(), name: "router".into(), width: 1 }),
-        window,
-    );
-    if n == 0 {
-        return Err(format!("--line-trace `{glob}` selects no router (scopes look like top.mesh.r_1_2)"));
-    }
-    let ctx = hw::noc::NiCtx::running(cfg.traffic.pattern.clone());
-    mesh.run(window.1.saturating_sub(1), &ctx, false).map_err(|e| e.to_string())?;
-    let mut out = vec![format!("line trace: {n} router(s), cycles {}..{}; per input port and VC: state (. idle, R route, V VC alloc, A active) + occupancy, # = holds a flit that did not leave this cycle; > outputs a flit was switched to; ni[i e q] = injected, ejected, packet queued", window.0, window.1)];
-    out.extend(mesh.drain_line_trace());
-    Ok(out)
+/// Header printed before the line-trace lines.
+fn line_trace_header(n: usize, window: (u64, u64)) -> String {
+    let end = if window.1 == u64::MAX { "end of run".to_string() } else { window.1.to_string() };
+    format!("line trace: {n} router(s), cycles {}..{end} of the first rate's run; per input port and VC: state (. idle, R route, V VC alloc, A active) + occupancy, # = holds a flit that did not leave this cycle; > outputs a flit was switched to; ni[i e q] = injected, ejected, packet queued", window.0)
 }
 
+/// A window that starts at or after the end of the run it traces: nothing was traced.
+/// Windows count the cycles of the first rate's run, whose length is only known once it ran.
+fn window_past_run(what: &str, window: (u64, u64), cycles: u64) -> Option<String> {
+    (window.0 >= cycles).then(|| {
+        format!("--window {}..{}: the traced run (first rate) ended at cycle {cycles}, before the window starts; {what} (other results were written)", window.0, if window.1 == u64::MAX { String::new() } else { window.1.to_string() })
+    })
+}
+
+/// Outcome of the traced first rate: its result, and an error to report once every other
+/// output is written (a window past the end of the run).
+pub struct TracedPoint {
+    pub result: hw::noc::PointResult,
+    pub late_error: Option<String>,
+}
+
+/// Runs one rate with a waveform and/or a line trace (streamed to stdout as the run goes).
+/// Windows are clamped by the run; one that starts after the run ended is reported.
+pub fn traced_point(cfg: &NocCfg, w: Option<&WaveOpts>, line: Option<&LineOpts>, pb: &ProgressBar) -> CliResult<TracedPoint> {
+    let mesh = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
+    let line_filter = match line {
+        Some(l) => Some(waves::WaveFilter { globs: vec![l.glob.clone()], window: None }.compile().map_err(|e| format!("--line-trace: {e}"))?),
+        None => None,
+    };
+    let select = |scope: &str| line_filter.as_ref().is_some_and(|f| f.selects(&waves::SignalDecl { scope: scope.split('.').map(String::from).collect(), name: "router".into(), width: 1 }));
+    let routers = mesh.tiles().filter(|t| select(&t.scope())).count();
+    if let Some(l) = line {
+        if routers == 0 {
+            return Err(format!("--line-trace `{}` selects no router (scopes look like top.mesh.r_1_2)", l.glob));
+        }
+    }
+    let mut writer = match w {
+        Some(w) => {
+            let filter = waves::WaveFilter { globs: w.globs.clone(), window: w.window };
+            ensure_parent(&w.path)?;
+            // Names are streamed: the writer keeps only the selected ones.
+            let writer = waves::WaveWriter::create_from(&w.path, w.format, cfg.mesh.period_ps(), mesh.signals_iter(), &filter).map_err(|e| format!("{}: {e}", w.path.display()))?;
+            if writer.selected_count() == 0 {
+                return Err(format!("--trace {:?} selects no signal (names look like top.mesh.r_0_0.router.in_e.vc0.occ)", w.globs));
+            }
+            Some(writer)
+        }
+        None => None,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut sink = |l: String| -> Result<(), String> {
+        use std::io::Write;
+        writeln!(out, "{l}").map_err(|e| format!("cannot write to stdout: {e}"))
+    };
+    let lines = match line {
+        Some(l) => {
+            sink(line_trace_header(routers, l.window))?;
+            Some(hw::noc::LineTraceOut { select: &select, window: l.window, sink: &mut sink })
+        }
+        None => None,
+    };
+    let waves_out = writer.as_mut().map(|w| WaveOut { sink: w });
+    let (r, _mesh) = hw::noc::run_mesh(mesh, waves_out, lines, &mut |c| pb.set_message(format!("rate {}: cycle {c}", cfg.traffic.rate))).map_err(|e| e.to_string())?;
+    drop(sink);
+    std::io::Write::flush(&mut out).map_err(|e| format!("cannot write to stdout: {e}"))?;
+    drop(out);
+    if let Some(wr) = writer {
+        wr.finish(r.cycles).map_err(|e| e.to_string())?;
+    }
+    let mut late = Vec::new();
+    if let Some(l) = line {
+        match window_past_run("no line was traced", l.window, r.cycles) {
+            Some(e) => late.push(e),
+            None if l.window.1 != u64::MAX && l.window.1 > r.cycles => {
+                eprintln!("note: --window {}..{}: the run ended at cycle {}, so the line trace stops there", l.window.0, l.window.1, r.cycles)
+            }
+            None => {}
+        }
+    }
+    if let Some(w) = w {
+        if let Some(win) = w.window {
+            late.extend(window_past_run(&format!("{} holds only the values at the end of the run", w.path.display()), win, r.cycles));
+        }
+    }
+    Ok(TracedPoint { result: r, late_error: (!late.is_empty()).then(|| late.join("; ")) })
+}
+
+/// Progress of a sweep: the bar counts rates; the message shows the current rate's cycle, so
+/// a single long rate still shows progress.
 pub fn progress_bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
     if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(len);
-    pb.set_style(ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}").unwrap());
+    pb.set_style(progress_style());
     pb.set_prefix(what.to_string());
     pb
+}
+
+fn progress_style() -> ProgressStyle {
+    ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} rates  {msg}").unwrap()
+}
+
+/// The callback for `run_sweep`: rate `i` at `cycle` (the bar's position is the rates done).
+pub fn sweep_progress<'a>(pb: &'a ProgressBar, rates: &'a [f64], offset: usize) -> impl FnMut(usize, u64) + 'a {
+    move |i, cycle| {
+        pb.set_position((i + offset) as u64);
+        pb.set_message(format!("rate {}: cycle {cycle}", rates[i]));
+    }
 }
 
 pub fn print_table(r: &SweepResult) {
@@ -363,38 +434,35 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     for p in [&a.json, &a.plot, &a.waves.vcd, &a.waves.fst].into_iter().flatten() {
         super::check_writable(p)?;
     }
-    if let Some(glob) = &a.line_trace {
-        let mut c = cfg.clone();
-        c.traffic.rate = rates[0];
-        let window = match &a.waves.window {
-            Some(w) => waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?,
-            None => (0, 200),
-        };
-        // The line trace runs the mesh to the end of the window (its traffic never ends),
-        // so a window is bounded rather than left to run for ever.
-        if window.1 > MAX_LINE_TRACE_CYCLES {
-            return Err(format!("--window {}..{}: the line trace simulates to the window's end; at most {MAX_LINE_TRACE_CYCLES} cycles", window.0, window.1));
+    let line = match &a.line_trace {
+        Some(glob) => {
+            let window = match &a.waves.window {
+                Some(w) => waves::WaveFilter::parse_window(w).map_err(|e| format!("--window: {e}"))?,
+                None => (0, 200),
+            };
+            Some(LineOpts { glob: glob.clone(), window })
         }
-        for line in line_trace(&c, glob, window)? {
-            println!("{line}");
-        }
-    }
+        None => None,
+    };
     let mut wave_args = a.waves.clone();
     if a.line_trace.is_some() && wave_args.vcd.is_none() && wave_args.fst.is_none() {
         wave_args.window = None; // the window was the line trace's
     }
     let waves = wave_opts(&wave_args)?;
     let pb = progress_bar(a.quiet, rates.len() as u64, "noc");
-    let result = if let Some(w) = &waves {
-        // The first rate with waves, the others without; one table.
+    let mut late_error = None;
+    let result = if waves.is_some() || line.is_some() {
+        // The first rate with waves and/or the line trace (streamed as it runs), the others
+        // without; one table.
         let mut c = cfg.clone();
         c.traffic.rate = rates[0];
         let start = std::time::Instant::now();
-        let p0 = traced_point(&c, w, &ProgressBar::hidden())?;
+        let t = traced_point(&c, waves.as_ref(), line.as_ref(), &pb)?;
+        late_error = t.late_error;
         pb.inc(1);
-        let rest = run_sweep(&cfg, &rates[1..], &mut |i, _| pb.set_position(i as u64 + 1)).map_err(|e| e.to_string())?;
+        let rest = run_sweep(&cfg, &rates[1..], &mut sweep_progress(&pb, &rates[1..], 1)).map_err(|e| e.to_string())?;
         let mut r = rest;
-        r.points.insert(0, p0);
+        r.points.insert(0, t.result);
         r.cycles = r.points.iter().map(|p| p.cycles).sum();
         r.wall_seconds = start.elapsed().as_secs_f64();
         r.cycles_per_second = r.cycles as f64 / r.wall_seconds;
@@ -402,7 +470,7 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
         r.max_accepted_flit_rate = r.points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max);
         r
     } else {
-        run_sweep(&cfg, &rates, &mut |i, _| pb.set_position(i as u64)).map_err(|e| e.to_string())?
+        run_sweep(&cfg, &rates, &mut sweep_progress(&pb, &rates, 0)).map_err(|e| e.to_string())?
     };
     pb.finish_and_clear();
     print_table(&result);
@@ -420,5 +488,31 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
         super::plot::latency_curve(&result, p)?;
         println!("wrote {}", p.display());
     }
+    if let Some(e) = late_error {
+        return Err(e);
+    }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Item 11: a single long rate shows its progress in cycles, not a 0/1 bar.
+    #[test]
+    fn progress_shows_cycles_of_the_current_rate() {
+        let pb = ProgressBar::hidden();
+        pb.set_style(progress_style());
+        pb.set_length(1);
+        let rates = [0.3];
+        let mut cb = sweep_progress(&pb, &rates, 0);
+        cb(0, 1000);
+        cb(0, 5000);
+        assert_eq!(pb.position(), 0);
+        assert_eq!(pb.message(), "rate 0.3: cycle 5000");
+        let rates = [0.1, 0.2];
+        let mut cb = sweep_progress(&pb, &rates, 1);
+        cb(1, 42);
+        assert_eq!((pb.position(), pb.message().as_str()), (2, "rate 0.2: cycle 42"));
+    }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use hw::pkg::config::PkgCfg;
 
-use super::noc::{print_table, progress_bar, traced_point, wave_opts, WaveArgs};
+use super::noc::{print_table, progress_bar, sweep_progress, traced_point, wave_opts, WaveArgs};
 use super::package::WorkloadCfg;
 use super::{ensure_parent, CliResult};
 
@@ -134,12 +134,15 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     tracing::info!(name = %sc.scenario.name, "running scenario");
     let rates = if sc.scenario.rates.is_empty() { vec![sc.noc.traffic.rate] } else { sc.scenario.rates.clone() };
     let pb = progress_bar(a.quiet, rates.len() as u64, &sc.scenario.name);
-    let mut result = run_sweep(&sc.noc, &rates, &mut |i, _| pb.set_position(i as u64)).map_err(|e| e.to_string())?;
+    let mut result = run_sweep(&sc.noc, &rates, &mut sweep_progress(&pb, &rates, 0)).map_err(|e| e.to_string())?;
     pb.finish_and_clear();
+    let mut late_error = None;
     if let Some(w) = &waves {
         let mut c = sc.noc.clone();
         c.traffic.rate = rates[0];
-        let p = traced_point(&c, w, &progress_bar(true, 0, ""))?;
+        let t = traced_point(&c, Some(w), None, &progress_bar(true, 0, ""))?;
+        late_error = t.late_error;
+        let p = t.result;
         // Tracing never changes results.
         if p.avg_packet_latency != result.points[0].avg_packet_latency || p.cycles != result.points[0].cycles {
             return Err("internal: traced run differs from untraced run".into());
@@ -155,6 +158,9 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     }
     if let Some(w) = &waves {
         println!("wrote {}", w.path.display());
+    }
+    if let Some(e) = late_error {
+        return Err(e);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -56,37 +56,68 @@ impl WaveWriter {
         signals: &[SignalDecl],
         filter: &WaveFilter,
     ) -> Result<Self> {
+        check_decls(signals)?;
+        Self::create_from(path, format, period_ps, signals.iter().cloned(), filter)
+    }
+
+    /// Like [`WaveWriter::create`], with the declarations streamed: only the selected ones
+    /// are kept (until the header is written), so a narrow glob over a huge design costs 4
+    /// bytes per declared signal instead of its name. Each declaration is checked; names
+    /// must be unique among the selected signals.
+    pub fn create_from(
+        path: &Path,
+        format: WaveFormat,
+        period_ps: u64,
+        signals: impl IntoIterator<Item = SignalDecl>,
+        filter: &WaveFilter,
+    ) -> Result<Self> {
         if period_ps == 0 {
             return Err(WaveError::Format {
                 what: "clock period must be at least 1 ps".into(),
             });
         }
-        check_decls(signals)?;
         let filter = filter.compile()?;
-        let mut slot_of = vec![UNSELECTED; signals.len()];
-        let mut selected = Vec::new();
-        for (i, d) in signals.iter().enumerate() {
-            if filter.selects(d) {
-                slot_of[i] = selected.len() as u32;
-                selected.push(d);
+        let mut slot_of = Vec::new();
+        // The selected names go straight into the scope tree (each scope name stored once):
+        // a few tens of bytes per selected signal instead of its full `SignalDecl`.
+        let mut tree = ScopeTree::new();
+        for d in signals {
+            check_decl(&d)?;
+            if filter.selects(&d) {
+                slot_of.push(tree.vars.len() as u32);
+                tree.add(d);
+            } else {
+                slot_of.push(UNSELECTED);
             }
         }
-        let tree = ScopeTree::build(&selected);
+        tree.check_unique()?;
         let sink = match format {
-            WaveFormat::Vcd => Sink::Vcd(VcdSink::create(path, &tree, &selected)?),
-            WaveFormat::Fst => Sink::Fst(FstSink::create(path, &tree, &selected)?),
+            WaveFormat::Vcd => Sink::Vcd(VcdSink::create(path, &tree)?),
+            WaveFormat::Fst => Sink::Fst(FstSink::create(path, &tree)?),
         };
+        let width: Box<[u32]> = tree.vars.iter().map(|v| v.1).collect();
+        let n = width.len();
         Ok(WaveWriter {
             sink,
             period_ps,
             slot_of: slot_of.into(),
-            width: selected.iter().map(|d| d.width).collect(),
-            last: vec![0; selected.len()].into(),
+            width,
+            last: vec![0; n].into(),
             window: filter.window(),
             dumped: false,
             time_cycle: None,
             cycle_seen: 0,
         })
+    }
+
+    /// The cycle window (start inclusive, end exclusive; `(0, u64::MAX)` without one).
+    pub fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    /// Whether declared signal `sig` passed the glob filter (its changes are written).
+    pub fn selects(&self, sig: usize) -> bool {
+        self.slot_of.get(sig).is_some_and(|&s| s != UNSELECTED)
     }
 
     /// Number of signals that passed the glob filter.
@@ -193,49 +224,66 @@ fn mask(width: u32) -> u64 {
     }
 }
 
-/// Rejects declarations no viewer could show unambiguously.
+/// Rejects declarations no viewer could show unambiguously (each valid, names unique).
 fn check_decls(signals: &[SignalDecl]) -> Result<()> {
-    let mut names = HashSet::with_capacity(signals.len());
+    // (scope, name) pairs by reference: no '.' inside names (checked), so equal pairs are
+    // exactly equal full names, without allocating a string per signal.
+    let mut names: HashSet<(&[String], &str)> = HashSet::with_capacity(signals.len());
     for d in signals {
-        let bad = |why: &str| {
-            Err(WaveError::Signal {
-                what: format!("`{}`: {why}", d.full_name()),
-            })
-        };
-        if !(1..=64).contains(&d.width) {
-            return bad(&format!("width {} is outside 1..=64", d.width));
-        }
-        if d.scope.is_empty() {
-            return bad("signals need at least one enclosing scope");
-        }
-        if d.name.is_empty() || d.scope.iter().any(|s| s.is_empty()) {
-            return bad("empty scope or signal name");
-        }
-        if let Some(c) = d
-            .scope
-            .iter()
-            .chain([&d.name])
-            .flat_map(|s| s.chars())
-            .find(|c| c.is_whitespace() || *c == '.')
-        {
-            return bad(&format!("names may not contain {c:?}"));
-        }
-        if !names.insert(d.full_name()) {
-            return bad("declared twice");
+        check_decl(d)?;
+        if !names.insert((&d.scope, &d.name)) {
+            return Err(WaveError::Signal {
+                what: format!("`{}`: declared twice", d.full_name()),
+            });
         }
     }
     Ok(())
 }
 
-/// Scope hierarchy of the selected signals: one node per module instance, children and
-/// signals in order of first declaration.
-struct ScopeTree<'a> {
-    /// Node 0 is the unnamed root.
-    nodes: Vec<ScopeNode<'a>>,
+/// One declaration: width 1..=64, at least one scope, no empty, blank or dotted names.
+fn check_decl(d: &SignalDecl) -> Result<()> {
+    let bad = |why: &str| {
+        Err(WaveError::Signal {
+            what: format!("`{}`: {why}", d.full_name()),
+        })
+    };
+    if !(1..=64).contains(&d.width) {
+        return bad(&format!("width {} is outside 1..=64", d.width));
+    }
+    if d.scope.is_empty() {
+        return bad("signals need at least one enclosing scope");
+    }
+    if d.name.is_empty() || d.scope.iter().any(|s| s.is_empty()) {
+        return bad("empty scope or signal name");
+    }
+    if let Some(c) = d
+        .scope
+        .iter()
+        .chain([&d.name])
+        .flat_map(|s| s.chars())
+        .find(|c| c.is_whitespace() || *c == '.')
+    {
+        return bad(&format!("names may not contain {c:?}"));
+    }
+    Ok(())
 }
 
-struct ScopeNode<'a> {
-    name: &'a str,
+/// Scope hierarchy of the selected signals: one node per module instance, children and
+/// signals in order of first declaration. Owns the names, so declarations can be streamed.
+struct ScopeTree {
+    /// Node 0 is the unnamed root.
+    nodes: Vec<ScopeNode>,
+    /// Per slot: signal name and width.
+    vars: Vec<(Box<str>, u32)>,
+    /// (parent node, scope name) -> node.
+    child: HashMap<(usize, Box<str>), usize>,
+    /// Scope path of the last signal added, as nodes (signals come grouped by scope, so most
+    /// lookups end here without touching `child`).
+    last_path: Vec<usize>,
+}
+
+struct ScopeNode {
+    name: Box<str>,
     items: Vec<Item>,
 }
 
@@ -245,44 +293,103 @@ enum Item {
     Var(usize),
 }
 
-impl<'a> ScopeTree<'a> {
-    fn build(selected: &[&'a SignalDecl]) -> Self {
-        let mut nodes = vec![ScopeNode {
-            name: "",
-            items: Vec::new(),
-        }];
-        let mut child: HashMap<(usize, &'a str), usize> = HashMap::new();
-        for (slot, d) in selected.iter().enumerate() {
-            let mut cur = 0;
-            for name in &d.scope {
-                cur = *child.entry((cur, name.as_str())).or_insert_with(|| {
-                    nodes.push(ScopeNode {
-                        name,
-                        items: Vec::new(),
-                    });
-                    let id = nodes.len() - 1;
-                    nodes[cur].items.push(Item::Scope(id));
-                    id
+impl ScopeTree {
+    fn new() -> Self {
+        ScopeTree {
+            nodes: vec![ScopeNode {
+                name: "".into(),
+                items: Vec::new(),
+            }],
+            vars: Vec::new(),
+            child: HashMap::new(),
+            last_path: Vec::new(),
+        }
+    }
+
+    /// Adds a selected signal as the next slot.
+    fn add(&mut self, d: SignalDecl) {
+        let mut cur = 0;
+        for (depth, name) in d.scope.iter().enumerate() {
+            if let Some(&n) = self.last_path.get(depth) {
+                if *self.nodes[n].name == **name && (depth == 0 || self.last_path[depth - 1] == cur) {
+                    cur = n;
+                    continue;
+                }
+            }
+            self.last_path.truncate(depth);
+            let nodes = &mut self.nodes;
+            cur = *self.child.entry((cur, name.as_str().into())).or_insert_with(|| {
+                nodes.push(ScopeNode {
+                    name: name.as_str().into(),
+                    items: Vec::new(),
+                });
+                let id = nodes.len() - 1;
+                nodes[cur].items.push(Item::Scope(id));
+                id
+            });
+            self.last_path.push(cur);
+        }
+        self.last_path.truncate(d.scope.len());
+        let slot = self.vars.len();
+        self.nodes[cur].items.push(Item::Var(slot));
+        self.vars.push((d.name.into_boxed_str(), d.width));
+    }
+
+    /// Signal names are unique within their scope (= unique full names, as names hold no
+    /// '.').
+    fn check_unique(&self) -> Result<()> {
+        let mut names: Vec<&str> = Vec::new();
+        for (id, node) in self.nodes.iter().enumerate() {
+            names.clear();
+            names.extend(node.items.iter().filter_map(|i| match *i {
+                Item::Var(slot) => Some(&*self.vars[slot].0),
+                Item::Scope(_) => None,
+            }));
+            names.sort_unstable();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(WaveError::Signal {
+                    what: format!("`{}.{}`: declared twice", self.path_of(id), w[0]),
                 });
             }
-            nodes[cur].items.push(Item::Var(slot));
         }
-        ScopeTree { nodes }
+        Ok(())
+    }
+
+    /// Dotted path of a node (for messages).
+    fn path_of(&self, node: usize) -> String {
+        fn find(t: &ScopeTree, at: usize, want: usize, path: &mut Vec<usize>) -> bool {
+            if at == want {
+                return true;
+            }
+            for item in &t.nodes[at].items {
+                if let Item::Scope(c) = *item {
+                    path.push(c);
+                    if find(t, c, want, path) {
+                        return true;
+                    }
+                    path.pop();
+                }
+            }
+            false
+        }
+        let mut path = Vec::new();
+        find(self, 0, node, &mut path);
+        path.iter().map(|&n| &*self.nodes[n].name).collect::<Vec<_>>().join(".")
     }
 
     /// Depth-first declaration order: `Open(name)`, `Var(slot)`, `Close`.
-    fn events(&self) -> Vec<Event<'a>> {
+    fn events(&self) -> Vec<Event<'_>> {
         let mut out = Vec::new();
         self.push_events(0, &mut out);
         out
     }
 
-    fn push_events(&self, node: usize, out: &mut Vec<Event<'a>>) {
+    fn push_events<'a>(&'a self, node: usize, out: &mut Vec<Event<'a>>) {
         for item in &self.nodes[node].items {
             match *item {
                 Item::Var(slot) => out.push(Event::Var(slot)),
                 Item::Scope(id) => {
-                    out.push(Event::Open(self.nodes[id].name));
+                    out.push(Event::Open(&self.nodes[id].name));
                     self.push_events(id, out);
                     out.push(Event::Close);
                 }
@@ -343,7 +450,11 @@ impl Sink {
             Sink::Fst(s) => {
                 let mut out = s.w.finish().map_err(fst_err)?;
                 std::io::Write::flush(&mut out)?;
-                Ok(())
+                drop(out);
+                match s.first_ps {
+                    Some(t) if t > 0 => set_fst_start(&s.path, t),
+                    _ => Ok(()),
+                }
             }
         }
     }
@@ -356,21 +467,21 @@ struct VcdSink {
 }
 
 impl VcdSink {
-    fn create(path: &Path, tree: &ScopeTree, selected: &[&SignalDecl]) -> Result<Self> {
+    fn create(path: &Path, tree: &ScopeTree) -> Result<Self> {
         let mut w = vcd::Writer::new(BufWriter::with_capacity(1 << 20, File::create(path)?));
         // No $date: it would make the bytes depend on the wall clock.
         w.version(GENERATOR)?;
         w.timescale(1, vcd::TimescaleUnit::PS)?;
         // The slot number is the identifier code, so ids are stable whatever the tree order.
-        let ids: Vec<vcd::IdCode> = (0..selected.len())
+        let ids: Vec<vcd::IdCode> = (0..tree.vars.len())
             .map(|s| vcd::IdCode::from(s as u64))
             .collect();
         for ev in tree.events() {
             match ev {
                 Event::Open(name) => w.add_module(name)?,
                 Event::Var(slot) => {
-                    let d = selected[slot];
-                    w.var_def(vcd::VarType::Wire, d.width, ids[slot], &d.name, None)?
+                    let (name, width) = &tree.vars[slot];
+                    w.var_def(vcd::VarType::Wire, *width, ids[slot], name, None)?
                 }
                 Event::Close => w.upscope()?,
             }
@@ -417,6 +528,9 @@ impl VcdSink {
 
 struct FstSink {
     w: FstBodyWriter<BufWriter<File>>,
+    path: std::path::PathBuf,
+    /// The first timestamp written (the window start, or the run's end if earlier).
+    first_ps: Option<u64>,
     /// Per slot.
     ids: Box<[FstSignalId]>,
     /// Scratch for the ASCII bit string fst-writer takes.
@@ -428,7 +542,7 @@ struct FstSink {
 }
 
 impl FstSink {
-    fn create(path: &Path, tree: &ScopeTree, selected: &[&SignalDecl]) -> Result<Self> {
+    fn create(path: &Path, tree: &ScopeTree) -> Result<Self> {
         let info = FstInfo {
             start_time: 0,
             timescale_exponent: -12,
@@ -438,15 +552,15 @@ impl FstSink {
             file_type: FstFileType::Verilog,
         };
         let mut h = fst_writer::open_fst(path, &info).map_err(fst_err)?;
-        let mut ids: Vec<Option<FstSignalId>> = vec![None; selected.len()];
+        let mut ids: Vec<Option<FstSignalId>> = vec![None; tree.vars.len()];
         for ev in tree.events() {
             match ev {
                 Event::Open(name) => h.scope(name, "", FstScopeType::Module),
                 Event::Var(slot) => {
-                    let d = selected[slot];
+                    let (name, width) = &tree.vars[slot];
                     let id = h.var(
-                        &d.name,
-                        FstSignalType::bit_vec(d.width),
+                        name,
+                        FstSignalType::bit_vec(*width),
                         FstVarType::Wire,
                         FstVarDirection::Implicit,
                         None,
@@ -465,6 +579,8 @@ impl FstSink {
         let base_size = w.size();
         Ok(FstSink {
             w,
+            path: path.to_path_buf(),
+            first_ps: None,
             ids,
             bits: [b'0'; 64],
             base_size,
@@ -479,6 +595,7 @@ impl FstSink {
         if self.w.size() - self.base_size >= self.flush_at {
             self.w.flush().map_err(fst_err)?;
         }
+        self.first_ps.get_or_insert(ps);
         self.w.time_change(ps).map_err(fst_err)
     }
 
@@ -492,6 +609,41 @@ impl FstSink {
             .signal_change(self.ids[slot], &self.bits[..w])
             .map_err(fst_err)
     }
+}
+
+/// Makes a windowed FST start where its data starts, as the VCD does. fst-writer always
+/// writes start time 0 into the header and the first value-change block, with an all-`x`
+/// initial frame there, so readers showed a block of `x` from 0 to the window start (and
+/// `wave stats` of a windowed FST and VCD disagreed). Setting both start times to the first
+/// timestamp makes the first block's time table begin at its start time, so readers take the
+/// values dumped there and skip the unused frame.
+fn set_fst_start(path: &Path, ps: u64) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+    let len = f.metadata()?.len();
+    let mut at = 0u64;
+    let mut head = [0u8; 9];
+    let mut patched_block = false;
+    while at + 9 <= len {
+        f.seek(SeekFrom::Start(at))?;
+        f.read_exact(&mut head)?;
+        let (ty, blen) = (head[0], u64::from_be_bytes(head[1..9].try_into().unwrap()));
+        // Header (0) and value-change blocks (1, 5, 8): start time right after type + length.
+        if ty == 0 || (matches!(ty, 1 | 5 | 8) && !patched_block) {
+            f.seek(SeekFrom::Start(at + 9))?;
+            f.write_all(&ps.to_be_bytes())?;
+            patched_block |= ty != 0;
+        }
+        if patched_block || blen == 0 {
+            break;
+        }
+        at += 1 + blen;
+    }
+    if !patched_block {
+        return Err(WaveError::Format { what: format!("FST {}: no value-change block to start at {ps} ps", path.display()) });
+    }
+    f.flush()?;
+    Ok(())
 }
 
 fn fst_err(e: FstWriteError) -> WaveError {

@@ -1,20 +1,22 @@
 //! Per-VC credit counter, the upstream view of a downstream buffer (RTL twin of
 //! `hw::noc::credit::CreditCounterCl`).
 //!
-//! Next state is exactly `CreditCounterCl::next(send, credit)`: `credits + credit - send`, so a
-//! send and a returned credit in the same cycle cancel. `can_send = credits != 0`. Reset loads
-//! the full buffer depth (all downstream slots free).
+//! Next state is exactly `CreditCounterCl::next(send, credit)`: a returned credit is applied
+//! before a send, so a send and a credit in the same cycle cancel. `can_send = credits != 0`.
+//! Reset loads the full buffer depth (all downstream slots free) and clears `err`.
 //!
-//! Illegal traffic (send without credit, credit beyond depth) is a bug in the *user* of the
-//! counter. CL panics on it; RTL would wrap, and the lockstep tests assert it never happens
-//! (`sim_assert!`-style checks live in the tests, never inside `#[hdl_gen]`, see S10).
+//! Illegal traffic (a send at 0 credits, a credit at full depth) is a bug in the *user* of
+//! the counter. It is guarded identically in CL and RTL (issue 5): the illegal event is
+//! dropped, so the count saturates at 0 / `depth` instead of wrapping to 2^W − 1, and the
+//! sticky `err` output goes high until reset. The lockstep tests drive illegal traffic too
+//! and compare `err` every cycle.
 
 use rust_hdl::prelude::*;
 
 /// Credit counter of width `W` bits for a downstream buffer of `depth` flits
 /// (`1 <= depth < 2^W`).
 ///
-/// Port coupling: `can_send`, `credits`: registered (driven from `credit_cnt.q`); `send`,
+/// Port coupling: `can_send`, `credits`, `err`: registered (driven from `credit_cnt.q`); `send`,
 /// `credit`: sampled at the rising clock edge.
 #[derive(LogicBlock)]
 pub struct CreditCounterRtl<const W: usize> {
@@ -30,8 +32,12 @@ pub struct CreditCounterRtl<const W: usize> {
     pub can_send: Signal<Out, Bit>,
     /// Credits available now. registered.
     pub credits: Signal<Out, Bits<W>>,
+    /// Sticky error: a send without credit or a credit beyond depth since reset. registered.
+    pub err: Signal<Out, Bit>,
     /// Credits available (the counter register).
     credit_cnt: DFF<Bits<W>>,
+    /// The sticky error register behind `err`.
+    err_q: DFF<Bit>,
     /// Downstream buffer depth: the reset value and the upper bound of `credit_cnt`.
     depth: Constant<Bits<W>>,
     /// `1` at width W, so the `+1`/`-1` in the Verilog are width-matched.
@@ -58,7 +64,9 @@ impl<const W: usize> CreditCounterRtl<W> {
             credit: Default::default(),
             can_send: Default::default(),
             credits: Default::default(),
+            err: Default::default(),
             credit_cnt: Default::default(),
+            err_q: Default::default(),
             depth: Constant::new(depth.into()),
             one: Constant::new(1u64.into()),
         }
@@ -73,20 +81,37 @@ impl<const W: usize> CreditCounterRtl<W> {
 impl<const W: usize> Logic for CreditCounterRtl<W> {
     #[hdl_gen]
     fn update(&mut self) {
-        // 1. Clock the counter; hold by default (send & credit, or neither, cancel).
-        dff_setup!(self, clock, credit_cnt);
-        // 2./4. Outputs are registered: straight from the counter.
+        // 1. Clock the registers; hold by default (send & credit, or neither, cancel).
+        dff_setup!(self, clock, credit_cnt, err_q);
+        // 2./4. Outputs are registered: straight from the registers.
         self.credits.next = self.credit_cnt.q.val();
         self.can_send.next = self.credit_cnt.q.val().any();
-        // 3. Next state = credits + credit - send.
+        self.err.next = self.err_q.q.val();
+        // 3. Next state: the credit first, then the send, each guarded (saturate + err).
         if self.send.val() & !self.credit.val() {
-            self.credit_cnt.d.next = self.credit_cnt.q.val() - self.one.val();
+            if self.credit_cnt.q.val().any() {
+                self.credit_cnt.d.next = self.credit_cnt.q.val() - self.one.val();
+            } else {
+                // Send without credit: not counted (no wrap to 2^W - 1).
+                self.err_q.d.next = true;
+            }
         }
-        if self.credit.val() & !self.send.val() {
-            self.credit_cnt.d.next = self.credit_cnt.q.val() + self.one.val();
+        if self.credit.val() {
+            if self.credit_cnt.q.val() == self.depth.val() {
+                // Credit beyond depth: dropped; a send in the same cycle still counts.
+                self.err_q.d.next = true;
+                if self.send.val() {
+                    self.credit_cnt.d.next = self.credit_cnt.q.val() - self.one.val();
+                }
+            } else {
+                if !self.send.val() {
+                    self.credit_cnt.d.next = self.credit_cnt.q.val() + self.one.val();
+                }
+            }
         }
         if self.reset.val() {
             self.credit_cnt.d.next = self.depth.val();
+            self.err_q.d.next = false;
         }
     }
 }

@@ -1,6 +1,8 @@
 //! `CreditCounterRtl` against its CL golden model `CreditCounterCl` (S8 strength 3: lockstep,
 //! every port every cycle) under legal random traffic, checking the S5 conservation invariant
-//! `credits + in_flight == depth`; plus the tool-backed checks of the exported Verilog.
+//! `credits + in_flight == depth`, and under partly illegal traffic, checking the guard
+//! (saturate + sticky `err`, issue 5) agrees; plus the tool-backed checks of the exported
+//! Verilog.
 
 mod common;
 
@@ -11,8 +13,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rtl::prelude::*;
 use rust_hdl::prelude::*;
 
-/// One cycle of stimulus (already legal: `send` only with a credit, `credit` only with a flit
-/// in flight).
+/// One cycle of stimulus (legal unless the wish was marked illegal: `send` only with a
+/// credit, `credit` only with a flit in flight).
 #[derive(Debug, Clone, Copy)]
 struct Stim {
     reset: bool,
@@ -20,19 +22,23 @@ struct Stim {
     credit: bool,
 }
 
-/// Turns raw wishes into legal traffic by running the CL model: a wish to send becomes a send
-/// only if the CL counter allows it; a credit returns only if a flit is downstream. Returns
-/// the stimulus and the expected (credits, can_send) shown during each cycle.
-fn legalize(depth: u16, wishes: &[(bool, bool, bool)]) -> (Vec<Stim>, Vec<(u16, bool)>) {
+/// Expected outputs shown during a cycle: (credits, can_send, err).
+type Expect = (u16, bool, bool);
+
+/// One wish per cycle: (reset, want_send, want_credit, illegal). A legal wish is turned into
+/// legal traffic by the CL model (a send only if the counter allows it, a credit only if a
+/// flit is downstream); an illegal one is applied as is, exercising the guard (saturate +
+/// sticky `err`). Returns the stimulus and the expected outputs during each cycle.
+fn legalize(depth: u16, wishes: &[(bool, bool, bool, bool)]) -> (Vec<Stim>, Vec<Expect>) {
     let mut cl = CreditCounterCl::new(depth);
     let mut in_flight = 0u16;
     let mut stim = vec![];
     let mut expect = vec![];
-    for (c, &(reset, want_send, want_credit)) in wishes.iter().enumerate() {
+    for (c, &(reset, want_send, want_credit, illegal)) in wishes.iter().enumerate() {
         let reset = reset || c == 0;
-        let send = want_send && cl.can_send();
-        let credit = want_credit && in_flight > 0;
-        expect.push((cl.credits, cl.can_send()));
+        let send = want_send && (illegal || cl.can_send());
+        let credit = want_credit && (illegal || in_flight > 0);
+        expect.push((cl.credits, cl.can_send(), cl.err));
         stim.push(Stim {
             reset,
             send,
@@ -45,24 +51,30 @@ fn legalize(depth: u16, wishes: &[(bool, bool, bool)]) -> (Vec<Stim>, Vec<(u16, 
             continue;
         }
         let nxt = cl.next(send, credit);
+        // The credit is applied before the send (the router's order).
+        if credit {
+            cl.on_credit();
+            in_flight = in_flight.saturating_sub(1);
+        }
         if send {
             cl.on_send();
             in_flight += 1;
         }
-        if credit {
-            cl.on_credit();
-            in_flight -= 1;
-        }
         assert_eq!(
-            cl.credits, nxt,
-            "CL next() disagrees with on_send/on_credit"
+            (cl.credits, cl.err),
+            nxt,
+            "CL next() disagrees with on_credit/on_send"
         );
-        assert_eq!(cl.credits + in_flight, depth, "credit conservation (S5)");
+        assert!(cl.credits <= depth, "the guard saturates at depth");
+        if !cl.err {
+            assert_eq!(cl.credits + in_flight, depth, "credit conservation (S5)");
+        }
     }
     (stim, expect)
 }
 
-fn wishes(cycles: usize, seed: u64) -> Vec<(bool, bool, bool)> {
+/// Legal traffic, with `illegal_p` of the cycles applied without the legality check.
+fn wishes(cycles: usize, seed: u64, illegal_p: f64) -> Vec<(bool, bool, bool, bool)> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut p_send = 0.5;
     (0..cycles)
@@ -75,19 +87,20 @@ fn wishes(cycles: usize, seed: u64) -> Vec<(bool, bool, bool)> {
                 rng.gen_bool(0.005),
                 rng.gen_bool(p_send),
                 rng.gen_bool(1.0 - p_send),
+                rng.gen_bool(illegal_p),
             )
         })
         .collect()
 }
 
 /// Lockstep in rust-hdl's `Simulation` (S8 `simple_sim!`, `sim_assert_eq!`).
-fn lockstep_sim<const W: usize>(depth: u16, cycles: usize, seed: u64) {
-    let (stim, expect) = legalize(depth, &wishes(cycles, seed));
+fn lockstep_sim<const W: usize>(depth: u16, cycles: usize, seed: u64, illegal_p: f64) {
+    let (stim, expect) = legalize(depth, &wishes(cycles, seed, illegal_p));
     let mut uut = CreditCounterRtl::<W>::new(depth as u64);
     uut.connect_all();
     let mut sim = simple_sim!(CreditCounterRtl<W>, clock, 100_000_000, ep, {
         let mut x = ep.init()?;
-        for (cycle, (s, (credits, can_send))) in stim.iter().zip(&expect).enumerate() {
+        for (cycle, (s, (credits, can_send, err))) in stim.iter().zip(&expect).enumerate() {
             x.reset.next = s.reset;
             x.send.next = s.send;
             x.credit.next = s.credit;
@@ -96,6 +109,7 @@ fn lockstep_sim<const W: usize>(depth: u16, cycles: usize, seed: u64) {
             if cycle > 0 {
                 sim_assert_eq!(ep, x.credits.val().to_u64(), *credits as u64, x);
                 sim_assert_eq!(ep, x.can_send.val(), *can_send, x);
+                sim_assert_eq!(ep, x.err.val(), *err, x);
             }
             wait_clock_true!(ep, clock, x);
             wait_clock_false!(ep, clock, x);
@@ -108,22 +122,27 @@ fn lockstep_sim<const W: usize>(depth: u16, cycles: usize, seed: u64) {
 
 #[test]
 fn credit_counter_lockstep_cl() {
-    lockstep_sim::<1>(1, 300, 1);
-    lockstep_sim::<2>(3, 500, 2);
-    lockstep_sim::<4>(8, 800, 8);
-    lockstep_sim::<4>(15, 800, 15);
-    lockstep_sim::<8>(200, 800, 200);
+    lockstep_sim::<1>(1, 300, 1, 0.0);
+    lockstep_sim::<2>(3, 500, 2, 0.0);
+    lockstep_sim::<4>(8, 800, 8, 0.0);
+    lockstep_sim::<4>(15, 800, 15, 0.0);
+    lockstep_sim::<8>(200, 800, 200, 0.0);
+    // Illegal traffic: the guard (saturate + sticky err) agrees with CL every cycle, also at
+    // a full-width depth (2^W - 1) where a wrap would be invisible in the count alone.
+    lockstep_sim::<1>(1, 300, 101, 0.2);
+    lockstep_sim::<2>(3, 500, 102, 0.1);
+    lockstep_sim::<4>(15, 800, 115, 0.05);
 }
 
 /// Direct-drive lockstep for proptest.
 fn lockstep_direct<const W: usize>(
     depth: u16,
-    raw: &[(bool, bool, bool)],
+    raw: &[(bool, bool, bool, bool)],
 ) -> Result<(), TestCaseError> {
     let (stim, expect) = legalize(depth, raw);
     let mut uut = CreditCounterRtl::<W>::new(depth as u64);
     uut.connect_all();
-    for (cycle, (s, &(credits, can_send))) in stim.iter().zip(&expect).enumerate() {
+    for (cycle, (s, &(credits, can_send, err))) in stim.iter().zip(&expect).enumerate() {
         uut.reset.next = s.reset;
         uut.send.next = s.send;
         uut.credit.next = s.credit;
@@ -137,6 +156,7 @@ fn lockstep_direct<const W: usize>(
                 s
             );
             prop_assert_eq!(uut.can_send.val(), can_send, "cycle {}", cycle);
+            prop_assert_eq!(uut.err.val(), err, "cycle {} err", cycle);
         }
         uut.clock.next = true.into();
         common::settle(&mut uut);
@@ -152,10 +172,64 @@ proptest! {
     #[test]
     fn credit_counter_lockstep_prop(
         depth in 1u16..16,
-        raw in proptest::collection::vec((0u8..100, any::<bool>(), any::<bool>()), 1..400),
+        raw in proptest::collection::vec((0u8..100, any::<bool>(), any::<bool>(), 0u8..100), 1..400),
+        illegal_pct in prop_oneof![Just(0u8), 1u8..30],
     ) {
-        let raw: Vec<_> = raw.into_iter().map(|(r, s, c)| (r == 0, s, c)).collect();
+        let raw: Vec<_> = raw.into_iter().map(|(r, s, c, i)| (r == 0, s, c, i < illegal_pct)).collect();
         lockstep_direct::<4>(depth, &raw)?;
+    }
+}
+
+/// The guard, cycle by cycle against CL: a send at 0 credits leaves 0 (a 2-bit counter
+/// would otherwise wrap to 3) and raises the sticky `err`; a credit at full depth is dropped;
+/// a send using the credit of the same cycle is legal; reset clears `err`.
+#[test]
+fn credit_counter_guard_saturates_and_flags() {
+    // (reset, send, credit) per cycle, and the (credits, err) expected after it.
+    let seq: &[((bool, bool, bool), (u64, bool))] = &[
+        ((true, false, false), (3, false)),
+        ((false, true, false), (2, false)),
+        ((false, true, false), (1, false)),
+        ((false, true, false), (0, false)),
+        ((false, true, true), (0, false)),  // send with the same cycle's credit: legal
+        ((false, true, false), (0, true)),  // send at 0 credits: saturates, err
+        ((false, false, false), (0, true)), // sticky
+        ((false, false, true), (1, true)),
+        ((false, false, true), (2, true)),
+        ((false, false, true), (3, true)),
+        ((true, false, false), (3, false)), // reset clears err
+        ((false, false, true), (3, true)),  // credit at full depth: dropped, err
+        ((true, false, false), (3, false)),
+        ((false, true, true), (2, true)),   // credit at depth dropped, the send counts
+    ];
+    let mut uut = CreditCounterRtl::<2>::new(3);
+    uut.connect_all();
+    let mut cl = CreditCounterCl::new(3);
+    for (cycle, &((reset, send, credit), (credits, err))) in seq.iter().enumerate() {
+        uut.reset.next = reset;
+        uut.send.next = send;
+        uut.credit.next = credit;
+        common::settle(&mut uut);
+        uut.clock.next = true.into();
+        common::settle(&mut uut);
+        uut.clock.next = false.into();
+        common::settle(&mut uut);
+        if reset {
+            cl = CreditCounterCl::new(3);
+        } else {
+            if credit {
+                cl.on_credit();
+            }
+            if send {
+                cl.on_send();
+            }
+        }
+        assert_eq!((cl.credits as u64, cl.err), (credits, err), "CL after cycle {cycle}");
+        assert_eq!(
+            (uut.credits.val().to_u64(), uut.err.val(), uut.can_send.val()),
+            (credits, err, credits != 0),
+            "RTL after cycle {cycle}"
+        );
     }
 }
 
@@ -188,7 +262,7 @@ fn credit_counter_icarus_cosim_cl() {
     let (w, depth, cycles) = (4usize, 8u16, 1500usize);
     let dir = common::scratch_dir("cosim_credit_counter_8");
     std::fs::write(dir.join(format!("{name}.v")), verilog_of(name).unwrap()).unwrap();
-    let (stim, expect) = legalize(depth, &wishes(cycles, 88));
+    let (stim, expect) = legalize(depth, &wishes(cycles, 88, 0.02));
     let vectors: String = stim
         .iter()
         .map(|s| {
@@ -204,19 +278,19 @@ fn credit_counter_icarus_cosim_cl() {
 module tb;
     reg clock = 1'b0;
     reg reset, send, credit;
-    wire can_send;
+    wire can_send, err;
     wire [{w1}:0] credits;
     reg [2:0] vec [0:{c1}];
     integer i, fd;
     {name} dut(.clock(clock), .reset(reset), .send(send), .credit(credit),
-               .can_send(can_send), .credits(credits));
+               .can_send(can_send), .credits(credits), .err(err));
     initial begin
         $readmemh("vectors.hex", vec);
         fd = $fopen("actual.txt", "w");
         for (i = 0; i < {cycles}; i = i + 1) begin
             {{reset, send, credit}} = vec[i];
             #2;
-            $fdisplay(fd, "%0d %h %h", i, credits, can_send);
+            $fdisplay(fd, "%0d %h %h %h", i, credits, can_send, err);
             #3 clock = 1'b1;
             #5 clock = 1'b0;
         end
@@ -231,21 +305,22 @@ endmodule
     std::fs::write(dir.join("tb.v"), tb).unwrap();
     let actual = common::icarus_run(&dir, &format!("{name}.v"));
     assert_eq!(actual.len(), cycles);
-    for (cycle, ((s, &(credits, can_send)), line)) in
+    for (cycle, ((s, &(credits, can_send, err)), line)) in
         stim.iter().zip(&expect).zip(&actual).enumerate()
     {
         let f: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(f.len(), 3, "bad line {line:?}");
+        assert_eq!(f.len(), 4, "bad line {line:?}");
         if cycle == 0 {
             continue; // before the first reset edge the register holds its power-up value
         }
         assert_eq!(
             (
                 common::hex(f[1], "credits", cycle),
-                common::hex(f[2], "can_send", cycle) == 1
+                common::hex(f[2], "can_send", cycle) == 1,
+                common::hex(f[3], "err", cycle) == 1
             ),
-            (credits as u64, can_send),
-            "{name} cycle {cycle}: Verilog (credits, can_send) != CL; stimulus {s:?}"
+            (credits as u64, can_send, err),
+            "{name} cycle {cycle}: Verilog (credits, can_send, err) != CL; stimulus {s:?}"
         );
     }
 }

@@ -22,11 +22,28 @@ pub trait Probe {
 /// Where merged value changes go (a waveform writer, or a test's vector).
 pub trait SignalSink {
     fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), String>;
+    /// Cycles whose changes the sink writes (start inclusive, end exclusive). Changes before
+    /// the start only set the values it dumps at the start; the producer may fold them into
+    /// one change per signal. After the end nothing is needed, so nothing is sampled.
+    fn window(&self) -> (Cycle, Cycle) {
+        (0, Cycle::MAX)
+    }
+    /// Whether the sink writes signal `sig` at all (a glob filter); changes of other signals
+    /// need not be recorded.
+    fn wants(&self, _sig: usize) -> bool {
+        true
+    }
 }
 
 impl SignalSink for waves::WaveWriter {
     fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), String> {
         waves::WaveWriter::change(self, cycle, sig, value).map_err(|e| e.to_string())
+    }
+    fn window(&self) -> (Cycle, Cycle) {
+        waves::WaveWriter::window(self)
+    }
+    fn wants(&self, sig: usize) -> bool {
+        waves::WaveWriter::selects(self, sig)
     }
 }
 
@@ -38,6 +55,13 @@ impl SignalSink for Vec<(Cycle, usize, u64)> {
 }
 
 /// Value changes of one partition's signals.
+///
+/// Memory is bounded by the sink's window and filter, not by the run: before the window only
+/// the current values are kept (`prev`), and the changes that happened there are handed out
+/// as one catch-up change per signal at the last cycle before the window (the writer folds
+/// them into its dump at the window start); after the window nothing is sampled; signals the
+/// sink does not want are never recorded. Per signal: 8 bytes of values, 8 of sample buffer,
+/// 1 of filter; changes cost 16 bytes each until the next drain.
 #[derive(Debug, Clone, Default)]
 pub struct ChangeLog {
     /// Global id of this partition's first signal.
@@ -45,12 +69,33 @@ pub struct ChangeLog {
     prev: Vec<u64>,
     cur: Vec<u64>,
     changes: Vec<(Cycle, u32, u64)>,
+    /// Cycles whose changes are recorded (start inclusive, end exclusive).
+    window: (Cycle, Cycle),
+    /// Per signal: recorded at all (`None`: every signal).
+    keep: Option<Box<[bool]>>,
+    /// Last cycle committed before the window, while its values are not yet handed out.
+    pre: Option<Cycle>,
 }
 
 impl ChangeLog {
     /// `n` signals starting at global id `base`; all start at 0 (reset value).
     pub fn new(base: usize, n: usize) -> Self {
-        ChangeLog { base, prev: vec![0; n], cur: Vec::with_capacity(n), changes: Vec::new() }
+        ChangeLog { base, prev: vec![0; n], cur: Vec::with_capacity(n), changes: Vec::new(), window: (0, Cycle::MAX), keep: None, pre: None }
+    }
+
+    /// Like [`ChangeLog::new`], recording only what `sink` writes (its window and filter).
+    pub fn for_sink(base: usize, n: usize, sink: &dyn SignalSink) -> Self {
+        let mut l = ChangeLog::new(base, n);
+        l.window = sink.window();
+        let keep: Box<[bool]> = (0..n).map(|i| sink.wants(base + i)).collect();
+        l.keep = (!keep.iter().all(|&k| k)).then_some(keep);
+        l
+    }
+
+    /// Whether cycle `now` must be sampled (false once the window has ended).
+    #[inline]
+    pub fn active(&self, now: Cycle) -> bool {
+        now < self.window.1
     }
 
     /// Buffer to sample into for this cycle (cleared).
@@ -62,10 +107,37 @@ impl ChangeLog {
     /// Records the differences between this cycle's samples and the previous values.
     pub fn commit(&mut self, now: Cycle) {
         assert_eq!(self.cur.len(), self.prev.len(), "probe sampled a different signal count");
+        if now >= self.window.1 {
+            return;
+        }
+        if now < self.window.0 {
+            // Before the window: values only.
+            std::mem::swap(&mut self.prev, &mut self.cur);
+            self.pre = Some(now);
+            return;
+        }
+        // Catch-up: every value that left its reset 0 before the window, at the last cycle
+        // before it (so in (cycle, signal) order ahead of this cycle's changes).
+        self.flush_pre();
         for (i, (p, c)) in self.prev.iter_mut().zip(self.cur.iter()).enumerate() {
             if *p != *c {
                 *p = *c;
-                self.changes.push((now, (self.base + i) as u32, *c));
+                if self.keep.as_ref().is_none_or(|k| k[i]) {
+                    self.changes.push((now, (self.base + i) as u32, *c));
+                }
+            }
+        }
+    }
+
+    /// Hands out the values held since before the window as catch-up changes, once: at the
+    /// first cycle in the window, or at the end of a run that never reached it (so the sink's
+    /// dump shows the final values, not the reset ones).
+    pub fn flush_pre(&mut self) {
+        if let Some(p) = self.pre.take() {
+            for (i, &v) in self.prev.iter().enumerate() {
+                if v != 0 && self.keep.as_ref().is_none_or(|k| k[i]) {
+                    self.changes.push((p, (self.base + i) as u32, v));
+                }
             }
         }
     }
@@ -120,5 +192,40 @@ mod tests {
         ChangeLog::drain_merged(&mut [&mut a, &mut b], &mut out).unwrap();
         assert_eq!(out, vec![(0, 1, 1), (1, 0, 1), (1, 2, 2), (2, 0, 2), (2, 2, 4)]);
         assert_eq!(a.pending() + b.pending(), 0);
+    }
+
+    /// A windowed, filtered log hands the sink exactly what a full log would after the
+    /// writer's own window/filter logic: the values at the window start, then the changes in
+    /// the window, of the wanted signals only.
+    #[test]
+    fn window_and_filter_bound_the_log() {
+        struct Win(Vec<(Cycle, usize, u64)>);
+        impl SignalSink for Win {
+            fn change(&mut self, c: Cycle, s: usize, v: u64) -> Result<(), String> {
+                self.0.push((c, s, v));
+                Ok(())
+            }
+            fn window(&self) -> (Cycle, Cycle) {
+                (5, 8)
+            }
+            fn wants(&self, s: usize) -> bool {
+                s != 1
+            }
+        }
+        let mut sink = Win(vec![]);
+        let mut l = ChangeLog::for_sink(0, 3, &sink);
+        for t in 0..20u64 {
+            if !l.active(t) {
+                assert!(t >= 8);
+                continue;
+            }
+            l.begin().extend([t, t, if t == 2 { 9 } else { 0 }]);
+            l.commit(t);
+            assert!(l.pending() <= 3 * 2, "nothing piles up before the window");
+        }
+        ChangeLog::drain_merged(&mut [&mut l], &mut sink).unwrap();
+        // Catch-up at cycle 4 (signal 2 went 9 -> 0 before the window: no catch-up needed),
+        // then cycles 5..8; signal 1 never.
+        assert_eq!(sink.0, vec![(4, 0, 4), (5, 0, 5), (6, 0, 6), (7, 0, 7)]);
     }
 }

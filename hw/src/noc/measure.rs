@@ -83,21 +83,120 @@ pub struct WaveOut<'a> {
     pub sink: &'a mut dyn SignalSink,
 }
 
-fn flush(mesh: &mut Mesh, waves: &mut Option<WaveOut>) -> Result<(), NocError> {
-    if let Some(w) = waves.as_mut() {
-        mesh.drain_trace(w.sink)?;
+/// Line trace of a run (DESIGN-NOTES S4): one line per selected router per cycle of `window`
+/// (start inclusive, end exclusive), handed to `sink` in (cycle, router) order while the run
+/// goes. The window is clamped by the run itself: lines stop when the measurement ends.
+pub struct LineTraceOut<'a> {
+    /// Selects routers by scope (`top.mesh.r_1_2`).
+    pub select: &'a dyn Fn(&str) -> bool,
+    pub window: (Cycle, Cycle),
+    /// Receives each line; an error (e.g. a closed output) ends the run with it.
+    pub sink: &'a mut dyn FnMut(String) -> Result<(), String>,
+}
+
+/// While tracing, the mesh runs in pieces of at most this many cycles, and the recorded
+/// changes and lines are handed out after each piece.
+const TRACE_PIECE_MAX: u64 = 1024;
+const TRACE_PIECE_MIN: u64 = 16;
+/// Bounds on what one piece may hold in memory; the piece is shortened for wide traces:
+/// at most TRACE_CHANGES value changes (16-24 bytes each, if every traced signal changed
+/// every cycle) and TRACE_LINES line-trace lines (~100 bytes each).
+const TRACE_CHANGES: u64 = 1 << 20;
+const TRACE_LINES: u64 = 1 << 16;
+
+/// The trace outputs of one run, and how to step the mesh so they stay bounded.
+struct Outs<'a, 'b> {
+    waves: Option<WaveOut<'a>>,
+    lines: Option<LineTraceOut<'b>>,
+    /// Cycles (union of the windows) in which anything is recorded.
+    span: (Cycle, Cycle),
+    piece: u64,
+}
+
+impl Outs<'_, '_> {
+    /// Hands out what the mesh recorded so far.
+    fn flush(&mut self, mesh: &mut Mesh) -> Result<(), NocError> {
+        if let Some(w) = self.waves.as_mut() {
+            mesh.drain_trace(w.sink)?;
+        }
+        if let Some(l) = self.lines.as_mut() {
+            for line in mesh.drain_line_trace() {
+                (l.sink)(line).map_err(NocError::LineTrace)?;
+            }
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// `mesh.run(end, ..)`, cut into pieces while tracing so that at most one piece of trace
+    /// output is held in memory; one watchdog spans the pieces, so it sees one run.
+    fn run(&mut self, mesh: &mut Mesh, end: Cycle, ctx: &NiCtx, stop_when_drained: bool) -> Result<RunEnd, NocError> {
+        let mut wd = mesh.watchdog();
+        loop {
+            let now = mesh.now();
+            let tracing = now < self.span.1 && end >= self.span.0;
+            let stop = if tracing { end.min(now.saturating_add(self.piece - 1)) } else { end };
+            let r = mesh.run_watched(stop, ctx, stop_when_drained, &mut wd)?;
+            self.flush(mesh)?;
+            if r == RunEnd::Drained || mesh.now() > end {
+                return Ok(r);
+            }
+        }
+    }
 }
 
 /// Runs one injection rate to completion (BookSim `_SingleSim` + final drain).
 /// `progress` is called with the current cycle after every sample period.
-pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn FnMut(Cycle)) -> Result<(PointResult, Mesh), NocError> {
+pub fn run_point(cfg: &NocCfg, waves: Option<WaveOut>, progress: &mut dyn FnMut(Cycle)) -> Result<(PointResult, Mesh), NocError> {
+    run_point_traced(cfg, waves, None, progress)
+}
+
+/// [`run_point`] with a waveform and/or a line trace. Tracing never changes the results.
+/// Trace memory is bounded by the window and the selection, whatever the run length: the
+/// change logs record only the waveform's window and selected signals, and the mesh runs in
+/// pieces while tracing, handing out changes and lines after each. With a line trace every
+/// cycle is evaluated (fast-forward off: results are identical, and each cycle gets its line).
+pub fn run_point_traced(
+    cfg: &NocCfg,
+    waves: Option<WaveOut>,
+    lines: Option<LineTraceOut>,
+    progress: &mut dyn FnMut(Cycle),
+) -> Result<(PointResult, Mesh), NocError> {
+    run_mesh(Mesh::new(cfg)?, waves, lines, progress)
+}
+
+/// [`run_point_traced`] on a mesh built by the caller (fresh, from the point's config), e.g.
+/// to declare its signals to a waveform writer without building a second mesh.
+pub fn run_mesh(
+    mut mesh: Mesh,
+    waves: Option<WaveOut>,
+    lines: Option<LineTraceOut>,
+    progress: &mut dyn FnMut(Cycle),
+) -> Result<(PointResult, Mesh), NocError> {
     let start = Instant::now();
-    let mut mesh = Mesh::new(cfg)?;
-    if waves.is_some() {
-        mesh.enable_trace();
+    if lines.is_some() {
+        mesh.cfg.sim.fast_forward = false;
     }
+    let cfg = &mesh.cfg.clone();
+    let mut span = (Cycle::MAX, 0);
+    let mut piece = TRACE_PIECE_MAX;
+    if let Some(w) = &waves {
+        mesh.enable_trace_for(&*w.sink);
+        let win = w.sink.window();
+        span = (win.0, win.1);
+        let n = mesh.signals_count();
+        let wanted = (0..n).filter(|&i| w.sink.wants(i)).count() as u64;
+        piece = piece.min(TRACE_CHANGES / wanted.max(1));
+    }
+    if let Some(l) = &lines {
+        let n = mesh.enable_line_trace(l.select, l.window);
+        if n == 0 {
+            return Err(NocError::LineTrace("selects no router".into()));
+        }
+        span = (span.0.min(l.window.0), span.1.max(l.window.1));
+        piece = piece.min(TRACE_LINES / n as u64);
+    }
+    let piece = piece.max(TRACE_PIECE_MIN);
+    let mut outs = Outs { waves, lines, span, piece };
     let m = &cfg.measure;
     let nodes = cfg.mesh.nodes() as f64;
     let mut ctx = NiCtx { pattern: cfg.traffic.pattern.clone(), phase: Phase::WarmingUp, inject: true, log_deliveries: false };
@@ -129,8 +228,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
             reset_time = mesh.now();
         }
         let end = mesh.now() + m.sample_period - 1;
-        mesh.run(end, &ctx, false)?;
-        flush(&mut mesh, &mut waves)?;
+        outs.run(&mut mesh, end, &ctx, false)?;
         progress(mesh.now());
 
         let s = mesh.ni_totals();
@@ -195,8 +293,7 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
                 break;
             }
             let end = mesh.now() + 999;
-            let r = mesh.run(end, &ctx, true)?;
-            flush(&mut mesh, &mut waves)?;
+            let r = outs.run(&mut mesh, end, &ctx, true)?;
             progress(mesh.now());
             if r == RunEnd::Drained {
                 break;
@@ -206,6 +303,9 @@ pub fn run_point(cfg: &NocCfg, mut waves: Option<WaveOut>, progress: &mut dyn Fn
                 break;
             }
         }
+    }
+    if let Some(w) = outs.waves.as_mut() {
+        mesh.finish_trace(w.sink)?;
     }
     if aborted {
         status = PointStatus::Unstable;

@@ -104,12 +104,15 @@ impl Partition for MeshPart {
             st.counters[C_RET_FLITS] += s.ret_flits;
         }
         if let Some(log) = self.log.as_mut() {
-            let buf = log.begin();
-            for t in &self.tiles {
-                t.router.sample(buf);
-                t.ni.sample(buf);
+            // Past the waveform window nothing is sampled (tracing then costs nothing).
+            if log.active(now) {
+                let buf = log.begin();
+                for t in &self.tiles {
+                    t.router.sample(buf);
+                    t.ni.sample(buf);
+                }
+                log.commit(now);
             }
-            log.commit(now);
         }
         if let Some((sel, (a, b))) = &self.line_trace {
             if now >= *a && now < *b {
@@ -176,6 +179,8 @@ pub enum NocError {
     Watchdog(Box<WatchdogReport>),
     #[error("waveform: {0}")]
     Wave(String),
+    #[error("line trace: {0}")]
+    LineTrace(String),
 }
 
 pub struct Mesh {
@@ -301,6 +306,18 @@ impl Mesh {
     /// `stop_when_drained`). Stops with the watchdog's diagnostic if nothing moves for
     /// `measure.watchdog_cycles` while flits wait.
     pub fn run(&mut self, end: Cycle, ctx: &NiCtx, stop_when_drained: bool) -> Result<RunEnd, NocError> {
+        let mut wd = self.watchdog();
+        self.run_watched(end, ctx, stop_when_drained, &mut wd)
+    }
+
+    /// A fresh watchdog with the configured limit.
+    pub fn watchdog(&self) -> Watchdog {
+        Watchdog::new(self.watchdog_limit)
+    }
+
+    /// [`Mesh::run`] with the caller's watchdog, so a span cut into several runs (to hand out
+    /// trace output between them) is watched exactly like one run.
+    pub fn run_watched(&mut self, end: Cycle, ctx: &NiCtx, stop_when_drained: bool, wd: &mut Watchdog) -> Result<RunEnd, NocError> {
         if end < self.now {
             return Ok(RunEnd::Done);
         }
@@ -308,7 +325,7 @@ impl Mesh {
             end,
             stop_when_drained,
             fast_forward: self.cfg.sim.fast_forward,
-            watchdog: Watchdog::new(self.watchdog_limit),
+            watchdog: *wd,
             tripped: false,
             drained: false,
             evaluated: 0,
@@ -317,6 +334,7 @@ impl Mesh {
         let (last, ctl) = run_partitions(&mut self.parts, &self.wires, ctx, self.now, ctl, threads);
         self.now = last + 1;
         self.evaluated += ctl.evaluated;
+        *wd = ctl.watchdog;
         if ctl.tripped {
             return Err(NocError::Watchdog(Box::new(self.watchdog_report(last, ctl.watchdog.stalled_for()))));
         }
@@ -364,28 +382,60 @@ impl Mesh {
 
     /// All traceable signals, in global id order (tiles in node order).
     pub fn signals(&self) -> Vec<SignalDecl> {
-        let mut out = Vec::new();
-        for t in self.tiles() {
+        self.signals_iter().collect()
+    }
+
+    /// [`Mesh::signals`], built one tile at a time (a waveform writer keeps only the names it
+    /// selects, so a big mesh never holds every name at once).
+    pub fn signals_iter(&self) -> impl Iterator<Item = SignalDecl> + '_ {
+        self.tiles().flat_map(|t| {
+            let mut out = Vec::new();
             let scope: Vec<String> = t.scope().split('.').map(String::from).collect();
             let mut rscope = scope.clone();
             rscope.push("router".into());
             t.router.declare(&rscope, &mut out);
             t.ni.declare(&scope, &mut out);
-        }
-        out
+            out
+        })
     }
 
-    /// Starts recording value changes (from the next evaluated cycle).
+    /// Number of traceable signals (the length of [`Mesh::signals`], without building names).
+    pub fn signals_count(&self) -> usize {
+        let mut decl = Vec::new();
+        let mut n = 0;
+        for t in self.tiles() {
+            decl.clear();
+            t.router.declare(&[], &mut decl);
+            t.ni.declare(&[], &mut decl);
+            n += decl.len();
+        }
+        n
+    }
+
+    /// Starts recording value changes of every signal (from the next evaluated cycle).
     pub fn enable_trace(&mut self) {
+        self.enable_trace_with(&|base, n| ChangeLog::new(base, n));
+    }
+
+    /// Starts recording only what `sink` writes: its cycle window and selected signals
+    /// (trace memory then follows the window and the filter, not the run or the mesh).
+    pub fn enable_trace_for(&mut self, sink: &dyn SignalSink) {
+        self.enable_trace_with(&|base, n| ChangeLog::for_sink(base, n, sink));
+    }
+
+    fn enable_trace_with(&mut self, log: &dyn Fn(usize, usize) -> ChangeLog) {
         let mut base = 0;
+        let mut decl = Vec::new();
         for p in self.parts.iter_mut() {
-            let mut decl = Vec::new();
+            let mut n = 0;
             for t in &p.tiles {
+                decl.clear();
                 t.router.declare(&[], &mut decl);
                 t.ni.declare(&[], &mut decl);
+                n += decl.len();
             }
-            p.log = Some(ChangeLog::new(base, decl.len()));
-            base += decl.len();
+            p.log = Some(log(base, n));
+            base += n;
         }
     }
 
@@ -412,6 +462,15 @@ impl Mesh {
     pub fn drain_trace(&mut self, sink: &mut dyn SignalSink) -> Result<(), NocError> {
         let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
         ChangeLog::drain_merged(&mut logs, sink).map_err(NocError::Wave)
+    }
+
+    /// The last drain of a run: also hands out the values held for a window the run never
+    /// reached (see [`ChangeLog::flush_pre`]).
+    pub fn finish_trace(&mut self, sink: &mut dyn SignalSink) -> Result<(), NocError> {
+        for l in self.parts.iter_mut().filter_map(|p| p.log.as_mut()) {
+            l.flush_pre();
+        }
+        self.drain_trace(sink)
     }
 
     // ----- invariants (tests)

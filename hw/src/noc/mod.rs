@@ -11,6 +11,6 @@ pub mod router;
 pub mod terminal;
 
 pub use config::{CfgError, MeasureCfg, MeshCfg, NocCfg, RouterCfg, SimCfg, TrafficCfg, TrafficPattern};
-pub use measure::{run_point, run_sweep, PointResult, SweepResult, WaveOut};
+pub use measure::{run_mesh, run_point, run_point_traced, run_sweep, LineTraceOut, PointResult, SweepResult, WaveOut};
 pub use mesh::{Mesh, NocError, RunEnd};
 pub use terminal::{NiCtx, Phase};
