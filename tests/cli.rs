@@ -529,7 +529,7 @@ fn issue5_windowed_fst_and_vcd_agree_and_window_past_run_is_refused() {
     assert!(r.stderr().contains("ended at cycle") && r.stderr().contains("late.fst"), "{}", r.describe());
     assert_eq!(r.stderr().lines().count(), 1, "{}", r.describe());
     assert!(j.exists() && late.exists(), "the other outputs are written");
-    let r = run(&["run", "--fst", late.to_str().unwrap(), "--window", "100000..", "--quiet"], None);
+    let r = run(&["run", "noc-sweep", "--fst", late.to_str().unwrap(), "--window", "100000..", "--quiet"], None);
     assert_eq!(r.code(), Some(2), "{}", r.describe());
     assert!(r.stderr().contains("ended at cycle"), "{}", r.describe());
 }
