@@ -96,8 +96,10 @@ impl DdrChannelCl {
             }
         }
     }
+    /// Work at the next edge that `next_event` does not announce (a queued request with
+    /// none in service; never, since service starts at once).
     pub fn busy(&self) -> bool {
-        !self.q.is_empty()
+        self.cur.is_none() && !self.q.is_empty()
     }
     pub fn next_event(&self) -> Cycle {
         self.cur.map_or(NEVER, |(_, t)| t)

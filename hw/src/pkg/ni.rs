@@ -162,6 +162,11 @@ pub struct D2dEngineCl {
     rx: Vec<RxVc>,
     /// VC whose header asked for a slot this cycle.
     rx_asking: Option<u8>,
+    /// Tick the waiting header first asked for a slot (its wait is counted in time, so the
+    /// count does not depend on which edges were evaluated).
+    ask_since: Option<Cycle>,
+    /// Harness ticks per engine cycle (the core clock's divider).
+    tk: u64,
     rr_rx: u8,
     /// Payload chunks written so far (functional mode), the index of the next one.
     chunks_sent: u32,
@@ -188,6 +193,8 @@ impl D2dEngineCl {
             ej_buf: (0..vcs).map(|_| VecDeque::with_capacity(vc_buf as usize)).collect(),
             rx: vec![RxVc::default(); vcs as usize],
             rx_asking: None,
+            ask_since: None,
+            tk: 1,
             rr_rx: 0,
             chunks_sent: 0,
             stats: NiStats::default(),
@@ -204,6 +211,25 @@ impl D2dEngineCl {
     /// A micro-slice send is in progress or waiting (the controller may not start another).
     pub fn tx_busy(&self) -> bool {
         self.slice_wait.is_some() || self.tx.is_some_and(|j| j.kind == PacketKind::Slice)
+    }
+
+    /// Puts the engine in a clock domain of `tk` harness ticks per cycle.
+    pub fn set_ticks_per_cycle(&mut self, tk: u64) {
+        self.tk = tk.max(1);
+    }
+
+    /// Nothing can move without the controller: nothing to send, and every ejection VC
+    /// that holds flits has a micro-slice header at its front waiting for a ring slot. The
+    /// engine's registers do not change until the controller grants a slot (fast-forward may
+    /// skip such edges).
+    pub fn waiting_for_slot_only(&self) -> bool {
+        self.tx.is_none()
+            && self.slice_wait.is_none()
+            && self.tok_q.is_empty()
+            && self.ej_buf.iter().zip(&self.rx).all(|(b, rx)| match b.front() {
+                None => true,
+                Some(f) => f.head && f.data >> 31 == 0 && rx.slot.is_none() && rx.tokens.is_none(),
+            })
     }
 
     /// Flits waiting in the ejection buffers or anything to send.
@@ -257,6 +283,9 @@ impl D2dEngineCl {
         }
         // --- the controller's answer to last cycle's header
         if let (Some(vc), Some(slot)) = (self.rx_asking.take(), grant_rx_slot) {
+            if let Some(t0) = self.ask_since.take() {
+                self.stats.rx_slot_wait_cycles += (now - t0) / self.tk;
+            }
             let f = self.ej_buf[vc as usize].pop_front().expect("header still buffered");
             debug_assert!(f.head);
             self.rx[vc as usize] = RxVc { slot: Some(slot), tokens: None, got: 0 };
@@ -325,7 +354,7 @@ impl D2dEngineCl {
                     None if f.head && self.rx_asking.is_none() => {
                         ev.rx_head = Some(unpack_tag(f.data));
                         self.rx_asking = Some(vc as u8);
-                        self.stats.rx_slot_wait_cycles += 1;
+                        self.ask_since.get_or_insert(now);
                     }
                     _ => {}
                 }

@@ -425,7 +425,7 @@ impl Partition for PkgPart {
             let ddr_wait = t.ddr_outstanding > 0 && t.ddr.next_event() == NEVER;
             let busy = active
                 || t.router.occupancy() > 0
-                || t.ni.busy()
+                || (t.ni.busy() && !t.ni.waiting_for_slot_only())
                 || ucie_busy
                 || t.ddr.busy()
                 || ddr_wait
@@ -653,6 +653,7 @@ impl Package {
             router.set_ticks_per_cycle(tk);
             let np = NiPorts { inj_flit: flit_in[i][Dir::Local.idx()], inj_credit: inj_credit[i], ej_flit: ej[i], ej_credit: credit_in[i][Dir::Local.idx()] };
             let mut ni = D2dEngineCl::new(c, k, r.vcs, r.vc_buf, cfg.flit_bytes, np);
+            ni.set_ticks_per_cycle(tk);
             let mut ctrl = ChipletCtrlCl::new(c, layer.experts, slots, if functional { slot_bytes } else { 0 }, knobs);
             // Tokens computed here, EP dispatch in/out.
             let m_here: Vec<u32> = (0..layer.experts).map(|e| plan.count[e][i]).collect();
@@ -942,7 +943,7 @@ impl Package {
                 evictions: t.ctrl.stats.evictions,
                 handoffs: t.ctrl.stats.handoffs_out,
                 reloads: t.ctrl.stats.reloads,
-                rx_stall_cycles: t.ctrl.stats.rx_stall_cycles,
+                rx_stall_cycles: t.ni.stats.rx_slot_wait_cycles,
             });
             macs += t.macs;
             ddr_bytes += t.ddr_bytes;
