@@ -307,9 +307,14 @@ fn bound(args: Vec<String>) -> Vec<String> {
 /// Runs the binary on one input: Ok for exit 0, Err(stderr's first line) for 1 or 2;
 /// panics (a failure) on anything else.
 fn cli_check(dir: &Path, input: &[u8]) -> Result<(), String> {
-    let d = dir.to_str().unwrap();
     let args: Vec<String> = split(input).iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect();
-    let args: Vec<String> = bound(args).into_iter().map(|x| x.replace("@D", d)).collect();
+    run_cli(dir, bound(args))
+}
+
+/// The property on one argument vector (`@D` = `dir`), run as given.
+fn run_cli(dir: &Path, args: Vec<String>) -> Result<(), String> {
+    let d = dir.to_str().unwrap();
+    let args: Vec<String> = args.into_iter().map(|x| x.replace("@D", d)).collect();
     let err_path = dir.join("stderr.txt");
     let err_file = std::fs::File::create(&err_path).unwrap();
     let mut child = Command::new("sh")
@@ -362,12 +367,36 @@ const CLI: Target = Target {
     // whole check, spawn included.
     time_limit: Duration::from_secs(15),
     mem_limit: 64 << 20,
+    known: &[],
 };
 
 #[test]
 fn fuzz_cli() {
     fuzz_test(&CLI, 200, PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-cli"));
 }
+
+/// CLI inputs the fuzzer once broke (`testbenches/regress/cli/*.args`, one argument per
+/// line): each now meets the property, run as written (no size bounding), with `code`.
+fn cli_corpus(rel: &str, code: i32, needle: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testbenches/regress").join(rel);
+    let args: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(String::from).collect();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-cli-corpus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = run_cli(&dir, args);
+    match code {
+        0 => assert_eq!(r, Ok(()), "{rel}"),
+        _ => assert!(r.as_ref().is_err_and(|e| e.contains(needle)), "{rel}: {r:?}"),
+    }
+}
+
+#[test]
+fn issue5_cli_link_latency_u32_wrap() { cli_corpus("cli/issue5_link_latency_u32_wrap.args", 2, "mesh.link_latency") }
+#[test]
+fn issue5_cli_pe_cycle_overflow() { cli_corpus("cli/issue5_pe_cycle_overflow.args", 2, "folds") }
+#[test]
+fn issue5_cli_pe_too_many_folds() { cli_corpus("cli/issue5_pe_too_many_folds.args", 2, "folds") }
+#[test]
+fn issue5_cli_threads_oversubscribed() { cli_corpus("cli/issue5_threads_oversubscribed.args", 0, "") }
 
 /// Replays a saved input: `FUZZ_REPLAY=path cargo test --release -p waferstream --test
 /// fuzz_cli replay -- --nocapture`.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use hw::noc::{run_point, NocCfg, WaveOut};
 use hw::pkg::config::PkgCfg;
 use sched::trace::{load_trace, parse_trace, trace_stats, trace_to_string, TraceError};
-use testbenches::fuzz::{fuzz_test, CountingAlloc, Target};
+use testbenches::fuzz::{fuzz_test, mutate_lines, CountingAlloc, Target};
 
 /// Heap accounting for the per-case memory bound.
 #[global_allocator]
@@ -200,6 +200,7 @@ const TARGETS: &[Target] = &[
         multiline_ok: false,
         time_limit: TIME,
         mem_limit: MEM,
+        known: &[],
     },
     Target {
         name: "fst",
@@ -210,16 +211,18 @@ const TARGETS: &[Target] = &[
         multiline_ok: false,
         time_limit: TIME,
         mem_limit: MEM,
+        known: &[],
     },
     Target {
         name: "toml",
         seeds: configs,
         tokens: &[b"k = 0\n", b"k = 128\n", b"rate = 1e308\n", b"[mesh]\n", b"= nan\n", b"\"", b"[[", b"link_latency = 4294967295\n", b"clock_mhz = 1e12\n"],
-        mutate: None,
+        mutate: Some(mutate_lines),
         check: toml_check,
         multiline_ok: true,
         time_limit: TIME,
         mem_limit: MEM,
+        known: &[],
     },
     Target {
         name: "trace",
@@ -239,11 +242,12 @@ const TARGETS: &[Target] = &[
             b"\"top_k\": 0",
             b"\xff\xfe",
         ],
-        mutate: None,
+        mutate: Some(mutate_lines),
         check: trace_check,
         multiline_ok: false,
         time_limit: TIME,
         mem_limit: MEM,
+        known: &[],
     },
     Target {
         name: "pkgcfg",
@@ -265,11 +269,12 @@ const TARGETS: &[Target] = &[
             b"0",
             b"9",
         ],
-        mutate: None,
+        mutate: Some(mutate_lines),
         check: pkg_check,
         multiline_ok: true,
         time_limit: TIME,
         mem_limit: MEM,
+        known: &[("chiplets (rows x cols wraps", "testbenches/regress/pkg/issue5_pkgcfg_rows_cols_overflow.toml")],
     },
 ];
 
@@ -306,7 +311,7 @@ fn one_seed(_: &Path) -> Vec<Vec<u8>> {
 }
 
 fn harness_target(check: fn(&Path, &[u8]) -> Result<(), String>, time_ms: u64, mem: usize) -> Target {
-    Target { name: "selftest", seeds: one_seed, tokens: &[], mutate: None, check, multiline_ok: false, time_limit: Duration::from_millis(time_ms), mem_limit: mem }
+    Target { name: "selftest", seeds: one_seed, tokens: &[], mutate: None, check, multiline_ok: false, time_limit: Duration::from_millis(time_ms), mem_limit: mem, known: &[] }
 }
 
 #[test]
@@ -326,5 +331,11 @@ fn harness_reports_panic_hang_memory_and_multiline_with_the_input() {
     }
     let ok = testbenches::fuzz::run(&harness_target(|_, b| if b.len() % 2 == 0 { Ok(()) } else { Err("odd".into()) }, 5000, MEM), 50, &dir).unwrap();
     assert_eq!(ok.accepted + ok.refused, 50);
+    // A known open finding is counted, not a failure.
+    let mut t = harness_target(|_, b| if b.len() % 2 == 0 { panic!("known boom") } else { Ok(()) }, 5000, MEM);
+    t.known = &[("known boom", "regress/x/open.toml")];
+    let k = testbenches::fuzz::run(&t, 50, &dir).unwrap();
+    assert_eq!(k.accepted + k.known[0].1, 50);
+    assert!(k.known[0].1 > 0 && k.to_string().contains("known open finding regress/x/open.toml"), "{k}");
 }
 
