@@ -137,6 +137,13 @@ pub fn check_token(h: &TraceHeader, t: &TraceToken) -> Result<(), String> {
         if s.len() != t.layers.len() || s.iter().zip(&t.layers).any(|(a, b)| a.len() != b.len()) {
             return Err("scores: shape differs from layers".into());
         }
+        // JSON numbers beyond f32 (e.g. 1e40) parse as infinity, which the writer can only
+        // emit as `null`: such a trace would load but not survive a round trip (issue 5).
+        for (l, row) in s.iter().enumerate() {
+            if let Some(v) = row.iter().find(|v| !v.is_finite()) {
+                return Err(format!("scores[{l}]: {v} is not a finite 32-bit float"));
+            }
+        }
     }
     Ok(())
 }

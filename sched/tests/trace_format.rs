@@ -205,3 +205,12 @@ fn file_round_trip_and_file_errors() {
     assert!(load_trace(&dir.join("none.jsonl")).is_err());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 5 fuzzing: a score beyond f32 (1e40 parses as infinity) is refused with its line,
+/// as the writer could only emit it as `null`.
+#[test]
+fn refuses_scores_beyond_f32() {
+    let mut g = good();
+    g[1] = r#"{"iter": 0, "req": 0, "pos": 1, "layers": [[0,1],[2,3]], "scores": [[1e40,0.5],[0.5,0.5]]}"#.into();
+    refused(&g, 2, "finite");
+}

@@ -61,6 +61,9 @@ struct PeOut {
     double_buffered_utilization: Option<f64>,
 }
 
+/// Most folds one `pe` run simulates (about a second of fold-by-fold stepping).
+pub const MAX_FOLDS: u64 = 1 << 28;
+
 fn parse_array(s: &str) -> CliResult<(u32, u32)> {
     let bad = || format!("--array: `{s}` is not ROWSxCOLS with both in 1..={}", hw::pkg::pe_array::MAX_SIDE);
     let (r, c) = s.split_once(['x', 'X']).ok_or_else(bad)?;
@@ -97,6 +100,13 @@ pub fn run(a: PeArgs) -> CliResult<ExitCode> {
     }
     let g = Gemm::new(a.m as u32, a.k as u32, a.n as u32);
     let plan = cfg.plan(g);
+    // Two bounds in one (issue 5 fuzzing): the CL array steps fold by fold (~5 ns each), so a
+    // GEMM of 2^53 folds ran for minutes; and it counts cycles in u64, which `--m --k --n
+    // 4294967295` on a 1x1 array overflowed (a panic). Under MAX_FOLDS a GEMM is busy for at
+    // most 2^28 x (2^32 + the array's skew) < 2^62 cycles.
+    if plan.folds() > MAX_FOLDS {
+        return Err(format!("--m {} --k {} --n {}: {} folds on the {rows}x{cols} array; the CL array steps fold by fold, at most {MAX_FOLDS} folds (use a bigger --array or split the GEMM)", a.m, a.k, a.n, plan.folds()));
+    }
     let (cycles, ctr) = simulate(&cfg, g);
     let util = |c: u64| if c == 0 { 0.0 } else { g.macs() as f64 / (cfg.macs() as f64 * c as f64) };
     let db = (timing == Timing::ScaleSim).then(|| simulate(&PeArrayCfg { timing: Timing::DoubleBuffered, ..cfg.clone() }, g).0);

@@ -5,4 +5,5 @@
 //! `cargo test` (tests/regress.rs), so CI and a user's bench run the very same checks.
 
 pub mod cases;
+pub mod fuzz;
 pub mod regress;

@@ -1,70 +1,30 @@
-//! Fuzz harness (issue 5), stable toolchain: seeded mutation of valid inputs, run in process.
-//! Property: every input is accepted or refused with a one-line error; never a panic, an
-//! abort, or a case slower than `CASE_LIMIT`. Targets are a table: a new input kind (e.g.
-//! routing-trace lines) is one more `Target` row.
+//! Fuzz targets run in process (issue 5), on the harness in `testbenches::fuzz`: seeded
+//! mutation of valid inputs. Property: every input is accepted or refused with a message;
+//! never a panic, an abort, a case over its time bound (10 s) or its heap bound (256 MiB).
+//! Targets are a table: a new input kind is one more `Target` row. The CLI argument target
+//! spawns the binary and lives in the root package (`tests/fuzz_cli.rs`).
 //!
 //! `FUZZ_CASES=N cargo test --release -p waferstream-testbenches --test fuzz` (default 2000
-//! per target; `scripts/fuzz.sh N`). A failing case is written to `target/fuzz-crash-*`;
-//! copy it to `testbenches/regress/<area>/issue<N>_<slug>.*` with a test.
+//! per target; `scripts/fuzz.sh N`). A failing case is written to
+//! `target/tmp/fuzz-<target>/fuzz-crash-*`; copy it to
+//! `testbenches/regress/<area>/issue<N>_<slug>.*` with a test in `regress_corpus.rs`.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hw::noc::{run_point, NocCfg, WaveOut};
+use hw::pkg::config::PkgCfg;
+use sched::trace::{load_trace, parse_trace, trace_stats, trace_to_string, TraceError};
+use testbenches::fuzz::{fuzz_test, mutate_lines, CountingAlloc, Target};
 
-const CASE_LIMIT: Duration = Duration::from_secs(10);
+/// Heap accounting for the per-case memory bound.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
-/// xorshift64*: enough for mutation, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+const TIME: Duration = Duration::from_secs(10);
+const MEM: usize = 256 << 20;
 
-/// Byte-level mutations (flip, insert, delete, truncate, duplicate a span, splice a token).
-fn mutate(seed: &[u8], rng: &mut Rng, tokens: &[&[u8]]) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    for _ in 0..1 + rng.below(6) {
-        if b.is_empty() {
-            b.push(b'0');
-        }
-        let p = rng.below(b.len());
-        match rng.below(6) {
-            0 => b[p] = rng.next() as u8,
-            1 => b.insert(p, rng.next() as u8),
-            2 => {
-                b.remove(p);
-            }
-            3 => b.truncate(p),
-            4 => {
-                let e = (p + rng.below(64)).min(b.len());
-                let span = b[p..e].to_vec();
-                let q = rng.below(b.len());
-                b.splice(q..q, span);
-            }
-            _ => {
-                let t = tokens[rng.below(tokens.len())];
-                b.splice(p..p, t.iter().copied());
-            }
-        }
-    }
-    b
-}
-
-struct Target {
-    name: &'static str,
-    seeds: fn(&Path) -> Vec<Vec<u8>>,
-    tokens: &'static [&'static [u8]],
-    /// Ok(()) accepted, Err(message) refused; a panic or a hang is the failure.
-    check: fn(&Path, &[u8]) -> Result<(), String>,
-}
+// ----- waveforms
 
 fn dumps(dir: &Path, fst: bool) -> Vec<Vec<u8>> {
     let mut cfg = NocCfg::default();
@@ -80,7 +40,15 @@ fn dumps(dir: &Path, fst: bool) -> Vec<Vec<u8>> {
     let (r, _) = run_point(&cfg, Some(WaveOut { sink: &mut w }), &mut |_| {}).unwrap();
     w.finish(r.cycles).unwrap();
     let mut v = vec![std::fs::read(&path).unwrap()];
-    if !fst {
+    if fst {
+        // A windowed FST too (its start time is the window's, not 0).
+        let p = dir.join("seed-window.fst");
+        let filter = waves::WaveFilter { globs: vec!["top.mesh.r_0_*".into()], window: Some((100, 130)) };
+        let mut w = waves::WaveWriter::create(&p, fmt, cfg.mesh.period_ps(), &signals, &filter).unwrap();
+        let (r, _) = run_point(&cfg, Some(WaveOut { sink: &mut w }), &mut |_| {}).unwrap();
+        w.finish(r.cycles).unwrap();
+        v.push(std::fs::read(&p).unwrap());
+    } else {
         v.push(ICARUS_VCD.as_bytes().to_vec());
     }
     v
@@ -97,6 +65,8 @@ fn wave_check(dir: &Path, bytes: &[u8], ext: &str) -> Result<(), String> {
     let b = waves::diff(&p, &q).map(drop).map_err(|e| e.to_string());
     a.and(b)
 }
+
+// ----- NoC configs and scenarios
 
 fn configs(_: &Path) -> Vec<Vec<u8>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -131,74 +101,241 @@ fn toml_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
     toml::from_str::<toml::Value>(text).map(drop).map_err(|e| e.to_string())
 }
 
-const TARGETS: &[Target] = &[
-    Target { name: "vcd", seeds: |d| dumps(d, false), tokens: &[b"$scope module x $end\n", b"$upscope $end\n", b"#", b"b", b"x", b"$end", b"\n#0\n", b"$var wire 0 % y $end\n", b"r1e999 !\n"], check: |d, b| wave_check(d, b, "vcd") },
-    Target { name: "fst", seeds: |d| dumps(d, true), tokens: &[&[0xff; 8], &[0; 8], &[0x80; 4]], check: |d, b| wave_check(d, b, "fst") },
-    Target { name: "toml", seeds: configs, tokens: &[b"k = 0\n", b"k = 128\n", b"rate = 1e308\n", b"[mesh]\n", b"= nan\n", b"\"", b"[[", b"link_latency = 4294967295\n", b"clock_mhz = 1e12\n"], check: toml_check },
-];
+// ----- routing traces (SPEC §8, sched::trace)
 
-fn cases() -> u64 {
-    std::env::var("FUZZ_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2000)
+const TRACE_H: &str = r#"{"format": "waferstream-trace/1", "model": "t", "experts": 8, "top_k": 2, "layers": 2}"#;
+
+fn traces(_: &Path) -> Vec<Vec<u8>> {
+    let tok = |iter: u32, l0: &str, l1: &str| format!(r#"{{"iter": {iter}, "req": 0, "pos": {iter}, "layers": [{l0}, {l1}]}}"#);
+    let small = [TRACE_H.to_string(), tok(0, "[0,1]", "[2,3]"), tok(0, "[4,5]", "[6,7]"), tok(1, "[1,0]", "[7,2]")].join("\n") + "\n";
+    let scored = [
+        TRACE_H.to_string(),
+        r#"{"iter": 0, "req": 3, "pos": 17, "token_id": 1512, "layers": [[0,1],[2,3]], "scores": [[0.75,0.25],[0.5,0.5]]}"#.to_string(),
+        String::new(),
+        r#"{"iter": 2, "req": 4, "pos": 0, "layers": [[7,6],[5,4]]}"#.to_string(),
+    ]
+    .join("\n");
+    let gen = sched::workload::GenCfg { experts: 16, top_k: 4, layers: 3, tokens_per_iter: 6, iters: 3, ..Default::default() };
+    let generated = trace_to_string(&sched::workload::generate(&gen).unwrap());
+    vec![small.into_bytes(), scored.into_bytes(), generated.into_bytes()]
 }
 
-fn fuzz(t: &Target) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{}", t.name));
-    std::fs::create_dir_all(&dir).unwrap();
-    let seeds = (t.seeds)(&dir);
-    let n = cases();
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let mut failure: Option<String> = None;
-    let start = Instant::now();
-    let (mut ok, mut refused) = (0u64, 0u64);
-    'cases: for i in 0..n {
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (i + 1).wrapping_mul(0x1000_0000_01b3));
-        let seed = &seeds[rng.below(seeds.len())];
-        let input = mutate(seed, &mut rng, t.tokens);
-        let t0 = Instant::now();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (t.check)(&dir, &input)));
-        let dt = t0.elapsed();
-        let crash = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-crash-{}-{i}", t.name));
-        match r {
-            Err(_) => {
-                std::fs::write(&crash, &input).unwrap();
-                failure = Some(format!("{} case {i}: panic; input saved to {}", t.name, crash.display()));
-                break 'cases;
-            }
-            Ok(Err(msg)) => {
-                // TOML errors are multi-line by design (a caret under the column); the CLI
-                // folds every error onto one line. Waveform errors must be one line here.
-                if msg.trim().is_empty() || (t.name != "toml" && msg.contains('\n')) {
-                    std::fs::write(&crash, &input).unwrap();
-                    failure = Some(format!("{} case {i}: multi-line error {msg:?}; input in {}", t.name, crash.display()));
-                    break 'cases;
-                }
-                refused += 1;
-            }
-            Ok(Ok(())) => ok += 1,
+/// Ok, or an error naming a line of the input (the file itself only when it is not text);
+/// an accepted trace reads back identically after writing.
+fn trace_check(dir: &Path, bytes: &[u8]) -> Result<(), String> {
+    let r = match std::str::from_utf8(bytes) {
+        Ok(text) => parse_trace(text),
+        Err(_) => {
+            let p = dir.join("case.jsonl");
+            std::fs::write(&p, bytes).unwrap();
+            load_trace(&p)
         }
-        if dt > CASE_LIMIT {
-            std::fs::write(&crash, &input).unwrap();
-            failure = Some(format!("{} case {i}: {:.1} s (hang?); input in {}", t.name, dt.as_secs_f64(), crash.display()));
-            break 'cases;
+    };
+    match r {
+        Ok(t) => {
+            let _ = trace_stats(&t);
+            let again = parse_trace(&trace_to_string(&t)).map_err(|e| e.to_string());
+            assert!(again.as_ref() == Ok(&t), "accepted trace does not read back: {again:?}");
+            Ok(())
+        }
+        Err(TraceError::Line { line, msg, .. }) => {
+            let lines = bytes.split(|&b| b == b'\n').count().max(1);
+            assert!((1..=lines).contains(&line), "error names line {line} of a {lines}-line input: {msg}");
+            Err(format!("line {line}: {msg}"))
+        }
+        Err(e @ TraceError::Io { .. }) => {
+            assert!(std::str::from_utf8(bytes).is_err(), "file error for a text input: {e}");
+            Err(e.to_string())
         }
     }
-    std::panic::set_hook(prev);
-    if let Some(f) = failure {
-        panic!("{f}");
+}
+
+// ----- package config (hw::pkg::config::PkgCfg)
+
+fn pkg_configs(_: &Path) -> Vec<Vec<u8>> {
+    let mut v = vec![PkgCfg::default()];
+    let mut c = PkgCfg { rows: 4, cols: 4, ring_slots: 6, ddr_reserve: 2, core_mhz: 1000.0, ..PkgCfg::default() };
+    v.push(c.clone());
+    c.rows = 3;
+    c.cols = 3;
+    c.micro_slices = 4;
+    c.flit_bytes = 64;
+    c.weight_buffer_bytes = 1 << 20;
+    v.push(c);
+    let mut out: Vec<Vec<u8>> = v.iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
+    out.push(b"rows = 1\ncols = 1\n".to_vec());
+    out.push(Vec::new()); // all defaults
+    out
+}
+
+/// Parse error, or a validate error naming one of PkgCfg's fields, or Ok — and then the
+/// config's derived values are sane (no wrap-around in `rows × cols`, a real clock).
+fn pkg_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let c: PkgCfg = toml::from_str(text).map_err(|e| e.to_string())?;
+    match c.validate() {
+        Err(e) => {
+            let fields = toml::Value::try_from(PkgCfg::default()).unwrap();
+            assert!(fields.as_table().unwrap().contains_key(e.field.as_str()), "validate error names no PkgCfg field: {e}");
+            Err(e.to_string())
+        }
+        Ok(()) => {
+            let chiplets = c.rows.checked_mul(c.cols);
+            assert!(chiplets.is_some_and(|n| (1..=16).contains(&n)), "accepted {}x{} chiplets (rows x cols wraps to {})", c.rows, c.cols, c.chiplets());
+            assert!(c.core_period_ps() >= 1, "accepted core_mhz {} (period 0 ps)", c.core_mhz);
+            let _ = c.slots_for(1 << 20);
+            let _ = c.validate_for(c.micro_slices);
+            Ok(())
+        }
     }
-    eprintln!("fuzz {}: {n} cases ({ok} accepted, {refused} refused) in {:.1} s, 0 failures", t.name, start.elapsed().as_secs_f64());
+}
+
+const TARGETS: &[Target] = &[
+    Target {
+        name: "vcd",
+        seeds: |d| dumps(d, false),
+        tokens: &[b"$scope module x $end\n", b"$upscope $end\n", b"#", b"b", b"x", b"$end", b"\n#0\n", b"$var wire 0 % y $end\n", b"r1e999 !\n"],
+        mutate: None,
+        check: |d, b| wave_check(d, b, "vcd"),
+        multiline_ok: false,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
+    Target {
+        name: "fst",
+        seeds: |d| dumps(d, true),
+        tokens: &[&[0xff; 8], &[0; 8], &[0x80; 4]],
+        mutate: None,
+        check: |d, b| wave_check(d, b, "fst"),
+        multiline_ok: false,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
+    Target {
+        name: "toml",
+        seeds: configs,
+        tokens: &[b"k = 0\n", b"k = 128\n", b"rate = 1e308\n", b"[mesh]\n", b"= nan\n", b"\"", b"[[", b"link_latency = 4294967295\n", b"clock_mhz = 1e12\n"],
+        mutate: Some(mutate_lines),
+        check: toml_check,
+        multiline_ok: true,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
+    Target {
+        name: "trace",
+        seeds: traces,
+        tokens: &[
+            b"\n",
+            b"{\"iter\": 0, \"req\": 0, \"pos\": 0, \"layers\": [[0,1],[2,3]]}\n",
+            b"[0,1]",
+            b"65535",
+            b"4294967296",
+            b"-1",
+            b"1e999",
+            b"null",
+            b"\"scores\": [[1e40, 0.5]], ",
+            b"\"layers\": 4096",
+            b"\"experts\": 65536",
+            b"\"top_k\": 0",
+            b"\xff\xfe",
+        ],
+        mutate: Some(mutate_lines),
+        check: trace_check,
+        multiline_ok: false,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
+    Target {
+        name: "pkgcfg",
+        seeds: pkg_configs,
+        tokens: &[
+            b"rows = 65536\n",
+            b"cols = 65536\n",
+            b"rows = 4294967295\n",
+            b"core_mhz = 1e-300\n",
+            b"core_mhz = nan\n",
+            b"ring_slots = 1\n",
+            b"ddr_reserve = 4294967295\n",
+            b"micro_slices = 0\n",
+            b"weight_buffer_bytes = 18446744073709551615\n",
+            b"flit_bytes = 0\n",
+            b"seed = -1\n",
+            b"bogus = 1\n",
+            b"[x]\n",
+            b"0",
+            b"9",
+        ],
+        mutate: Some(mutate_lines),
+        check: pkg_check,
+        multiline_ok: true,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[("chiplets (rows x cols wraps", "testbenches/regress/pkg/issue5_pkgcfg_rows_cols_overflow.toml")],
+    },
+];
+
+fn run(name: &str) {
+    let t = TARGETS.iter().find(|t| t.name == name).unwrap();
+    fuzz_test(t, 2000, PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{name}")));
 }
 
 #[test]
 fn fuzz_vcd() {
-    fuzz(&TARGETS[0]);
+    run("vcd");
 }
 #[test]
 fn fuzz_fst() {
-    fuzz(&TARGETS[1]);
+    run("fst");
 }
 #[test]
 fn fuzz_toml() {
-    fuzz(&TARGETS[2]);
+    run("toml");
 }
+#[test]
+fn fuzz_trace() {
+    run("trace");
+}
+#[test]
+fn fuzz_pkgcfg() {
+    run("pkgcfg");
+}
+
+// ----- the harness itself: each failure kind is caught and reported with its input
+
+fn one_seed(_: &Path) -> Vec<Vec<u8>> {
+    vec![b"seed".to_vec()]
+}
+
+fn harness_target(check: fn(&Path, &[u8]) -> Result<(), String>, time_ms: u64, mem: usize) -> Target {
+    Target { name: "selftest", seeds: one_seed, tokens: &[], mutate: None, check, multiline_ok: false, time_limit: Duration::from_millis(time_ms), mem_limit: mem, known: &[] }
+}
+
+#[test]
+fn harness_reports_panic_hang_memory_and_multiline_with_the_input() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-selftest");
+    let cases: [(fn(&Path, &[u8]) -> Result<(), String>, u64, usize, &str); 4] = [
+        (|_, _| panic!("boom"), 5000, MEM, "panic: boom"),
+        (|_, _| { std::thread::sleep(Duration::from_millis(1500)); Ok(()) }, 200, MEM, "no result after 0.2 s"),
+        (|_, _| { let v = vec![7u8; 64 << 20]; std::hint::black_box(&v); Ok(()) }, 5000, 16 << 20, "heap grew by 64 MiB"),
+        (|_, _| Err("two\nlines".into()), 5000, MEM, "not a one-line message"),
+    ];
+    for (check, ms, mem, needle) in cases {
+        let e = testbenches::fuzz::run(&harness_target(check, ms, mem), 3, &dir).unwrap_err();
+        assert!(e.contains("selftest case 0") && e.contains(needle), "{e}");
+        let saved = e.rsplit("input saved to ").next().unwrap();
+        assert!(Path::new(saved).exists(), "{e}");
+    }
+    let ok = testbenches::fuzz::run(&harness_target(|_, b| if b.len() % 2 == 0 { Ok(()) } else { Err("odd".into()) }, 5000, MEM), 50, &dir).unwrap();
+    assert_eq!(ok.accepted + ok.refused, 50);
+    // A known open finding is counted, not a failure.
+    let mut t = harness_target(|_, b| if b.len() % 2 == 0 { panic!("known boom") } else { Ok(()) }, 5000, MEM);
+    t.known = &[("known boom", "regress/x/open.toml")];
+    let k = testbenches::fuzz::run(&t, 50, &dir).unwrap();
+    assert_eq!(k.accepted + k.known[0].1, 50);
+    assert!(k.known[0].1 > 0 && k.to_string().contains("known open finding regress/x/open.toml"), "{k}");
+}
+

@@ -25,6 +25,29 @@ fn corpus(rel: &str) {
 #[test]
 fn issue2_ff_even_jump_hang() { corpus("noc/issue2_ff_even_jump_hang.toml") }
 
+/// More stepper threads than cores: quick (was 20 s), and the same results as serial.
+#[test]
+fn issue5_threads_oversubscribed() {
+    let t = std::time::Instant::now();
+    corpus("noc/issue5_threads_oversubscribed.toml");
+    assert!(t.elapsed().as_secs_f64() < 10.0, "{:.1} s", t.elapsed().as_secs_f64());
+}
+
+/// A NoC config that once got past validation and panicked while building the mesh: now
+/// refused by `validate`, naming the field.
+fn refused_corpus(rel: &str, field: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regress").join(rel);
+    let cfg: NocCfg = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let e = cfg.validate().expect_err("accepted");
+    assert_eq!(e.field, field, "{e}");
+    assert!(hw::noc::Mesh::new(&cfg).is_err());
+}
+
+#[test]
+fn issue5_link_latency_u32_wrap() { refused_corpus("noc/issue5_link_latency_u32_wrap.toml", "mesh.link_latency") }
+#[test]
+fn issue5_link_latency_past_link_ring() { refused_corpus("noc/issue5_link_latency_past_link_ring.toml", "mesh.link_latency") }
+
 /// A malformed waveform (issue 5): refused with an error naming the file and the line or
 /// byte offset, never a panic or an abort (the reader is contained and pre-checked).
 /// The VCDs are a 2-signal dump (`vcd_check`'s test text) with line 13 broken; the FST is a
@@ -49,10 +72,40 @@ fn issue5_vcd_time_backwards() { wave_corpus("waves/issue5_vcd_time_backwards.vc
 #[test]
 fn issue5_vcd_truncated() { wave_corpus("waves/issue5_vcd_truncated.vcd", "truncated") }
 
+/// A package config that once passed validation (issue 5 fuzzing, the `pkgcfg` target's
+/// oracle): refused, naming the field.
+fn pkg_corpus(rel: &str, field: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regress").join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let c: hw::pkg::config::PkgCfg = toml::from_str(&text).unwrap();
+    let r = std::panic::catch_unwind(|| c.validate());
+    let e = r.unwrap_or_else(|_| panic!("{rel}: validate panicked")).expect_err("accepted");
+    assert_eq!(e.field, field, "{e}");
+}
+
+#[test]
+#[ignore = "open: hw::pkg::config::PkgCfg::validate computes rows * cols in u32 (wraps to 0 in release, overflow panic in debug); the fix belongs in hw/src/pkg/config.rs, owned by the package work"]
+fn issue5_pkgcfg_rows_cols_overflow() { pkg_corpus("pkg/issue5_pkgcfg_rows_cols_overflow.toml", "rows") }
+
+/// A routing trace that once loaded but could not be written back (issue 5 fuzzing, the
+/// `trace` target's round-trip oracle): refused, naming the line.
+fn trace_corpus(rel: &str, line: usize, needle: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regress").join(rel);
+    let e = sched::trace::load_trace(&path).expect_err("accepted");
+    assert_eq!(e.line_no(), Some(line), "{e}");
+    assert!(e.to_string().contains(needle), "{e}");
+}
+
+/// `"scores": [[1e40, ...]]`: 1e40 overflows f32 to infinity, written back as `null`.
+#[test]
+fn issue5_trace_score_overflows_f32() { trace_corpus("trace/issue5_trace_score_overflows_f32.jsonl", 2, "finite") }
+
 /// Every corpus file has a test above.
 #[test]
 fn corpus_files_all_listed() {
-    let me = include_str!("regress_corpus.rs");
+    // CLI argument repros (`regress/cli/*.args`) are replayed by the root package's
+    // tests/fuzz_cli.rs, where the binary is built.
+    let me = [include_str!("regress_corpus.rs"), include_str!("../../tests/fuzz_cli.rs")].concat();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regress");
     for area in std::fs::read_dir(&root).unwrap() {
         let area = area.unwrap().path();

@@ -694,6 +694,10 @@ mod tests {
                 matches!(d, crate::DiffResult::Same { signals: 6, .. }),
                 "{window:?}: {d}"
             );
+            // Same summary too: a windowed FST starts at the window (no all-x block from 0).
+            let (sv, sf) = (crate::stats(&paths[0]).unwrap(), crate::stats(&paths[1]).unwrap());
+            assert_eq!(sv, sf, "{window:?}");
+            assert_eq!(sf.start_time, window.map_or(0, |w| w.0 * 10));
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -122,8 +122,18 @@ impl AtomicStatus {
     }
 }
 
+/// OS threads the stepper may use: the machine's parallelism (read once).
+pub fn max_threads() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Runs from cycle `start` until the control says stop. Returns the last evaluated cycle and
-/// the control's final state. `threads` is clamped to the number of partitions.
+/// the control's final state. `threads` is clamped to the number of partitions and to
+/// [`max_threads`]: every cycle ends in a barrier, so more stepper threads than cores turn
+/// each cycle into a round of context switches (issue 5 fuzzing: `--threads 64` on 2 cores
+/// ran 400x slower). Partitions are then grouped onto fewer threads, which changes no
+/// result (results never depend on the thread count).
 pub fn run_partitions<P: Partition, C: Control>(
     parts: &mut [P],
     shared: &P::Shared,
@@ -132,7 +142,7 @@ pub fn run_partitions<P: Partition, C: Control>(
     control: C,
     threads: usize,
 ) -> (Cycle, C) {
-    let threads = threads.clamp(1, parts.len().max(1));
+    let threads = threads.clamp(1, parts.len().max(1)).min(max_threads());
     if threads == 1 {
         let mut ctl = control;
         let mut now = start;

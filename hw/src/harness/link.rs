@@ -56,6 +56,10 @@ pub struct LinkArena<T> {
 // a barrier (a happens-before edge) in the engine.
 unsafe impl<T: Send> Sync for LinkArena<T> {}
 
+/// Longest link (exclusive), in cycles: a link is a ring of slots indexed by a 16-bit mask,
+/// so configs must keep every link's latency below this (`NocCfg::validate` does).
+pub const MAX_LINK_LATENCY: u32 = 1 << 15;
+
 impl<T: Copy + Default> Default for LinkArena<T> {
     fn default() -> Self {
         LinkArena { slots: Vec::new() }
@@ -67,10 +71,11 @@ impl<T: Copy + Default> LinkArena<T> {
         Self::default()
     }
 
-    /// Adds a link of latency `lat` (≥ 1) and returns its id.
+    /// Adds a link of latency `lat` (1 ≤ lat < [`MAX_LINK_LATENCY`]) and returns its id.
+    /// Configs are validated against these bounds first; a violation here is a model bug.
     pub fn add(&mut self, lat: u32) -> LinkId {
         assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
-        assert!(lat < 1 << 15, "link latency {lat} too large");
+        assert!(lat < MAX_LINK_LATENCY, "link latency {lat} too large");
         let n = (lat as usize + 1).next_power_of_two();
         let base = self.slots.len();
         assert!(base + n < u32::MAX as usize, "too many link slots");

@@ -245,7 +245,9 @@ impl NocCfg {
         if negative(s.stopping_threshold) || negative(s.acc_stopping_threshold) {
             return err("measure.stopping_threshold", "thresholds must be >= 0");
         }
-        let max_lat = (m.link_latency + 1 + r.credit_delay) as u64 + (r.routing_delay + r.va_delay + r.sa_delay + r.st_delay) as u64 + m.ser_cycles() as u64;
+        // Summed in u64: a u32 sum of a huge link_latency wraps (issue 5 fuzzing).
+        let (l, cd, st) = (m.link_latency as u64, r.credit_delay as u64, r.st_delay as u64);
+        let max_lat = (l + 1 + cd) + (r.routing_delay as u64 + r.va_delay as u64 + r.sa_delay as u64 + st) + m.ser_cycles() as u64;
         if s.watchdog_cycles != 0 && s.watchdog_cycles <= max_lat {
             // Name the field the user most likely changed: the watchdog if it is not the
             // default, else the latencies that outgrew it.
@@ -256,6 +258,14 @@ impl NocCfg {
                 "mesh.link_latency",
                 format!("link {} + router pipeline gives a {max_lat}-cycle latency, not below measure.watchdog_cycles ({}): lower it or raise/disable (0) the watchdog", m.link_latency, s.watchdog_cycles),
             );
+        }
+        // Each link of the mesh is a harness link of bounded depth: the router-to-router flit
+        // link carries switch traversal + channel + serialization, the credit link the channel
+        // + credit delay (mesh.rs). Reached with the watchdog off (0).
+        let deepest = (st + l + m.ser_cycles() as u64).max(l + 1 + cd);
+        let limit = crate::harness::link::MAX_LINK_LATENCY as u64;
+        if deepest >= limit {
+            return err("mesh.link_latency", format!("{} cycles make a {deepest}-cycle link (switch traversal + link + serialization, or link + credit delay); at most {} cycles", m.link_latency, limit - 1));
         }
         if self.sim.threads == 0 {
             return err("sim.threads", "must be >= 1 (got 0)");
