@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -71,6 +71,12 @@ const SEEDS: &[&str] = &[
     "noc --k 2 --vcs 3 --vc-buf 4 --packet-size 3 --routing-delay 2 --va-delay 1 --sa-delay 1 --st-delay 1 --link-latency 2 --credit-delay 1 --flit-bytes 8 --link-width 4 --seed 7 --threads 2 --no-fast-forward --rates 0.1 --quiet",
     "run @D/scenario.toml --quiet",
     "run --print-default",
+    "run noc-sweep --quiet",
+    "package --functional --array 2x2 --tokens 8 --strategy ep,a3 --quiet",
+    "package --functional --array 3x3 --ber 1e-6 --tokens 8 --strategy a1,a2,a4,a5 --json @D/out/f.json --quiet",
+    "package --model functional --tokens 16 --array 2x2 --strategy hydra --micro-slices 4 --ring-slots 6 --vcd @D/out/p.vcd --quiet",
+    "package --trace @D/t.jsonl --model functional --array 2x2 --strategy ep,a3 --iters 0..1 --layers 1..2 --json @D/out/t.json --quiet",
+    "package --config @D/pkg.toml --model functional --tokens 8 --threads 2 --no-fast-forward --quiet",
     "run @D/scenario.toml --json @D/out/r.json --vcd @D/out/r.vcd --trace top.mesh.r_0_0 --window 0..30 --quiet",
     "wave stats @D/ok.vcd",
     "wave stats @D/ok.fst",
@@ -112,6 +118,7 @@ fn fixtures(d: &Path) {
     w("small.toml", small.as_bytes());
     w("hot.toml", format!("{small}[traffic]\nrate = 0.1\n[traffic.pattern]\nhotspot = {{ nodes = [3], fraction = 0.5 }}\n").as_bytes());
     w("bad.toml", b"[mesh]\nbogus = 1\n");
+    w("pkg.toml", b"rows = 2\ncols = 2\nmicro_slices = 4\n[pe]\nrows = 8\ncols = 8\n[sim]\nwatchdog_cycles = 20000\n");
     w("scenario.toml", b"[scenario]\nname = \"fuzz\"\nkind = \"noc_sweep\"\nrates = [0.1, 0.2]\n[noc.mesh]\nk = 3\n[noc.measure]\nsample_period = 50\nwarmup_periods = 1\nmax_samples = 3\n");
     let vcd = |v: &str| format!("$timescale 1ps $end\n$scope module top $end\n$var wire 1 ! a $end\n$var wire 4 \" b $end\n$upscope $end\n$enddefinitions $end\n#0\n$dumpvars\n0!\nb0000 \"\n$end\n#10\n{v}\n");
     w("ok.vcd", vcd("1!\nb1010 \"").as_bytes());
@@ -170,6 +177,18 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
         ),
         "run" => (&[("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS)], &["--print-default", "--quiet", "--help"]),
         "regress" => (&[("--junit", OUT)], &["--list", "--help"]),
+        "package" => (
+            &[
+                ("--model", &["functional", "qwen3-30b-a3b", "deepseek-moe-16b", "gpt-5", ""]), ("--tokens", NUMS),
+                ("--array", &["2x2", "3x3", "4x4", "0x2", "5x5", "2x3", "x", "17x1"]), ("--strategy", &["ep", "hydra,a1", "a2,a3,a4,a5", "fse-dp", "zz", "", ","]),
+                ("--ber", &["0", "1e-6", "1e-3", "1", "1.5", "-0.1", "nan", "inf"]), ("--micro-slices", NUMS), ("--ring-slots", NUMS),
+                ("--d-model", NUMS), ("--d-ffn", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
+                ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),
+                ("--seed", NUMS), ("--config", &["@D/pkg.toml", "@D/bad.toml", "@D/missing.toml"]), ("--threads", NUMS),
+                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT),
+            ],
+            &["--functional", "--no-fast-forward", "--quiet", "--help"],
+        ),
         "export-verilog" => (&[("--out", OUT)], &["--help"]),
         "bench" => (&[("--k", NUMS), ("--rate", FRACS), ("--threads", &["1", "2", "1,2", "0", "", "3,1", "4294967295"]), ("--repeat", NUMS), ("--json", OUT)], &["--help"]),
         "pe" => (
@@ -294,6 +313,34 @@ fn bound(args: Vec<String>) -> Vec<String> {
     }
     if sub == "noc" && !a.iter().any(|x| x == "--config" || x.starts_with("--config=")) {
         a.extend(["--config".to_string(), "@D/small.toml".to_string()]);
+    }
+    if sub == "run" {
+        // The default and named package scenarios run a full-size layer (tens of seconds):
+        // a small scenario file stands in for them.
+        match a.get(1) {
+            Some(x) if x == "default" => a[1] = "@D/scenario.toml".into(),
+            Some(x) if !x.starts_with('-') => {}
+            _ if !a.iter().any(|x| x == "--print-default" || x == "--help") => a.insert(1, "@D/scenario.toml".into()),
+            _ => {}
+        }
+    }
+    if sub == "package" {
+        // Full-size timing runs take seconds to minutes: the fuzz keeps the layer small.
+        for i in value_after(&a, "--model").collect::<Vec<_>>() {
+            if sched::models::model_by_name(&a[i]).is_ok() {
+                a[i] = "functional".into();
+            }
+        }
+        if !a.iter().any(|x| x == "--model" || x.starts_with("--model=")) {
+            a.extend(["--model".to_string(), "functional".to_string()]);
+        }
+        for (flag, max) in [("--tokens", 64), ("--d-model", 128), ("--d-ffn", 128), ("--micro-slices", 64), ("--ring-slots", 64), ("--threads", 4)] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
+                    a[i] = (v % max + 1).to_string();
+                }
+            }
+        }
     }
     if sub == "regress" && !a.iter().any(|x| x == "--list") {
         a.push("--list".into()); // the suite itself runs in scripts/test.sh

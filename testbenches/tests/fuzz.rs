@@ -93,7 +93,8 @@ fn toml_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
         c.validate().map_err(|e| e.to_string())?;
         // Bounded simulation: only small meshes are run (the property is about parsing and
         // validation; run time of big meshes is a documented limit).
-        if c.mesh.k <= 4 && c.measure.max_samples <= 20 {
+        let cycles = c.measure.sample_period.saturating_mul(c.measure.warmup_periods.saturating_add(c.measure.max_samples));
+        if c.mesh.k <= 4 && cycles <= 200_000 {
             let _ = run_point(&c, None, &mut |_| {});
         }
         return Ok(());
@@ -176,7 +177,7 @@ fn pkg_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
     match c.validate() {
         Err(e) => {
             let fields = toml::Value::try_from(PkgCfg::default()).unwrap();
-            assert!(fields.as_table().unwrap().contains_key(e.field.as_str()), "validate error names no PkgCfg field: {e}");
+            assert!(fields.as_table().unwrap().contains_key(e.field.split('.').next().unwrap_or("")), "validate error names no PkgCfg field: {e}");
             Err(e.to_string())
         }
         Ok(()) => {
@@ -274,7 +275,7 @@ const TARGETS: &[Target] = &[
         multiline_ok: true,
         time_limit: TIME,
         mem_limit: MEM,
-        known: &[("chiplets (rows x cols wraps", "testbenches/regress/pkg/issue5_pkgcfg_rows_cols_overflow.toml")],
+        known: &[],
     },
 ];
 

@@ -84,7 +84,6 @@ fn pkg_corpus(rel: &str, field: &str) {
 }
 
 #[test]
-#[ignore = "open: hw::pkg::config::PkgCfg::validate computes rows * cols in u32 (wraps to 0 in release, overflow panic in debug); the fix belongs in hw/src/pkg/config.rs, owned by the package work"]
 fn issue5_pkgcfg_rows_cols_overflow() { pkg_corpus("pkg/issue5_pkgcfg_rows_cols_overflow.toml", "rows") }
 
 /// A routing trace that once loaded but could not be written back (issue 5 fuzzing, the

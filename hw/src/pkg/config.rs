@@ -200,7 +200,7 @@ impl PkgCfg {
         if self.rows == 0 || self.cols == 0 {
             return err(if self.rows == 0 { "rows" } else { "cols" }, "the chiplet array needs at least 1 row and 1 column");
         }
-        if self.chiplets() > 16 {
+        if self.rows > 16 || self.cols > 16 || self.rows as u64 * self.cols as u64 > 16 {
             return err("rows", format!("at most 16 chiplets (trajectory masks are 16 bits); got {}x{}", self.rows, self.cols));
         }
         if self.rows != self.cols {
