@@ -8,7 +8,7 @@ use sched::workload::{generate, GenCfg};
 fn layer(tokens: u32, experts: u32, top_k: u32, d_model: u32, d_ffn: u32, seed: u64) -> LayerInput {
     let g = GenCfg { model: None, experts, top_k, layers: 1, tokens_per_iter: tokens, iters: 1, seed, ..Default::default() };
     let t = generate(&g).unwrap();
-    LayerInput { routing: t.routing(0..t.tokens.len(), 0), experts: experts as usize, d_model, d_ffn }
+    LayerInput { routing: t.routing(0..t.tokens.len(), 0), experts: experts as usize, d_model, d_ffn, requests: None }
 }
 
 fn cfg(k: u32) -> PkgCfg {

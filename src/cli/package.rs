@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use hw::pkg::config::{PkgCfg, Strategy};
-use hw::pkg::package::{LayerInput, Package};
+use hw::pkg::package::Package;
+use hw::pkg::session::Session;
 use hw::pkg::result::PkgResult;
 use sched::models::{model_by_name, ModelPreset};
 use sched::trace::{load_trace, Trace};
@@ -129,45 +130,54 @@ pub fn parse_strategies(s: &str) -> CliResult<Vec<Strategy>> {
 }
 
 /// The layers to run: generated routing (one layer), or the selected part of a trace.
-pub fn layers_from(m: &ModelPreset, tokens: u32, skew: f64, seed: u64, trace: Option<&Trace>, iters: Option<std::ops::Range<usize>>, layers: Option<std::ops::Range<usize>>, d_model: u32, d_ffn: u32) -> CliResult<Vec<LayerInput>> {
-    let shared = m.shared_experts as usize;
-    let with_shared = |routing: Vec<Vec<u16>>, experts: usize| -> LayerInput {
-        let routing = routing.into_iter().map(|mut es| {
-            es.extend((0..shared).map(|s| (experts + s) as u16));
-            es
-        });
-        LayerInput { routing: routing.collect(), experts: experts + shared, d_model, d_ffn }
-    };
-    match trace {
-        None => {
-            if iters.is_some() || layers.is_some() {
-                return Err("--iters/--layers select a part of a --trace".into());
-            }
-            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: 1, tokens_per_iter: tokens, iters: 1, skew, seed, ..Default::default() };
-            let t = generate(&g).map_err(|e| e.to_string())?;
-            Ok(vec![with_shared(t.routing(0..t.tokens.len(), 0), m.experts as usize)])
-        }
-        Some(t) => {
-            let mut t = t.clone();
-            if let Some(r) = iters {
-                t = t.select_iters(r).map_err(|e| format!("--iters: {e}"))?;
-            }
-            if let Some(r) = layers {
-                t = t.select_layers(r).map_err(|e| format!("--layers: {e}"))?;
-            }
-            let experts = t.header.experts as usize;
-            let mut out = Vec::new();
-            for (_, range) in t.iterations() {
-                for l in 0..t.header.layers as usize {
-                    out.push(with_shared(t.routing(range.clone(), l), experts));
-                }
-            }
-            if out.is_empty() {
-                return Err("the trace selection holds no tokens".into());
-            }
-            Ok(out)
-        }
+/// What a package run computes: a routing trace (generated or loaded, already narrowed to
+/// the selected iterations and layers), the shared experts every token also visits, and the
+/// expert dimensions.
+pub struct Workload {
+    pub trace: Trace,
+    pub shared: usize,
+    pub d_model: u32,
+    pub d_ffn: u32,
+}
+
+impl Workload {
+    /// Experts per layer incl. the shared ones.
+    pub fn experts(&self) -> usize {
+        self.trace.header.experts as usize + self.shared
     }
+}
+
+/// The workload of a run: `trace` narrowed by `iters`/`layers`, or, without a trace,
+/// generated routing of `tokens` per iteration (`iters`/`layers` then give how many
+/// iterations and layers to generate, from 0: `--iters 0..100` = 100 iterations).
+#[allow(clippy::too_many_arguments)]
+pub fn workload_from(m: &ModelPreset, tokens: u32, skew: f64, seed: u64, trace: Option<&Trace>, iters: Option<std::ops::Range<usize>>, layers: Option<std::ops::Range<usize>>, d_model: u32, d_ffn: u32) -> CliResult<Workload> {
+    let shared = m.shared_experts as usize;
+    let mut t = match trace {
+        None => {
+            let n_iters = iters.as_ref().map_or(1, |r| r.end);
+            let n_layers = layers.as_ref().map_or(1, |r| r.end);
+            if n_iters as u64 * tokens as u64 > sched::workload::MAX_GEN_TOKENS {
+                return Err(format!("--iters: {n_iters} iterations of {tokens} tokens is more than {} token lines", sched::workload::MAX_GEN_TOKENS));
+            }
+            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: n_layers as u32, tokens_per_iter: tokens, iters: n_iters as u32, skew, seed, ..Default::default() };
+            generate(&g).map_err(|e| e.to_string())?
+        }
+        Some(t) => t.clone(),
+    };
+    if let Some(r) = iters {
+        t = t.select_iters(r).map_err(|e| format!("--iters: {e}"))?;
+    }
+    if let Some(r) = layers {
+        t = t.select_layers(r).map_err(|e| format!("--layers: {e}"))?;
+    }
+    if t.tokens.is_empty() {
+        return Err("the trace selection holds no tokens".into());
+    }
+    if t.header.experts as usize + shared > sched::pkg::iodie::MAX_EXPERTS {
+        return Err(format!("{} routed + {shared} shared experts: the IO die's EIT holds at most {}", t.header.experts, sched::pkg::iodie::MAX_EXPERTS));
+    }
+    Ok(Workload { trace: t, shared, d_model, d_ffn })
 }
 
 /// Sums a run of several layers into one result (latencies and bytes add; peaks take the max).
@@ -207,14 +217,19 @@ fn wave_path(base: &Path, s: Strategy, several: bool) -> PathBuf {
     base.with_file_name(format!("{stem}-{}{ext}", s.name()))
 }
 
-/// Runs every strategy on the layers; writes waveforms of the first layer when asked.
-pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], layers: &[LayerInput], functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
+/// Runs every strategy on the workload, layer batch by layer batch through the request
+/// tracker (which carries token buffering across layers and iterations); writes waveforms
+/// of the first batch when asked.
+pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
     let mut results = Vec::new();
     let several = strategies.len() > 1;
     for &s in strategies {
+        let tb = cfg.token_buffer_cfg(s).map_err(|e| e.to_string())?;
+        let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
         let mut acc = None;
-        for (i, l) in layers.iter().enumerate() {
-            let mut p = Package::new(cfg, s, l, functional).map_err(|e| e.to_string())?;
+        let mut i = 0;
+        while let Some(l) = session.next_layer() {
+            let mut p = Package::new(cfg, s, &l, functional).map_err(|e| e.to_string())?;
             let r = match waves.filter(|_| i == 0) {
                 Some((base, fmt)) => {
                     let path = wave_path(base, s, several);
@@ -229,9 +244,13 @@ pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], layers: &[LayerInpu
                 }
                 None => p.run(None).map_err(|e| format!("{}: {e}", s.name()))?,
             };
+            session.commit(p.buffering_outcome())?;
             accumulate(&mut acc, r);
+            i += 1;
         }
-        results.push(acc.expect("at least one layer"));
+        let mut r = acc.ok_or("the workload holds no tokens")?;
+        r.session = session.stats;
+        results.push(r);
     }
     Ok(results)
 }
@@ -344,31 +363,33 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
     }
     let iters = a.iters.as_deref().map(|s| parse_range(s, "--iters")).transpose()?;
     let lrange = a.layers.as_deref().map(|s| parse_range(s, "--layers")).transpose()?;
-    let layers = layers_from(&model, tokens, skew, cfg.seed.max(1), trace.as_ref(), iters, lrange, d_model, d_ffn)?;
+    let work = workload_from(&model, tokens, skew, cfg.seed.max(1), trace.as_ref(), iters, lrange, d_model, d_ffn)?;
     let waves = match (&a.vcd, &a.fst) {
         (Some(p), _) => Some((p.as_path(), waves::WaveFormat::Vcd)),
         (_, Some(p)) => Some((p.as_path(), waves::WaveFormat::Fst)),
         _ => None,
     };
-    let ntok: usize = layers.iter().map(|l| l.routing.len()).sum();
+    let ntok = work.trace.tokens.len();
+    let nlayers = work.trace.header.layers as usize;
     if !a.quiet {
         println!(
-            "package {}x{} {} ({} layer run(s), {} tokens, d_model {d_model}, d_ffn {d_ffn}, {} experts top-{}{}){}",
+            "package {}x{} {} ({} iteration(s) x {} layer(s), {} tokens, d_model {d_model}, d_ffn {d_ffn}, {} experts top-{}{}){}",
             cfg.rows,
             cfg.cols,
             model.name,
-            layers.len(),
+            work.trace.iterations().len(),
+            nlayers,
             ntok,
-            layers[0].experts,
+            work.experts(),
             model.top_k,
             if model.shared_experts > 0 { format!(" + {} shared", model.shared_experts) } else { String::new() },
             if a.functional { ", functional" } else { "" }
         );
     }
-    let results = run_strategies(&cfg, &strategies, &layers, a.functional, waves, a.quiet)?;
+    let results = run_strategies(&cfg, &strategies, &work, a.functional, waves, a.quiet)?;
     print_results(&results);
     if let Some(p) = &a.json {
-        write_json(p, &cfg, &model, ntok, layers.len(), &results)?;
+        write_json(p, &cfg, &model, ntok, nlayers, &results)?;
         if !a.quiet {
             println!("wrote {}", p.display());
         }

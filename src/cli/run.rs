@@ -167,7 +167,7 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
 
 /// A `kind = "package"` scenario: the workload's strategies on the package, a comparison table.
 fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
-    use super::package::{layers_from, parse_strategies, print_results, run_strategies, write_json};
+    use super::package::{parse_strategies, print_results, run_strategies, workload_from, write_json};
     let w = &sc.workload;
     if !sc.scenario.rates.is_empty() {
         return Err("config field `scenario.rates`: a package scenario has no injection rates".into());
@@ -184,9 +184,9 @@ fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, waves: Option<&
         return Err(format!("config field `workload.skew`: {} outside 0..=10", w.skew));
     }
     let strategies = parse_strategies(&w.strategies.join(",")).map_err(|e| e.replace("--strategy", "config field `workload.strategies`"))?;
-    let layers = layers_from(&model, w.tokens, w.skew, w.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
+    let work = workload_from(&model, w.tokens, w.skew, w.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
     println!("{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, sc.package.rows, sc.package.cols, w.strategies.join(", "));
-    let results = run_strategies(&sc.package, &strategies, &layers, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet)?;
+    let results = run_strategies(&sc.package, &strategies, &work, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet)?;
     print_results(&results);
     if let Some(p) = json {
         write_json(p, &sc.package, &model, w.tokens as usize, 1, &results)?;

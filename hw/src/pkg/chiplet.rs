@@ -28,6 +28,7 @@
 use std::collections::VecDeque;
 
 use super::ring::{RingBufferCl, SlotTag};
+use super::rule5::FreeReport;
 use crate::harness::{Probe, SignalDecl};
 
 /// Chiplet id within the package (row · cols + col), < 16.
@@ -43,11 +44,14 @@ pub struct CtrlKnobs {
     pub forward_with_compute: bool,
     /// Rule 4 loads only while more than this many slots are free.
     pub ddr_reserve: u32,
+    /// Rule 5 (A4): the IO die's load arbiter decides which member loads each micro-slice;
+    /// the controller loads what it is handed instead of its Rule-4 share.
+    pub rule5: bool,
 }
 
 impl Default for CtrlKnobs {
     fn default() -> Self {
-        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1 }
+        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false }
     }
 }
 
@@ -63,7 +67,7 @@ pub enum CtrlSched {
 /// Where a micro-slice's trajectory goes: stations in ring order, the loader of each
 /// micro-slice, and the next station after a given one.
 pub trait Trajectory {
-    /// Chiplet that loads micro-slice `k` from DDR.
+    /// Chiplet that loads micro-slice `k` from DDR under Rule 4.
     fn loader(&self, mask: u16, k: u16) -> ChipletId;
     /// Next station after `at` for a micro-slice loaded by `loader` (`None`: `at` is last).
     fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId>;
@@ -92,6 +96,8 @@ pub struct CtrlIn {
     /// The previous station gave up forwarding this micro-slice (its ring had to make room):
     /// load it from this chiplet's DDR instead (sideband control wire).
     pub handoff: Option<SlotTag>,
+    /// Rule 5: load this micro-slice (assigned by the IO die's load arbiter).
+    pub load: Option<SlotTag>,
 }
 
 /// Outputs of one cycle.
@@ -112,6 +118,8 @@ pub struct CtrlOut {
     pub expert_done: Option<u16>,
     /// A computed micro-slice was dropped instead of sent: the next station loads it itself.
     pub handoff: Option<(SlotTag, ChipletId)>,
+    /// Rule 5: free ring slots changed (reported to the load arbiter).
+    pub free: Option<FreeReport>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -176,6 +184,10 @@ pub struct ChipletCtrlCl {
     /// Micro-slices to load from DDR before the load sequence: dropped ones (reloaded once
     /// their expert is granted) and hand-offs from the previous station.
     reload_q: VecDeque<SlotTag>,
+    /// Rule 5: micro-slices the load arbiter handed to this chiplet, not yet issued to DDR.
+    assigned_q: VecDeque<SlotTag>,
+    /// Rule 5: the free-slot report last sent.
+    reported: FreeReport,
     /// Last cycle's outputs (for traces).
     pub out: CtrlOut,
     pub stats: CtrlStats,
@@ -206,6 +218,8 @@ impl ChipletCtrlCl {
             tx_q: VecDeque::with_capacity(s),
             pe_slot: None,
             reload_q: VecDeque::new(),
+            assigned_q: VecDeque::new(),
+            reported: FreeReport::default(),
             out: CtrlOut::default(),
             stats: CtrlStats::default(),
         }
@@ -236,7 +250,7 @@ impl ChipletCtrlCl {
 
     /// Nothing in flight: no live slot, no pending work, nothing left to load.
     pub fn quiescent(&self) -> bool {
-        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none() && self.reload_q.is_empty()
+        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none() && self.reload_q.is_empty() && self.assigned_q.is_empty()
     }
 
     pub fn pe_slot(&self) -> Option<u32> {
@@ -254,7 +268,7 @@ impl ChipletCtrlCl {
         match inp.sched {
             Some(CtrlSched::Preload { expert, mask }) => {
                 self.pre_mask[expert as usize] = mask;
-                if self.on_path(mask) {
+                if self.on_path(mask) && !self.knobs.rule5 {
                     self.load_seq.push_back(expert);
                 }
             }
@@ -320,6 +334,10 @@ impl ChipletCtrlCl {
             self.reload_q.push_back(tag);
             self.stats.handoffs_in += 1;
         }
+        if let Some(tag) = inp.load {
+            debug_assert_eq!(tag.loader, self.id, "load assigned to another chiplet");
+            self.assigned_q.push_back(tag);
+        }
         // --- D2D arrival: a slot for the waiting head (the receiver's ring is the credit)
         if let Some(tag) = inp.rx_head {
             if self.ring.free() == 0 {
@@ -347,8 +365,7 @@ impl ChipletCtrlCl {
             if let Some(s) = pick {
                 let tag = self.ring.tag(s);
                 let mask = self.nh_mask[tag.expert as usize];
-                let loader = traj.loader(mask, tag.k);
-                let next = traj.next_station(mask, loader, self.id);
+                let next = traj.next_station(mask, tag.loader, self.id);
                 let c = &mut self.slot[s as usize];
                 c.next = next;
                 c.sent = next.is_none();
@@ -384,6 +401,15 @@ impl ChipletCtrlCl {
             }
         }
         if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
+            // Rule 5: what the arbiter handed over, in order (it counted the room).
+            if let Some(tag) = self.assigned_q.pop_front() {
+                let s = self.ring.alloc(tag).expect("free slot checked above");
+                self.slot[s as usize] = SlotCtl::default();
+                out.ddr_req = Some((s, tag));
+                self.stats.ddr_loads += 1;
+            }
+        }
+        if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
             // The load sequence in pre-load order; an expert whose pre-loads may not take
             // more room (not granted, half the ring already pre-loaded) is passed over, so
             // granted experts further down the sequence still load.
@@ -405,13 +431,23 @@ impl ChipletCtrlCl {
                     i += 1;
                     continue;
                 }
-                let tag = SlotTag { expert: e, k };
+                let tag = SlotTag { expert: e, k, loader: self.id };
                 let s = self.ring.alloc(tag).expect("free slot checked above");
                 self.slot[s as usize] = SlotCtl::default();
                 out.ddr_req = Some((s, tag));
                 self.stats.ddr_loads += 1;
                 self.load_next[e as usize] = k + 1;
                 break;
+            }
+        }
+        // --- Rule 5: free-slot report, on change — and after every assignment, which the
+        // arbiter counted against its copy: a release in the same cycle can leave the value
+        // unchanged while the copy is one short.
+        if self.knobs.rule5 {
+            let r = self.free_report();
+            if r != self.reported || inp.load.is_some() {
+                self.reported = r;
+                out.free = Some(r);
             }
         }
         // --- ICV release
@@ -460,6 +496,17 @@ impl ChipletCtrlCl {
         }
     }
 
+    /// Rule 5: room for more loads as the arbiter must see it — free slots beyond the D2D
+    /// reserve net of loads handed over and not issued; pre-loads only while they hold less
+    /// than half the ring (Rule 4's cap).
+    pub fn free_report(&self) -> FreeReport {
+        let net = self.ring.free().saturating_sub(self.knobs.ddr_reserve).saturating_sub(self.assigned_q.len() as u32);
+        let half = self.ring.capacity().div_ceil(2);
+        let ung = self.ungranted_slots() + self.assigned_q.iter().filter(|t| !self.granted[t.expert as usize]).count() as u32;
+        let pre = if ung >= half { 0 } else { net.min(half - ung) };
+        FreeReport { granted: net.min(u16::MAX as u32) as u16, preload: pre.min(u16::MAX as u32) as u16 }
+    }
+
     /// Live slots holding (or loading) micro-slices of ungranted experts.
     fn ungranted_slots(&self) -> u32 {
         (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.granted[self.ring.tag(s).expert as usize]).count() as u32
@@ -476,6 +523,19 @@ impl ChipletCtrlCl {
     }
 
     /// Lines for the watchdog report: what each live slot waits for.
+    /// Queues and counters that keep the controller from being quiescent.
+    pub fn state_summary(&self) -> String {
+        format!(
+            "live slots {}, pending {}, load sequence {}, reloads {}, rule-5 loads {}, PE {}",
+            self.ring.live_count(),
+            self.pending,
+            self.load_seq.len(),
+            self.reload_q.len(),
+            self.assigned_q.len(),
+            if self.pe_slot.is_some() { "busy" } else { "idle" }
+        )
+    }
+
     pub fn blocked_report(&self, scope: &str, out: &mut Vec<String>) {
         for s in 0..self.ring.capacity() {
             if !self.ring.is_live(s) {

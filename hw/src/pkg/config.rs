@@ -73,7 +73,7 @@ impl Strategy {
     /// Controller knobs of the preset.
     pub fn knobs(self, ddr_reserve: u32) -> CtrlKnobs {
         let naive = self == Strategy::A1;
-        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve }
+        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve, rule5: self == Strategy::A4 }
     }
 }
 
@@ -113,12 +113,29 @@ pub struct PkgCfg {
     pub token_buffer_slack: f64,
     /// Cold-expert threshold θ_min of token buffering, tokens (A5).
     pub theta_min: u32,
+    /// Slots of the IO die's QoS timer bank (requests tracked at once; slot 0 is shared by
+    /// requests that found no free slot and are never deferred).
+    pub qos_slots: u32,
     pub pe: PeArrayCfg,
     pub ddr: DdrCfg,
     pub ucie: UcieCfg,
     /// The die router (the mesh router of `noc`).
     pub router: RouterCfg,
     pub sim: PkgSimCfg,
+}
+
+impl PkgCfg {
+    /// Token buffering (Algorithm 2) parameters of the IO die under `strategy`: on for A5
+    /// (θ_min = `theta_min`, N_threshold from the slack), off (θ_min = 0) otherwise.
+    pub fn token_buffer_cfg(&self, strategy: Strategy) -> Result<sched::pkg::iodie::TokenBufferCfgFl, CfgError> {
+        let mut tb = sched::pkg::iodie::TokenBufferCfgFl { slots: self.qos_slots, ..Default::default() };
+        if strategy == Strategy::A5 {
+            tb.theta_min = self.theta_min;
+            tb.n_threshold = sched::pkg::iodie::TokenBufferCfgFl::n_threshold_for_slack(self.token_buffer_slack)
+                .map_err(|e| CfgError { field: "token_buffer_slack".into(), reason: e.to_string() })?;
+        }
+        Ok(tb)
+    }
 }
 
 /// How a package run is stepped.
@@ -160,6 +177,7 @@ impl Default for PkgCfg {
             ddr_phase_ps: 625,
             token_buffer_slack: 0.2,
             theta_min: 2,
+            qos_slots: 256,
             pe: PeArrayCfg::default(),
             ddr: DdrCfg::default(),
             ucie: UcieCfg::default(),
@@ -261,6 +279,9 @@ impl PkgCfg {
         }
         if self.theta_min > 1 << 20 {
             return err("theta_min", format!("at most 2^20 tokens (got {})", self.theta_min));
+        }
+        if self.qos_slots < 2 || self.qos_slots > 1 << 16 {
+            return err("qos_slots", format!("2..=65536 (got {})", self.qos_slots));
         }
         self.pe.validate().map_err(|e| e.under("pe"))?;
         self.ddr.validate().map_err(|e| e.under("ddr"))?;

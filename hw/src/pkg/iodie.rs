@@ -227,6 +227,9 @@ pub struct IoDieSchedulerCl {
     tb_ptr: usize,
     /// Cold vector: bit e set iff 0 < n_e < θ_min (over all requests).
     cold: [u64; 4],
+    /// Message driven onto the chiplet links at the last evaluated edge (the Rule-5 load
+    /// arbiter snoops it).
+    sent_msg: Option<SchedMsg>,
     /// QoS timer bank.
     t_qos: Vec<u32>,
     c_fw: Vec<u32>,
@@ -306,6 +309,7 @@ impl IoDieSchedulerCl {
             deferred: Vec::new(),
             tb_ptr: 0,
             cold: [0; 4],
+            sent_msg: None,
             t_qos: vec![cfg.token_buffer.t_qos_init; slots],
             c_fw: vec![0; slots],
             sort_reg: vec![(0, 0); e.next_power_of_two()],
@@ -469,6 +473,27 @@ impl IoDieSchedulerCl {
         Ok(())
     }
 
+    /// Loads the QoS timer bank (T_QoS, C_fw per slot): the bank lives across layers and
+    /// iterations while a package run covers one layer, so the session hands it over.
+    pub fn load_qos(&mut self, t_qos: &[u32], c_fw: &[u32]) -> Result<(), IoDieError> {
+        if t_qos.len() != self.t_qos.len() || c_fw.len() != self.c_fw.len() {
+            return Err(IoDieError::BadSlot { slot: t_qos.len().max(c_fw.len()) as u32, slots: self.t_qos.len() });
+        }
+        self.t_qos.copy_from_slice(t_qos);
+        self.c_fw.copy_from_slice(c_fw);
+        Ok(())
+    }
+
+    /// Message sent at the last evaluated edge.
+    pub fn sent_msg(&self) -> Option<SchedMsg> {
+        self.sent_msg
+    }
+
+    /// The QoS timer bank: (T_QoS, C_fw) per slot.
+    pub fn qos_bank(&self) -> (&[u32], &[u32]) {
+        (&self.t_qos, &self.c_fw)
+    }
+
     /// QoS timer and forward-pass counter of `slot`.
     pub fn qos(&self, slot: u32) -> Option<(u32, u32)> {
         Some((*self.t_qos.get(slot as usize)?, self.c_fw[slot as usize]))
@@ -500,6 +525,7 @@ impl IoDieSchedulerCl {
     /// this scheduler the only sender of `ports.msg_out` and receiver of `ports.done_in`.
     pub unsafe fn eval(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, done: &LinkArena<u16>) -> bool {
         self.next_edge = self.clk.edge_after(now);
+        self.sent_msg = None;
         if self.pulses {
             self.eit_wr_valid = false;
             self.eit_rd_valid = false;
@@ -748,7 +774,8 @@ impl IoDieSchedulerCl {
         l.latency() as u64
     }
 
-    unsafe fn send(&self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, m: SchedMsg) {
+    unsafe fn send(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, m: SchedMsg) {
+        self.sent_msg = Some(m);
         let v = SchedMsgCl { msg: m, layer: self.layer };
         if self.ports.msg_out.len() == 1 {
             msgs.send(self.ports.msg_out[0], now, v);

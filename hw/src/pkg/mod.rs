@@ -11,4 +11,6 @@ pub mod pe_array;
 pub mod plan;
 pub mod result;
 pub mod ring;
+pub mod rule5;
+pub mod session;
 pub mod ucie;

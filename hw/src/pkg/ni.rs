@@ -243,7 +243,7 @@ impl D2dEngineCl {
         assert!(kind != PacketKind::Slice && tokens < 1 << 15);
         let pid = make_pid(self.id as u32, self.tx_seq);
         self.tx_seq += 1;
-        let tag = SlotTag { expert, k: 0 };
+        let tag = SlotTag { expert, k: 0, loader: 0 };
         self.tok_q.push_back(TxJob { kind, slot: 0, tag, tokens, dest, flits: self.packet_flits(bytes), next: 0, vc: None, pid });
     }
 
@@ -434,12 +434,14 @@ impl D2dEngineCl {
     }
 }
 
+/// Head-flit tag field: expert (12 bits, ≤ 4096 experts) | loader (4 bits, ≤ 16 chiplets) |
+/// micro-slice (16 bits).
 fn pack_tag(t: SlotTag) -> u32 {
-    (t.expert as u32 & 0x7fff) << 16 | t.k as u32
+    (t.expert as u32 & 0xfff) << 20 | (t.loader as u32 & 0xf) << 16 | t.k as u32
 }
 
 fn unpack_tag(d: u32) -> SlotTag {
-    SlotTag { expert: (d >> 16) as u16, k: d as u16 }
+    SlotTag { expert: (d >> 20) as u16, loader: (d >> 16 & 0xf) as u8, k: d as u16 }
 }
 
 impl Probe for D2dEngineCl {
@@ -479,7 +481,7 @@ mod tests {
         let pools = PayloadPools::new(2, 64, fb as usize);
         let mut ring_a: Vec<u8> = (0..2 * slot_bytes).map(|i| (i * 7 % 251) as u8).collect();
         let mut ring_b = vec![0u8; 2 * slot_bytes];
-        a.start_tx(1, SlotTag { expert: 3, k: 5 }, slot_bytes, 1);
+        a.start_tx(1, SlotTag { expert: 3, k: 5, loader: 1 }, slot_bytes, 1);
         let mut answer = None;
         let mut landed = None;
         let mut asks = 0;
@@ -488,7 +490,7 @@ mod tests {
                 let ea = a.eval(t, &flits, &credits, None, &mut ring_a, slot_bytes, &pools);
                 let eb = b.eval(t, &flits, &credits, answer.take(), &mut ring_b, slot_bytes, &pools);
                 if let Some(tag) = eb.rx_head {
-                    assert_eq!(tag, SlotTag { expert: 3, k: 5 });
+                    assert_eq!(tag, SlotTag { expert: 3, k: 5, loader: 1 });
                     asks += 1;
                     // The ring is "full" for the first 20 cycles.
                     if t > 20 {

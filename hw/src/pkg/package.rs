@@ -37,7 +37,7 @@
 use std::collections::HashMap;
 
 use sched::noc::{Coord, Dir};
-use sched::pkg::iodie::{eit_fl, loader_fl, next_station_fl, SchedMsg};
+use sched::pkg::iodie::{eit_fl, loader_fl, next_station_fl, totals_fl, RequestGatingFl, SchedMsg, TokenBufferFl};
 use sched::pkg::moe::{micro_slice_partial_fl, moe_layer_ref_fl, ExpertWeights, MicroSliceWeights};
 
 use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlOut, CtrlSched, Trajectory};
@@ -49,6 +49,7 @@ use super::pe_array::{PeArrayCl, PeJob};
 use super::plan::LayerPlan;
 use super::result::{ChipletResult, PeakRates, PkgResult, Roofline};
 use super::ring::SlotTag;
+use super::rule5::{ArbiterPorts, FreeReport, LoadArbiterCl};
 use super::ucie::{UcieAdapterCl, UciePorts};
 use crate::cfg::CfgError;
 use crate::harness::{
@@ -84,6 +85,30 @@ pub struct LayerInput {
     pub experts: usize,
     pub d_model: u32,
     pub d_ffn: u32,
+    /// Requests of the tokens (token buffering, A5); `None`: no request structure, nothing
+    /// is deferred.
+    pub requests: Option<LayerRequests>,
+}
+
+/// Token buffering input of one layer: each token's slot in the IO die's QoS timer bank
+/// (slot 0: an untracked request, never deferred — its timer never earns) and the bank as
+/// it stands before this layer boundary. The bank lives across layers and iterations while
+/// a package run covers one layer, so the session carries it from run to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerRequests {
+    pub slot_of_token: Vec<u32>,
+    pub bank: TokenBufferFl,
+}
+
+/// What token buffering decided at a layer boundary (the FL twin's answer; the IO die's
+/// decisions are checked against it at the end of the run).
+#[derive(Debug, Clone, PartialEq)]
+struct Buffering {
+    reqs: Vec<RequestGatingFl>,
+    /// Request index of each token.
+    req_of_token: Vec<usize>,
+    deferred: Vec<bool>,
+    bank_after: TokenBufferFl,
 }
 
 /// Errors of a package run.
@@ -99,6 +124,9 @@ pub enum PkgError {
     Timeout(u64),
     #[error("waveform: {0}")]
     Wave(String),
+    /// The cycle-level model disagrees with its functional twin (a model bug).
+    #[error("model check failed: {0}")]
+    Check(String),
 }
 
 /// Link arenas of the package (shared by all partitions under the link protocol).
@@ -111,6 +139,9 @@ pub struct PkgWires {
     pub ddr_resp: LinkArena<DdrResp>,
     /// Control sideband: a micro-slice handed to the next station (deadlock escape).
     pub handoff: LinkArena<SlotTag>,
+    /// Rule 5: free-slot reports to the IO die's load arbiter and its load assignments.
+    pub status: LinkArena<FreeReport>,
+    pub loads: LinkArena<SlotTag>,
     pub pools: PayloadPools,
 }
 
@@ -161,6 +192,8 @@ pub struct ChipletTile {
     /// hand-offs received but not yet taken by the controller (one per cycle).
     handoff_out: Vec<LinkId>,
     handoff_in: Vec<LinkId>,
+    status_out: LinkId,
+    load_in: LinkId,
     handoff_q: std::collections::VecDeque<SlotTag>,
     ddr_depth: u32,
     ddr_outstanding: u32,
@@ -195,6 +228,8 @@ pub struct ChipletTile {
 /// The IO die.
 pub struct IoDieTile {
     pub sched: IoDieSchedulerCl,
+    /// A4: the Rule-5 load arbiter beside the scheduler.
+    pub rule5: Option<LoadArbiterCl>,
     /// Last tick a message was sent (in flight until it lands).
     last_send: Cycle,
 }
@@ -228,6 +263,37 @@ fn to_ctrl(m: SchedMsg) -> CtrlSched {
 }
 
 impl ChipletTile {
+    /// Which of the end conditions of [`Self::finished`] still fail (watchdog report).
+    fn unfinished(&self) -> String {
+        let c = &self.ctrl;
+        let mut v = Vec::new();
+        if !c.quiescent() {
+            v.push(format!("controller not quiescent ({})", c.state_summary()));
+        }
+        if self.ni.busy() {
+            v.push("D2D engine busy".to_string());
+        }
+        if self.router.occupancy() > 0 {
+            v.push(format!("{} flits in the router", self.router.occupancy()));
+        }
+        if self.pe_job.is_some() || self.pe.busy() {
+            v.push("PE array busy".to_string());
+        }
+        if !self.handoff_q.is_empty() {
+            v.push(format!("{} hand-offs queued", self.handoff_q.len()));
+        }
+        if self.ddr_outstanding > 0 {
+            v.push(format!("{} DDR requests outstanding", self.ddr_outstanding));
+        }
+        if self.tokens_in < self.home_tokens.min(self.tokens_in) {
+            v.push("tokens missing".to_string());
+        }
+        if v.is_empty() {
+            v.push("links or adapters still busy".to_string());
+        }
+        v.join(", ")
+    }
+
     fn finished(&self) -> bool {
         self.ctrl.quiescent()
             && self.grants_seen == self.grants_expected
@@ -303,6 +369,7 @@ impl ChipletTile {
             tx_ready: ev.tx_ready,
             tokens_arrived,
             handoff: self.handoff_q.pop_front(),
+            load: w.loads.recv(self.load_in, now),
         };
         let out = self.ctrl.step(&inp, &ctx.traj);
         // --- outputs to the neighbours
@@ -331,13 +398,16 @@ impl ChipletTile {
         if let Some((tag, next)) = out.handoff {
             w.handoff.send(self.handoff_out[next as usize], now, tag);
         }
+        if let Some(r) = out.free {
+            w.status.send(self.status_out, now, r);
+        }
         if let Some(e) = out.expert_done {
             // EP/Hydra: the outputs go back to their tokens' homes.
             for &(h, n) in &self.combine_to[e as usize] {
                 self.ni.queue_tokens(PacketKind::Combine, e, n, n as usize * ctx.d_model as usize * ctx.out_bytes as usize, h);
             }
         }
-        let did = !self.handoff_q.is_empty() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
+        let did = !self.handoff_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
         self.progress += moved + did as u64 + self.pe.busy() as u64;
         active |= did || sent || self.pe_job.is_some() || self.rx_slot_reg.is_some();
         if active || moved > 0 {
@@ -384,7 +454,11 @@ impl Partition for PkgPart {
         if let Some(io) = self.iodie.as_mut() {
             if core {
                 // SAFETY: engine protocol (sole sender of msg links, receiver of done links).
-                let sent = unsafe { io.sched.eval(now, &w.msgs, &w.done) };
+                let mut sent = unsafe { io.sched.eval(now, &w.msgs, &w.done) };
+                if let Some(a) = io.rule5.as_mut() {
+                    // SAFETY: engine protocol (sole receiver of status, sender of loads).
+                    sent |= unsafe { a.eval(now, io.sched.sent_msg(), &w.status, &w.loads) };
+                }
                 st.progress += sent as u64;
                 if sent {
                     io.last_send = now;
@@ -392,6 +466,10 @@ impl Partition for PkgPart {
             }
             st.busy |= io.sched.busy() || (io.last_send != NEVER && now < io.last_send + self.max_lat);
             st.next_event = st.next_event.min(io.sched.next_event());
+            if let Some(a) = &io.rule5 {
+                st.busy |= a.busy(now);
+                st.next_event = st.next_event.min(a.next_event());
+            }
             all_done &= io.sched.is_finished() && !io.sched.busy();
         }
         for t in self.tiles.iter_mut() {
@@ -447,6 +525,9 @@ impl Partition for PkgPart {
             let buf = log.begin();
             if let Some(io) = &self.iodie {
                 io.sched.sample(buf);
+                if let Some(a) = &io.rule5 {
+                    a.sample(buf);
+                }
             }
             for t in &self.tiles {
                 t.sample(buf);
@@ -496,11 +577,51 @@ pub struct Package {
     pub ctx: PkgCtx,
     pub clocks: ClockSet,
     pub plan: LayerPlan,
+    /// Tokens computed in this run (a deferred request's tokens have no experts here).
     routing: Vec<Vec<u16>>,
+    buffering: Option<Buffering>,
     /// Next tick to evaluate.
     now: Cycle,
     /// Ticks evaluated (not skipped by fast-forward); not part of the results.
     pub evaluated: u64,
+}
+
+/// Algorithm 2's FL twin at this layer boundary: the requests' gating records (expert, home
+/// chiplet, tokens), in order of first appearance, and which of them are deferred.
+fn buffering_fl(layer: &LayerInput, rq: &LayerRequests, tb: &sched::pkg::iodie::TokenBufferCfgFl, n: usize) -> Result<Buffering, PkgError> {
+    if rq.slot_of_token.len() != layer.routing.len() {
+        return Err(PkgError::Input(format!("{} request slots for {} tokens", rq.slot_of_token.len(), layer.routing.len())));
+    }
+    if rq.bank.cfg != *tb {
+        return Err(PkgError::Input(format!("QoS bank built for {:?}, the IO die has {:?}", rq.bank.cfg, tb)));
+    }
+    let home = LayerPlan::build(&layer.routing, layer.experts, n, Strategy::A3, None).home;
+    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut reqs: Vec<RequestGatingFl> = Vec::new();
+    let mut req_of_token = Vec::with_capacity(layer.routing.len());
+    let mut counts: Vec<HashMap<(u16, u8), u32>> = Vec::new();
+    for (t, es) in layer.routing.iter().enumerate() {
+        let slot = rq.slot_of_token[t];
+        let r = *index.entry(slot).or_insert_with(|| {
+            reqs.push(RequestGatingFl { slot, counts: Vec::new() });
+            counts.push(HashMap::new());
+            reqs.len() - 1
+        });
+        req_of_token.push(r);
+        for &e in es {
+            *counts[r].entry((e, home[t])).or_default() += 1;
+        }
+    }
+    for (r, c) in reqs.iter_mut().zip(counts) {
+        let mut v: Vec<(u16, u8, u32)> = c.into_iter().map(|((e, h), k)| (e, h, k)).collect();
+        v.sort_unstable();
+        r.counts = v;
+    }
+    let n_e = totals_fl(&reqs, layer.experts, n).map_err(|e| PkgError::Input(e.to_string()))?;
+    let sets: Vec<(u32, Vec<u16>)> = reqs.iter().map(|r| (r.slot, r.experts())).collect();
+    let mut bank_after = rq.bank.clone();
+    let deferred = bank_after.layer_boundary(&sets, &n_e).map_err(|e| PkgError::Input(e.to_string()))?;
+    Ok(Buffering { reqs, req_of_token, deferred, bank_after })
 }
 
 /// Expert order of the IO die per strategy.
@@ -563,7 +684,18 @@ impl Package {
             }
             _ => None,
         };
-        let plan = LayerPlan::build(&layer.routing, layer.experts, n, strategy, owner);
+        // --- token buffering (A5): Algorithm 2 decides which requests wait at this layer;
+        // their tokens keep their homes but compute nothing in this run.
+        let tb_cfg = cfg.token_buffer_cfg(strategy)?;
+        let buffering = match &layer.requests {
+            Some(rq) if tb_cfg.theta_min > 0 => Some(buffering_fl(layer, rq, &tb_cfg, n)?),
+            _ => None,
+        };
+        let routing: Vec<Vec<u16>> = match &buffering {
+            Some(b) => layer.routing.iter().zip(&b.req_of_token).map(|(es, &r)| if b.deferred[r] { Vec::new() } else { es.clone() }).collect(),
+            None => layer.routing.clone(),
+        };
+        let plan = LayerPlan::build(&routing, layer.experts, n, strategy, owner);
         let m = cfg.micro_slices as usize;
         let slice_f: Vec<u32> = (0..m).map(|k| ExpertWeights::slice_cols(layer.d_ffn as usize, k, m).len() as u32).collect();
         let slice_bytes: Vec<u32> = slice_f.iter().map(|&f| 3 * layer.d_model * f).collect();
@@ -613,18 +745,24 @@ impl Package {
         let mut handoff = LinkArena::<SlotTag>::new();
         // handoff_l[src][dst]
         let handoff_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| handoff.add(cl(2))).collect()).collect();
+        let mut status = LinkArena::<FreeReport>::new();
+        let mut loads = LinkArena::<SlotTag>::new();
+        let status_l: Vec<LinkId> = (0..n).map(|_| status.add(cl(2))).collect();
+        let load_l: Vec<LinkId> = (0..n).map(|_| loads.add(cl(2))).collect();
         let max_lat = [cl(st + 2), credit_lat as u32, cl(2)].into_iter().max().unwrap() as u64 + 2 * tk;
         // --- the IO die
-        let theta = if strategy == Strategy::A5 { cfg.theta_min } else { 0 };
-        let mut tb = sched::pkg::iodie::TokenBufferCfgFl::default();
-        if theta > 0 {
-            tb.theta_min = theta;
-            tb.n_threshold = sched::pkg::iodie::TokenBufferCfgFl::n_threshold_for_slack(cfg.token_buffer_slack).map_err(|e| PkgError::Input(e.to_string()))?;
-        }
-        let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb };
+        let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb_cfg };
         let mut io = IoDieSchedulerCl::new(rows, cols, &io_cfg, core, IoDiePorts { msg_out: msg_in.clone(), done_in: done_in.clone() })?;
-        let eit = eit_fl(plan.counts(), n).map_err(|e| PkgError::Input(e.to_string()))?;
-        io.begin_layer(0, &eit).map_err(|e| PkgError::Input(e.to_string()))?;
+        match (&buffering, &layer.requests) {
+            (Some(b), Some(rq)) => {
+                io.load_qos(&rq.bank.t_qos, &rq.bank.c_fw).map_err(|e| PkgError::Input(e.to_string()))?;
+                io.begin_layer_requests(0, &b.reqs).map_err(|e| PkgError::Input(e.to_string()))?;
+            }
+            _ => {
+                let eit = eit_fl(plan.counts(), n).map_err(|e| PkgError::Input(e.to_string()))?;
+                io.begin_layer(0, &eit).map_err(|e| PkgError::Input(e.to_string()))?;
+            }
+        }
         // --- chiplets
         let knobs = strategy.knobs(cfg.ddr_reserve);
         let m_of: Vec<u16> = (0..layer.experts).map(|e| if plan.tokens(e) > 0 { m as u16 } else { 0 }).collect();
@@ -705,6 +843,8 @@ impl Package {
                 handoff_out: handoff_l[i].clone(),
                 handoff_in: (0..n).filter(|&j| j != i).map(|j| handoff_l[j][i]).collect(),
                 handoff_q: std::collections::VecDeque::new(),
+                status_out: status_l[i],
+                load_in: load_l[i],
                 ddr_depth: cfg.ddr.queue_depth,
                 ddr_outstanding: 0,
                 pe_job: None,
@@ -734,7 +874,18 @@ impl Package {
         let mut parts = Vec::with_capacity(threads);
         let mut it = tiles.into_iter();
         let mut first = 0;
-        let mut io = Some(IoDieTile { sched: io, last_send: NEVER });
+        // Rule 5 (A4): the load arbiter; a claim waits for the status that reflects the
+        // previous one (load link + status link + 1 cycle).
+        let rule5 = (strategy == Strategy::A4).then(|| {
+            let snake = sched::pkg::iodie::snake_order(rows, cols);
+            let mut ring_pos = vec![0u8; n];
+            for (p, &c) in snake.iter().enumerate() {
+                ring_pos[c as usize] = p as u8;
+            }
+            let traj = PkgTraj { rows, cols };
+            LoadArbiterCl::new(n, m_of.clone(), ring_pos, Box::new(move |mask, k| traj.loader(mask, k)), core, ArbiterPorts { status_in: &status_l, load_out: &load_l }, 5, FreeReport::default())
+        });
+        let mut io = Some(IoDieTile { sched: io, rule5, last_send: NEVER });
         for p in 0..threads {
             let take = (n - first) / (threads - p);
             parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, max_lat });
@@ -775,11 +926,12 @@ impl Package {
             cfg: cfg.clone(),
             strategy,
             parts,
-            wires: PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, pools },
+            wires: PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, status, loads, pools },
             ctx,
             clocks,
             plan,
-            routing: layer.routing.clone(),
+            routing,
+            buffering,
             now: 0,
             evaluated: 0,
         })
@@ -804,6 +956,9 @@ impl Package {
         for p in &self.parts {
             if let Some(io) = &p.iodie {
                 io.sched.declare(&["top".into(), "pkg".into(), "iodie".into()], &mut out);
+                if let Some(a) = &io.rule5 {
+                    a.declare(&["top".into(), "pkg".into(), "iodie".into()], &mut out);
+                }
             }
             for t in &p.tiles {
                 t.declare(&mut out);
@@ -819,6 +974,9 @@ impl Package {
             let mut decl = Vec::new();
             if let Some(io) = &p.iodie {
                 io.sched.declare(&[], &mut decl);
+                if let Some(a) = &io.rule5 {
+                    a.declare(&[], &mut decl);
+                }
             }
             for t in &p.tiles {
                 t.declare(&mut decl);
@@ -859,6 +1017,7 @@ impl Package {
             }
             if ctl.finished {
                 self.evaluated += ctl.evaluated;
+                self.check_buffering()?;
                 return Ok(self.result(last, t0.elapsed().as_secs_f64()));
             }
             if last >= end {
@@ -885,9 +1044,37 @@ impl Package {
                 blocked.push((0, format!("{}.d2d: waits for {} combine packets", t.scope, t.combines_expected - t.combines_seen)));
             }
             t.router.blocked_report(&format!("{}.router", t.scope), &mut blocked, &mut waiting);
+            if !t.finished() {
+                blocked.push((0, format!("{}: not finished: {}", t.scope, t.unfinished())));
+            }
+        }
+        if let Some(a) = &self.parts[0].iodie.as_ref().and_then(|io| io.rule5.as_ref()) {
+            blocked.push((0, format!("top.pkg.iodie.rule5: {}", a.report())));
         }
         let strip = |v: Vec<(Cycle, String)>| v.into_iter().map(|(_, s)| s).collect();
         WatchdogReport { cycle: tick / self.ctx.core.div, stalled_for, blocked: strip(blocked), waiting: strip(waiting) }
+    }
+
+    /// The IO die's token-buffering decisions and QoS bank equal the FL twin's.
+    fn check_buffering(&self) -> Result<(), PkgError> {
+        let Some(b) = &self.buffering else { return Ok(()) };
+        let io = self.iodie();
+        if io.deferred() != b.deferred.as_slice() {
+            return Err(PkgError::Check(format!("IO die deferred {:?}, Algorithm 2 (FL) {:?}", io.deferred(), b.deferred)));
+        }
+        let (t, c) = io.qos_bank();
+        if t != b.bank_after.t_qos.as_slice() || c != b.bank_after.c_fw.as_slice() {
+            return Err(PkgError::Check("IO die QoS timer bank differs from Algorithm 2 (FL)".into()));
+        }
+        Ok(())
+    }
+
+    /// Token buffering's answer for this layer: indices of the tokens deferred (their
+    /// requests wait for a later iteration) and the QoS bank after the boundary.
+    pub fn buffering_outcome(&self) -> Option<(Vec<usize>, TokenBufferFl)> {
+        let b = self.buffering.as_ref()?;
+        let tokens = b.req_of_token.iter().enumerate().filter(|(_, &r)| b.deferred[r]).map(|(t, _)| t).collect();
+        Some((tokens, b.bank_after.clone()))
     }
 
     /// Every token's output (sum of its experts' partial outputs) against the dense reference.
@@ -975,6 +1162,7 @@ impl Package {
             wall_seconds: wall,
             replays,
             outputs_match_reference: self.check_outputs(),
+            session: Default::default(),
             chiplets,
         }
     }

@@ -89,6 +89,8 @@ pub struct PkgResult {
     /// Functional mode: every token's output equals the FL reference, bit for bit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outputs_match_reference: Option<bool>,
+    /// Layer batches, iterations and token-buffering deferrals of the whole run.
+    pub session: super::session::SessionStats,
     pub chiplets: Vec<ChipletResult>,
 }
 

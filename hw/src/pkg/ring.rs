@@ -23,6 +23,9 @@ pub struct SlotTag {
     pub expert: u16,
     /// Micro-slice index within the expert.
     pub k: u16,
+    /// Chiplet that loaded it from DDR: its trajectory starts there and visits every other
+    /// member once (fixed by Rule 4, or chosen by the Rule-5 arbiter).
+    pub loader: u8,
 }
 
 /// One micro-slice ring buffer.
@@ -180,15 +183,15 @@ mod tests {
     #[test]
     fn released_slots_are_reused_out_of_order() {
         let mut r = RingBufferCl::new(3, 0);
-        let a = r.alloc(SlotTag { expert: 1, k: 0 }).unwrap();
-        let b = r.alloc(SlotTag { expert: 1, k: 1 }).unwrap();
-        let c = r.alloc(SlotTag { expert: 2, k: 0 }).unwrap();
+        let a = r.alloc(SlotTag { expert: 1, k: 0, loader: 0 }).unwrap();
+        let b = r.alloc(SlotTag { expert: 1, k: 1, loader: 0 }).unwrap();
+        let c = r.alloc(SlotTag { expert: 2, k: 0, loader: 0 }).unwrap();
         assert_eq!((a, b, c), (0, 1, 2));
         assert!(r.alloc(SlotTag::default()).is_none(), "full");
         r.release(b);
         assert_eq!(r.occupancy(), 2);
         assert_eq!(r.head(), 0, "the oldest live slot");
-        assert_eq!(r.alloc(SlotTag { expert: 3, k: 0 }), Some(1), "a hole is reused while slot 0 waits");
+        assert_eq!(r.alloc(SlotTag { expert: 3, k: 0, loader: 0 }), Some(1), "a hole is reused while slot 0 waits");
         r.release(a);
         assert_eq!(r.head(), 1);
         assert_eq!(r.peak_occupancy, 3);

@@ -593,7 +593,7 @@ pub fn layer_counts_fl(reqs: &[RequestGatingFl], deferred: &[bool], experts: usi
 ///   against the same n_e, in input order. The EIT is then built from the requests not
 ///   deferred ([`layer_counts_fl`]), so a deferred request's tokens leave T_e and n_e.
 /// * A request is "cold" when some e ∈ A(r) has n_e < θ_min (n_e ≥ 1 since r routes to e).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TokenBufferFl {
     pub cfg: TokenBufferCfgFl,
     /// T_QoS per slot.

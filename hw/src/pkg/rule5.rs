@@ -1,0 +1,243 @@
+//! Rule-5 load arbiter (A4, optional in the paper): "DDR sends micro-slices to the chiplet
+//! with the greatest available storage among those processing the expert".
+//!
+//! Without Rule 5 every member of a trajectory loads a fixed share of the expert's
+//! micro-slices (k mod |T_e|, Rule 4), however full its ring is. With Rule 5 the loader of
+//! each micro-slice is chosen when the load is issued: this block, on the IO die beside the
+//! scheduler, keeps a claim counter per expert and hands micro-slice k to the member with
+//! the most free ring slots; the micro-slice's trajectory then starts at that chiplet and
+//! visits every other member once (its tag carries the loader).
+//!
+//! ```text
+//!  IO-die scheduler ──(snoop: Preload/Grant, mask)──► load list (expert, mask, next k, granted)
+//!  chiplet c ──status (free for granted, free for pre-loads)──► free regs[c]
+//!  each core cycle, load list oldest first:  c* = argmax free over members not cooling down
+//!      ──Load{expert, k, loader = c*}──► chiplet c*   (cooldown: one claim per chiplet per
+//!                                                      status round trip, so a stale count
+//!                                                      is never spent twice)
+//! ```
+//!
+//! The chiplets report free slots net of the loads they were handed and have not issued
+//! yet, and report 0 pre-load room once pre-loads hold half their ring (Rule 4's cap), so
+//! the arbiter never hands out more than fits. Reports travel only on change (a link value
+//! per change, not per cycle), so an idle package still fast-forwards.
+
+use std::collections::VecDeque;
+
+use sched::pkg::iodie::SchedMsg;
+
+use super::chiplet::ChipletId;
+use super::ring::SlotTag;
+use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
+
+/// A chiplet's free ring slots as the arbiter sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FreeReport {
+    /// Slots a granted expert's micro-slice may take.
+    pub granted: u16,
+    /// Slots a pre-load (ungranted expert) may take.
+    pub preload: u16,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ArbiterPorts<'a> {
+    /// Status from each chiplet.
+    pub status_in: &'a [LinkId],
+    /// Load assignments to each chiplet.
+    pub load_out: &'a [LinkId],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    expert: u16,
+    mask: u16,
+    granted: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ArbiterStats {
+    pub assignments: u64,
+    /// Assignments that went to another chiplet than the Rule-4 loader of that micro-slice.
+    pub redirected: u64,
+}
+
+pub struct LoadArbiterCl {
+    n: usize,
+    /// Micro-slices per expert (0: not used this layer).
+    m_of: Vec<u16>,
+    /// Ring order of the chiplets (ties go to the earliest).
+    ring_pos: Vec<u8>,
+    static_loader: Box<dyn Fn(u16, u16) -> ChipletId + Send>,
+    clk: DomainClock,
+    status_in: Vec<LinkId>,
+    load_out: Vec<LinkId>,
+    /// Cycles between two claims of one chiplet: load link + status link + 1.
+    cooldown: u64,
+    // --- registers
+    /// Claim counter per expert: next micro-slice to hand out.
+    next_k: Vec<u16>,
+    /// Experts with micro-slices left to hand out, in the scheduler's order.
+    list: VecDeque<Entry>,
+    free: Vec<FreeReport>,
+    /// Tick before which chiplet c gets no new claim.
+    until: Vec<Cycle>,
+    /// Last assignment (for traces).
+    last: Option<(SlotTag, ChipletId)>,
+    pub stats: ArbiterStats,
+}
+
+impl LoadArbiterCl {
+    /// `static_loader(mask, k)` = the Rule-4 loader (only for the `redirected` counter).
+    pub fn new(
+        n: usize,
+        m_of: Vec<u16>,
+        ring_pos: Vec<u8>,
+        static_loader: Box<dyn Fn(u16, u16) -> ChipletId + Send>,
+        clk: DomainClock,
+        ports: ArbiterPorts,
+        cooldown_cycles: u64,
+        initial: FreeReport,
+    ) -> Self {
+        LoadArbiterCl {
+            n,
+            next_k: vec![0; m_of.len()],
+            m_of,
+            ring_pos,
+            static_loader,
+            clk,
+            status_in: ports.status_in.to_vec(),
+            load_out: ports.load_out.to_vec(),
+            cooldown: cooldown_cycles.max(1),
+            list: VecDeque::new(),
+            free: vec![initial; n],
+            until: vec![0; n],
+            last: None,
+            stats: ArbiterStats::default(),
+        }
+    }
+
+    /// One core edge. `sent` = the scheduler's message of this edge.
+    ///
+    /// # Safety
+    /// Engine protocol: sole receiver of the status links, sole sender of the load links.
+    pub unsafe fn eval(&mut self, now: Cycle, sent: Option<SchedMsg>, status: &LinkArena<FreeReport>, loads: &LinkArena<SlotTag>) -> bool {
+        self.last = None;
+        for (c, &l) in self.status_in.iter().enumerate() {
+            if let Some(r) = status.recv(l, now) {
+                self.free[c] = r;
+            }
+        }
+        match sent {
+            Some(SchedMsg::Preload { expert, mask }) => self.note(expert, mask, false),
+            Some(SchedMsg::Grant { expert, mask, .. }) => self.note(expert, mask, true),
+            None => {}
+        }
+        let mut any = false;
+        let mut i = 0;
+        while i < self.list.len() {
+            let e = self.list[i];
+            let k = self.next_k[e.expert as usize];
+            if k >= self.m_of[e.expert as usize] {
+                self.list.remove(i);
+                continue;
+            }
+            let mut best: Option<(u16, u8, usize)> = None;
+            for c in 0..self.n {
+                if e.mask >> c & 1 == 0 || self.until[c] > now {
+                    continue;
+                }
+                let f = if e.granted { self.free[c].granted } else { self.free[c].preload };
+                if f == 0 {
+                    continue;
+                }
+                // Most free storage; ties to the earliest in ring order.
+                let better = match best {
+                    None => true,
+                    Some((bf, bp, _)) => f > bf || (f == bf && self.ring_pos[c] < bp),
+                };
+                if better {
+                    best = Some((f, self.ring_pos[c], c));
+                }
+            }
+            if let Some((_, _, c)) = best {
+                let tag = SlotTag { expert: e.expert, k, loader: c as u8 };
+                loads.send(self.load_out[c], now, tag);
+                if (self.static_loader)(e.mask, k) != c as u8 {
+                    self.stats.redirected += 1;
+                }
+                self.stats.assignments += 1;
+                self.until[c] = self.clk.edge(self.clk.cycle_of(now) + self.cooldown);
+                let f = &mut self.free[c];
+                f.granted = f.granted.saturating_sub(1);
+                f.preload = f.preload.saturating_sub(1);
+                self.next_k[e.expert as usize] += 1;
+                self.last = Some((tag, c as u8));
+                any = true;
+            }
+            i += 1;
+        }
+        any
+    }
+
+    fn note(&mut self, expert: u16, mask: u16, granted: bool) {
+        if let Some(e) = self.list.iter_mut().find(|e| e.expert == expert) {
+            e.granted |= granted;
+            e.mask = mask;
+        } else if self.m_of.get(expert as usize).is_some_and(|&m| m > self.next_k[expert as usize]) && mask != 0 {
+            self.list.push_back(Entry { expert, mask, granted });
+        }
+    }
+
+    /// A claim is possible at the next edge (some entry has a member with room that is not
+    /// cooling down) — only then must the edge be evaluated without a landing status value.
+    pub fn busy(&self, now: Cycle) -> bool {
+        self.list.iter().any(|e| {
+            self.next_k[e.expert as usize] < self.m_of[e.expert as usize]
+                && (0..self.n).any(|c| e.mask >> c & 1 == 1 && self.until[c] <= self.clk.edge_after(now) && (if e.granted { self.free[c].granted } else { self.free[c].preload }) > 0)
+        })
+    }
+
+    /// The earliest cooldown end of a member with room (a claim becomes possible then).
+    pub fn next_event(&self) -> Cycle {
+        let mut t = NEVER;
+        for e in &self.list {
+            if self.next_k[e.expert as usize] >= self.m_of[e.expert as usize] {
+                continue;
+            }
+            for c in 0..self.n {
+                let f = if e.granted { self.free[c].granted } else { self.free[c].preload };
+                if e.mask >> c & 1 == 1 && f > 0 && self.until[c] != 0 {
+                    t = t.min(self.until[c]);
+                }
+            }
+        }
+        t
+    }
+}
+
+impl LoadArbiterCl {
+    /// State for the watchdog report.
+    pub fn report(&self) -> String {
+        let pend: Vec<String> = self.list.iter().map(|e| format!("expert {} k {}/{} mask {:#b}{}", e.expert, self.next_k[e.expert as usize], self.m_of[e.expert as usize], e.mask, if e.granted { " granted" } else { "" })).collect();
+        format!("{} experts to hand out [{}]; free {:?}; cooldown until {:?}", self.list.len(), pend.join("; "), self.free, self.until)
+    }
+}
+
+impl Probe for LoadArbiterCl {
+    fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
+        let mut sc = scope.to_vec();
+        sc.push("rule5".into());
+        out.push(SignalDecl { scope: sc.clone(), name: "pending_experts".into(), width: 16 });
+        out.push(SignalDecl { scope: sc.clone(), name: "assign_valid".into(), width: 1 });
+        out.push(SignalDecl { scope: sc.clone(), name: "assign_expert".into(), width: 16 });
+        out.push(SignalDecl { scope: sc.clone(), name: "assign_k".into(), width: 16 });
+        out.push(SignalDecl { scope: sc, name: "assign_chiplet".into(), width: 8 });
+    }
+    fn sample(&self, out: &mut Vec<u64>) {
+        let (v, e, k, c) = match self.last {
+            Some((t, c)) => (1, t.expert as u64, t.k as u64, c as u64),
+            None => (0, 0, 0, 0),
+        };
+        out.extend([self.list.len() as u64, v, e, k, c]);
+    }
+}
