@@ -200,6 +200,7 @@ fn accumulate(acc: &mut Option<PkgResult>, r: PkgResult) {
             a.wall_seconds += r.wall_seconds;
             a.cycles_per_second = a.latency_cycles as f64 / a.wall_seconds.max(1e-9);
             a.replays += r.replays;
+            a.rule5_redirected += r.rule5_redirected;
             a.outputs_match_reference = match (a.outputs_match_reference, r.outputs_match_reference) {
                 (Some(x), Some(y)) => Some(x && y),
                 _ => None,

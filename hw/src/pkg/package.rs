@@ -1162,6 +1162,7 @@ impl Package {
             wall_seconds: wall,
             replays,
             outputs_match_reference: self.check_outputs(),
+            rule5_redirected: self.parts[0].iodie.as_ref().and_then(|io| io.rule5.as_ref()).map_or(0, |a| a.stats.redirected),
             session: Default::default(),
             chiplets,
         }

@@ -89,6 +89,9 @@ pub struct PkgResult {
     /// Functional mode: every token's output equals the FL reference, bit for bit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outputs_match_reference: Option<bool>,
+    /// Rule 5 (A4): micro-slices the load arbiter gave to another member than their Rule-4
+    /// loader.
+    pub rule5_redirected: u64,
     /// Layer batches, iterations and token-buffering deferrals of the whole run.
     pub session: super::session::SessionStats,
     pub chiplets: Vec<ChipletResult>,

@@ -224,3 +224,46 @@ impl<'a> Session<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sched::trace::{TraceHeader, TraceToken};
+
+    fn tok(iter: u32, req: u32, l0: Vec<u16>, l1: Vec<u16>) -> TraceToken {
+        TraceToken { iter, req, pos: iter, token_id: None, layers: vec![l0, l1], scores: None }
+    }
+
+    /// Request 1 paused at layer 1 of iteration 0 resumes there in iteration 1; its second
+    /// pass (trace iteration 1) moves to iteration 2; request 0 is not held up.
+    #[test]
+    fn a_paused_request_resumes_at_its_layer_and_its_later_passes_follow() {
+        let trace = Trace {
+            header: TraceHeader::new(None, 4, 1, 2),
+            tokens: vec![tok(0, 0, vec![0], vec![1]), tok(0, 1, vec![2], vec![3]), tok(1, 0, vec![0], vec![1]), tok(1, 1, vec![2], vec![3])],
+        };
+        let tb = TokenBufferCfgFl { theta_min: 1, slots: 4, ..Default::default() };
+        let mut s = Session::new(&trace, 0, 8, 8, tb).unwrap();
+        let mut seen = Vec::new();
+        while let Some(l) = s.next_layer() {
+            seen.push(l.routing.clone());
+            let bank = l.requests.as_ref().unwrap().bank.clone();
+            // Defer request 1 (expert 3) the first time it reaches layer 1.
+            let defer: Vec<usize> = if seen.len() == 2 { l.routing.iter().position(|r| r == &vec![3]).into_iter().collect() } else { Vec::new() };
+            s.commit(Some((defer, bank))).unwrap();
+        }
+        assert_eq!(
+            seen,
+            vec![
+                vec![vec![0], vec![2]],  // g0 l0
+                vec![vec![1], vec![3]],  // g0 l1: request 1 paused
+                vec![vec![0]],           // g1 l0: request 0's second pass only
+                vec![vec![3], vec![1]],  // g1 l1: request 1 resumed + request 0 (trace order)
+                vec![vec![2]],           // g2 l0: request 1's second pass
+                vec![vec![3]],           // g2 l1
+            ]
+        );
+        assert_eq!(s.stats.iterations, 3);
+        assert_eq!(s.stats.deferrals, 1);
+    }
+}
