@@ -158,3 +158,19 @@ fn token_buffering_defers_and_finishes_every_token_bit_exact() {
     assert!(runs[1].deferrals > 0, "A5 deferred nothing: {:?}", runs[1]);
     assert!(runs[1].iterations >= 14);
 }
+
+/// A bit-error rate on every die-to-die link: the receivers' CRC catches the flipped flits,
+/// go-back-N replays them, and every token's output is still bit-exact.
+#[test]
+fn bit_errors_on_the_links_are_replayed_and_outputs_stay_bit_exact() {
+    let l = layer(32, 16, 2, 64, 48, 5);
+    let mut c = cfg(3);
+    c.ucie.ber = 1e-5;
+    for s in [Strategy::Ep, Strategy::A3] {
+        let r = Package::new(&c, s, &l, true).unwrap().run(None).unwrap();
+        assert_eq!(r.outputs_match_reference, Some(true), "{}", s.name());
+        if s == Strategy::A3 {
+            assert!(r.replays > 0, "no replay at BER 1e-5 over {} D2D bytes", r.d2d_bytes);
+        }
+    }
+}

@@ -194,6 +194,8 @@ pub struct ChipletTile {
     handoff_in: Vec<LinkId>,
     status_out: LinkId,
     load_in: LinkId,
+    /// Flits the adapters had delivered at the last evaluation (progress counter).
+    ucie_delivered: u64,
     handoff_q: std::collections::VecDeque<SlotTag>,
     ddr_depth: u32,
     ddr_outstanding: u32,
@@ -517,7 +519,11 @@ impl Partition for PkgPart {
             for (_, a) in &t.ucie {
                 st.next_event = st.next_event.min(a.next_event());
             }
-            st.progress += std::mem::take(&mut t.progress) + t.ddr.busy() as u64 + ucie_busy as u64;
+            // Progress: a link that only replays (bit-error rate too high for a flit to get
+            // through) is not progress, so such a run ends in the watchdog.
+            let delivered: u64 = t.ucie.iter().map(|(_, a)| a.stats().delivered).sum();
+            st.progress += std::mem::take(&mut t.progress) + t.ddr.busy() as u64 + (delivered - t.ucie_delivered);
+            t.ucie_delivered = delivered;
             all_done &= t.finished();
         }
         st.counters[C_FINISHED] = all_done as u64;
@@ -843,6 +849,7 @@ impl Package {
                 handoff_out: handoff_l[i].clone(),
                 handoff_in: (0..n).filter(|&j| j != i).map(|j| handoff_l[j][i]).collect(),
                 handoff_q: std::collections::VecDeque::new(),
+                ucie_delivered: 0,
                 status_out: status_l[i],
                 load_in: load_l[i],
                 ddr_depth: cfg.ddr.queue_depth,

@@ -1,8 +1,40 @@
-//! UCIe D2D adapter (placeholder until the CRC/replay model lands): serializes 256-byte
-//! flits at lanes × rate and delivers them after the FDI latency. Interface of the real block.
+//! UCIe D2D adapter, one direction of a die-to-die link (TX adapter, wire, RX adapter): 256-byte
+//! flits serialized at lanes × rate, the FDI latency each way, a CRC on every flit, and
+//! go-back-N replay from a retry buffer when the receiver's CRC check fails.
+//!
+//! ```text
+//!  router ─► tx_q ─► [retry buffer: sent, not yet acked] ─► wire (lanes × GT/s, seeded bit errors)
+//!                          ▲  rewind on NAK                          │ FDI latency
+//!                          └──── ACK(seq) / NAK(seq) ◄── RX: CRC check, expected seq ◄─┘
+//!                                 (FDI latency back)      │ in order, once
+//!                                                         └─► rx_q ─► neighbour router
+//! ```
+//!
+//! * **Errors.** Each transmitted bit flips with probability `ber`, independently: the
+//!   distance to the next flipped bit is drawn from the geometric distribution (one draw
+//!   per error, not per bit) with a generator seeded by (seed, adapter index), so a run is
+//!   reproducible and the flipped positions are exact.
+//! * **CRC.** The flit on the wire is its header fields, its 256 data bytes (in functional
+//!   mode the payload chunk the D2D engine wrote; zeros in timing mode) and a CRC-32
+//!   (ISO-HDLC) over them. A flit with flipped bits is checked as the receiver would: the
+//!   CRC of the received bits against the received CRC field. A flit without flipped bits
+//!   passes by construction, so the check is computed only when bits flipped (the result
+//!   is the same, the cost is not). An error the CRC misses is counted
+//!   (`undetected_errors`, expected 0) — the model then delivers the original flit.
+//! * **Go-back-N.** The receiver accepts only the next expected sequence number. A CRC
+//!   failure drops the flit and sends one NAK(expected); every later flit is dropped until
+//!   the replay of `expected` arrives intact. The transmitter keeps each flit in the retry
+//!   buffer until a cumulative ACK covers it; on a NAK it rewinds to the NAK'd flit and
+//!   resends everything after it (`replays` counts rewinds, `retried_bytes` the bytes sent
+//!   again). A full retry buffer stalls new flits. ACK/NAK travel on the sideband, which is
+//!   taken as error-free (no replay timer is needed then).
+//! * **Flow control.** The adapter's input is bounded by the upstream router's credits for
+//!   the downstream router's buffers (the credits skip the adapter), so its queues are too.
 
 use std::collections::VecDeque;
 
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use super::ni::PayloadPools;
@@ -10,106 +42,402 @@ use crate::cfg::{err, CfgError};
 use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
 use crate::noc::flit::Flit;
 
+/// Data bytes of a flit (the package's `flit_bytes`).
+pub const FLIT_DATA_BYTES: usize = 256;
+/// Header fields carried with the data and covered by the CRC.
+const HEADER_BYTES: usize = 16;
+const CRC_BITS: u64 = 32;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct UcieCfg {
+    /// Data lanes of the link (UCIe advanced package: 64).
     pub lanes: u32,
+    /// Per-lane rate, GT/s.
     pub gt_per_s: f64,
+    /// Adapter-to-adapter latency one way (FDI to FDI), ps.
     pub fdi_latency_ps: u64,
+    /// Raw bit-error rate of the wire, [0, 1).
     pub ber: f64,
+    /// Flits the transmitter keeps for replay (sent, not yet acknowledged).
+    pub retry_buffer_flits: u32,
 }
+
 impl Default for UcieCfg {
     fn default() -> Self {
-        UcieCfg { lanes: 64, gt_per_s: 18.0, fdi_latency_ps: 4020, ber: 0.0 }
+        UcieCfg { lanes: 64, gt_per_s: 18.0, fdi_latency_ps: 4020, ber: 0.0, retry_buffer_flits: 64 }
     }
 }
+
 impl UcieCfg {
     pub fn validate(&self) -> Result<(), CfgError> {
+        if self.lanes == 0 || self.lanes > 1024 {
+            return err("lanes", format!("1..=1024 (got {})", self.lanes));
+        }
+        if !(self.gt_per_s.is_finite() && self.gt_per_s > 0.0 && self.gt_per_s <= 1000.0) {
+            return err("gt_per_s", format!("a rate in (0, 1000] GT/s (got {})", self.gt_per_s));
+        }
+        if self.fdi_latency_ps > 1_000_000_000 {
+            return err("fdi_latency_ps", format!("at most 1 ms (got {} ps)", self.fdi_latency_ps));
+        }
         if !(self.ber.is_finite() && (0.0..1.0).contains(&self.ber)) {
             return err("ber", format!("bit-error rate must be in [0, 1) (got {})", self.ber));
         }
+        if self.retry_buffer_flits == 0 || self.retry_buffer_flits > 4096 {
+            return err("retry_buffer_flits", format!("1..=4096 (got {})", self.retry_buffer_flits));
+        }
         Ok(())
     }
+
+    /// Raw wire rate, bytes per ps.
+    pub fn bytes_per_ps(&self) -> f64 {
+        self.lanes as f64 * self.gt_per_s / 8.0 / 1000.0
+    }
 }
+
 #[derive(Debug, Clone, Copy)]
 pub struct UciePorts {
     pub in_flit: LinkId,
     pub out_flit: LinkId,
 }
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct UcieStats {
+    /// Flits sent the first time, and their data bytes.
     pub flits: u64,
     pub bytes: u64,
+    /// Rewinds of the transmitter (one per NAK).
     pub replays: u64,
+    /// Data bytes sent again by replays.
     pub retried_bytes: u64,
+    /// Flits that arrived with flipped bits and failed the CRC.
+    pub crc_errors: u64,
+    /// Intact flits dropped because an earlier one was missing (go-back-N).
+    pub discarded: u64,
+    /// Flits with flipped bits that passed the CRC (expected 0).
+    pub undetected_errors: u64,
+    /// Rewinds by the replay timer (a NAK'd replay failed again).
+    pub timeouts: u64,
+    /// Flits delivered to the receiver's router.
+    pub delivered: u64,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ack {
+    /// Everything up to and including this sequence number arrived.
+    Ack(u64),
+    /// Resend from this sequence number.
+    Nak(u64),
+}
+
 pub struct UcieAdapterCl {
     clk: DomainClock,
     out_clk: DomainClock,
     ports: UciePorts,
-    bpc: f64,
+    /// Ticks one flit occupies the wire (fractional: lanes × rate need not divide a cycle).
+    flit_ticks: f64,
+    /// FDI latency, ticks.
     lat: u64,
-    q: VecDeque<Flit>,
+    retry_cap: usize,
+    ber: f64,
+    rng: Xoshiro256PlusPlus,
+    /// Bits still to send before the next flipped bit.
+    bits_to_error: u64,
+    // --- TX registers
+    tx_q: VecDeque<Flit>,
+    /// Sent and not acknowledged, oldest first, with their sequence numbers.
+    retry: VecDeque<(u64, Flit)>,
+    /// Index in `retry` of the next flit to (re)send; `retry.len()`: a new one.
+    send_idx: usize,
+    next_seq: u64,
+    /// Tick the wire finishes the flit on it (fractional: lanes × rate need not divide a
+    /// cycle), and since when a flit has been waiting for it (None: nothing waits). A flit
+    /// starts at the later of the two, so back-to-back flits keep the exact wire rate.
     wire_free: f64,
-    rx: VecDeque<(Cycle, Flit)>,
+    waiting_since: Option<f64>,
+    /// Replay timer: rewind if no acknowledgement progress by this tick (NEVER: stopped).
+    timer: Cycle,
+    timeout: u64,
+    // --- wire and sideband
+    /// (arrival tick, seq, flit, bits flipped) on the wire.
+    wire: VecDeque<(Cycle, u64, Flit, bool)>,
+    /// ACK/NAK in flight back to the transmitter: (arrival tick, message).
+    back: VecDeque<(Cycle, Ack)>,
+    // --- RX registers
+    expect: u64,
+    nak_sent: bool,
+    rx_q: VecDeque<Flit>,
     out_free_at: Cycle,
     stats: UcieStats,
 }
+
 impl UcieAdapterCl {
-    pub fn new(_index: u32, cfg: &UcieCfg, _seed: u64, clk: DomainClock, out_clk: DomainClock, ports: UciePorts, tick_ps: u64) -> Self {
-        let period_ps = (clk.div * tick_ps) as f64;
-        let bpc = cfg.lanes as f64 * cfg.gt_per_s / 8.0 * period_ps / 1000.0;
+    /// `clk`: the UCIe domain; `out_clk`: the receiving router's domain; `tick_ps`: the
+    /// harness tick.
+    pub fn new(index: u32, cfg: &UcieCfg, seed: u64, clk: DomainClock, out_clk: DomainClock, ports: UciePorts, tick_ps: u64) -> Self {
+        let flit_ticks = FLIT_DATA_BYTES as f64 / cfg.bytes_per_ps() / tick_ps as f64;
         let lat = cfg.fdi_latency_ps.div_ceil(tick_ps).max(1);
-        UcieAdapterCl { clk, out_clk, ports, bpc, lat, q: VecDeque::new(), wire_free: 0.0, rx: VecDeque::new(), out_free_at: 0, stats: UcieStats::default() }
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5543_4945_0000_0000 ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let bits_to_error = geometric(&mut rng, cfg.ber);
+        UcieAdapterCl {
+            clk,
+            out_clk,
+            ports,
+            flit_ticks,
+            lat,
+            retry_cap: cfg.retry_buffer_flits as usize,
+            ber: cfg.ber,
+            rng,
+            bits_to_error,
+            tx_q: VecDeque::new(),
+            retry: VecDeque::new(),
+            send_idx: 0,
+            next_seq: 0,
+            wire_free: 0.0,
+            waiting_since: None,
+            timer: NEVER,
+            timeout: 3 * (2 * lat + flit_ticks.ceil() as u64 + 2 * clk.div),
+            wire: VecDeque::new(),
+            back: VecDeque::new(),
+            expect: 0,
+            nak_sent: false,
+            rx_q: VecDeque::new(),
+            out_free_at: 0,
+            stats: UcieStats::default(),
+        }
     }
+
+    /// One UCIe edge.
+    ///
     /// # Safety
     /// At UCIe edges, sole receiver of `in_flit` and sender of `out_flit`.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, _pools: &PayloadPools) {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) {
         if let Some(f) = flits.recv(self.ports.in_flit, now) {
-            self.q.push_back(f);
+            self.tx_q.push_back(f);
         }
-        let t = now as f64;
-        if self.wire_free < t {
-            self.wire_free = t;
-        }
-        while let Some(&f) = self.q.front() {
-            if self.wire_free > t {
+        // --- TX: acknowledgements that reached the transmitter
+        while let Some(&(t, a)) = self.back.front() {
+            if t > now {
                 break;
             }
-            self.q.pop_front();
-            self.wire_free += 256.0 / self.bpc * self.clk.div as f64;
-            self.stats.flits += 1;
-            self.stats.bytes += 256;
-            self.rx.push_back((self.wire_free.ceil() as u64 + self.lat, f));
-        }
-        if let Some(&(t, f)) = self.rx.front() {
-            if now >= t {
-                let due = self.out_clk.next_edge((now + 1).max(self.out_free_at));
-                flits.send_at(self.ports.out_flit, now, due, f);
-                self.out_free_at = due + 1;
-                self.rx.pop_front();
+            self.back.pop_front();
+            match a {
+                Ack::Ack(s) => self.drop_acked(Some(s), now),
+                Ack::Nak(s) => {
+                    self.drop_acked(s.checked_sub(1), now);
+                    if self.retry.front().is_some_and(|&(q, _)| q == s) {
+                        self.send_idx = 0;
+                        self.stats.replays += 1;
+                    }
+                }
             }
         }
+        // The replay timer: a replay that failed again gets no second NAK (the receiver
+        // NAKs once until the expected flit arrives intact), so the transmitter rewinds.
+        if self.timer <= now {
+            self.timer = if self.retry.is_empty() { NEVER } else { now + self.timeout };
+            if !self.retry.is_empty() {
+                self.send_idx = 0;
+                self.stats.replays += 1;
+                self.stats.timeouts += 1;
+            }
+        }
+        // --- RX: flits that reached the receiver (CRC check, go-back-N)
+        while let Some(&(t, seq, f, flipped)) = self.wire.front() {
+            if t > now {
+                break;
+            }
+            self.wire.pop_front();
+            if flipped {
+                self.stats.crc_errors += 1;
+                if !self.nak_sent {
+                    self.nak_sent = true;
+                    self.back.push_back((now + self.lat, Ack::Nak(self.expect)));
+                }
+            } else if seq == self.expect {
+                self.expect += 1;
+                self.nak_sent = false;
+                self.rx_q.push_back(f);
+                self.back.push_back((now + self.lat, Ack::Ack(seq)));
+            } else {
+                self.stats.discarded += 1;
+            }
+        }
+        // --- TX: one flit onto the wire when it is free
+        let t = now as f64;
+        if self.sendable() && self.waiting_since.is_none() {
+            self.waiting_since = Some(t);
+        }
+        let start = self.waiting_since.map(|w| w.max(self.wire_free));
+        if start.is_some_and(|s| s <= t) {
+            let next = if self.send_idx < self.retry.len() {
+                let (seq, f) = self.retry[self.send_idx];
+                self.stats.retried_bytes += FLIT_DATA_BYTES as u64;
+                Some((seq, f))
+            } else if !self.tx_q.is_empty() {
+                if self.retry.len() < self.retry_cap {
+                    let f = self.tx_q.pop_front().expect("non-empty");
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    self.retry.push_back((seq, f));
+                    self.stats.flits += 1;
+                    self.stats.bytes += FLIT_DATA_BYTES as u64;
+                    Some((seq, f))
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            if let Some((seq, f)) = next {
+                self.send_idx += 1;
+                if self.timer == NEVER {
+                    self.timer = now + self.timeout;
+                }
+                self.wire_free = start.expect("checked") + self.flit_ticks;
+                // The next flit, if one waits already, follows without a gap.
+                self.waiting_since = if self.sendable() { Some(f64::NEG_INFINITY) } else { None };
+                let flipped = self.transmit(&f, pools);
+                let arrive = self.clk.next_edge(self.wire_free.ceil() as u64 + self.lat);
+                self.wire.push_back((arrive, seq, f, flipped));
+            }
+        }
+        // --- RX: one flit per receiver-domain edge into the neighbour's router
+        if let Some(f) = self.rx_q.pop_front() {
+            let due = self.out_clk.next_edge((now + 1).max(self.out_free_at));
+            flits.send_at(self.ports.out_flit, now, due, f);
+            self.out_free_at = due + 1;
+            self.stats.delivered += 1;
+        }
     }
+
+    /// Frees the retry entries up to and including `s`; progress restarts the timer.
+    fn drop_acked(&mut self, s: Option<u64>, now: Cycle) {
+        let Some(s) = s else { return };
+        let mut freed = false;
+        while let Some(&(q, _)) = self.retry.front() {
+            if q > s {
+                break;
+            }
+            self.retry.pop_front();
+            self.send_idx = self.send_idx.saturating_sub(1);
+            freed = true;
+        }
+        if freed {
+            self.timer = if self.retry.is_empty() { NEVER } else { now + self.timeout };
+        }
+    }
+
+    /// Sends one flit's bits over the wire: flips the bits the error process hits and, if
+    /// any, runs the receiver's CRC check on them. Returns whether the receiver rejects it.
+    fn transmit(&mut self, f: &Flit, pools: &PayloadPools) -> bool {
+        let bits = ((HEADER_BYTES + FLIT_DATA_BYTES) * 8) as u64 + CRC_BITS;
+        if self.bits_to_error >= bits {
+            self.bits_to_error -= bits;
+            return false;
+        }
+        // Flipped positions within this flit.
+        let mut pos = Vec::new();
+        let mut at = self.bits_to_error;
+        while at < bits {
+            pos.push(at);
+            at += 1 + geometric(&mut self.rng, self.ber);
+        }
+        self.bits_to_error = at - bits;
+        // The frame as sent: header, data, CRC.
+        let mut frame = vec![0u8; HEADER_BYTES + FLIT_DATA_BYTES + 4];
+        frame[0..8].copy_from_slice(&f.pid.to_le_bytes());
+        frame[8..10].copy_from_slice(&f.dest.to_le_bytes());
+        frame[10..12].copy_from_slice(&f.seq.to_le_bytes());
+        frame[12..16].copy_from_slice(&f.data.to_le_bytes());
+        frame[15] ^= (f.head as u8) << 6 | (f.tail as u8) << 7;
+        if pools.enabled() && !f.head {
+            // SAFETY: the chunk was written by the sender's D2D engine when it injected this
+            // flit and is not reused while the flit can still be replayed (PayloadPools sizing).
+            unsafe { pools.read(f.src() as u8, f.data, &mut frame[HEADER_BYTES..HEADER_BYTES + FLIT_DATA_BYTES]) };
+        }
+        let n = HEADER_BYTES + FLIT_DATA_BYTES;
+        let crc = CRC32.checksum(&frame[..n]);
+        frame[n..].copy_from_slice(&crc.to_le_bytes());
+        for p in pos {
+            frame[(p / 8) as usize] ^= 1 << (p % 8);
+        }
+        let ok = CRC32.checksum(&frame[..n]) == u32::from_le_bytes(frame[n..].try_into().expect("4 bytes"));
+        if ok {
+            self.stats.undetected_errors += 1;
+        }
+        !ok
+    }
+
+    /// Work at the next edge that `next_event` does not announce: a flit for the router, or
+    /// one to put on the wire (evaluated every edge while sending: the wire frees at
+    /// fractional ticks).
     pub fn busy(&self) -> bool {
-        !self.q.is_empty() || !self.rx.is_empty()
+        !self.rx_q.is_empty() || self.sendable()
     }
+
+    fn sendable(&self) -> bool {
+        self.send_idx < self.retry.len() || (!self.tx_q.is_empty() && self.retry.len() < self.retry_cap)
+    }
+
+    /// Earliest tick the adapter must be evaluated: the wire frees for a waiting flit, a
+    /// flit or an acknowledgement lands.
     pub fn next_event(&self) -> Cycle {
-        if self.busy() { 0 } else { NEVER }
+        let mut t = self.timer;
+        if self.sendable() {
+            let start = self.waiting_since.map_or(self.wire_free, |w| w.max(self.wire_free));
+            t = t.min(start.max(0.0).ceil() as u64);
+        }
+        if let Some(&(a, ..)) = self.wire.front() {
+            t = t.min(a);
+        }
+        t = if t == NEVER { NEVER } else { self.clk.next_edge(t) };
+        if let Some(&(a, _)) = self.back.front() {
+            t = t.min(self.clk.next_edge(a));
+        }
+        t
     }
+
     pub fn stats(&self) -> &UcieStats {
         &self.stats
     }
+
+    /// Raw wire rate, data bytes per tick.
     pub fn bytes_per_tick(&self) -> f64 {
-        self.bpc / self.clk.div as f64
+        FLIT_DATA_BYTES as f64 / self.flit_ticks
     }
 }
+
+/// Bits before the next flipped one when each flips with probability `p` (NEVER-like for 0).
+fn geometric(rng: &mut Xoshiro256PlusPlus, p: f64) -> u64 {
+    if p <= 0.0 {
+        return u64::MAX / 2;
+    }
+    let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+    let k = (u.ln() / (-p).ln_1p()).floor();
+    if k.is_finite() && k < (u64::MAX / 4) as f64 {
+        k as u64
+    } else {
+        u64::MAX / 2
+    }
+}
+
+const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+
 impl Probe for UcieAdapterCl {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        out.push(SignalDecl { scope: scope.to_vec(), name: "tx_queue".into(), width: 16 });
-        out.push(SignalDecl { scope: scope.to_vec(), name: "rx_queue".into(), width: 16 });
+        for (name, width) in [("tx_queue", 16), ("retry", 16), ("rx_queue", 16), ("replays", 32), ("crc_errors", 32), ("flits", 32)] {
+            out.push(SignalDecl { scope: scope.to_vec(), name: name.into(), width });
+        }
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        out.extend([self.q.len() as u64, self.rx.len() as u64]);
+        out.extend([
+            self.tx_q.len() as u64,
+            self.retry.len() as u64,
+            self.rx_q.len() as u64 + self.wire.len() as u64,
+            self.stats.replays & 0xffff_ffff,
+            self.stats.crc_errors & 0xffff_ffff,
+            self.stats.flits & 0xffff_ffff,
+        ]);
     }
 }
