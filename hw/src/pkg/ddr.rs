@@ -1,25 +1,94 @@
-//! DDR channel (placeholder until the DDR3 controller model lands): in-order request queue,
-//! fixed access latency, bus-rate data transfer. Interface of the real block.
+//! DDR channel: a DDR3-1600 memory controller and its devices, cycle by cycle on the DDR
+//! command clock — request queue, address map, 8 banks with open rows, the JEDEC timing
+//! constraints between commands, BL8 bursts on a shared data bus, and periodic refresh.
+//!
+//! ```text
+//!  DdrReq (CDC) ─► request queue ─► burst queue (bank, row, column per BL8 burst, in order)
+//!                                        │ one command per cycle on the command bus:
+//!                                        │  RD   head burst: row open, tRCD, tCCD, data bus free
+//!                                        │  ACT/PRE  bank preparation for the next `lookahead`
+//!                                        │           bursts (tRP, tRAS, tRC, tRRD, tFAW, tRTP)
+//!                                        │  PRE-all + REF every tREFI (tRFC busy)
+//!                                        ▼
+//!             data bus: RD at c ─► beats [c + tCL, c + tCL + BL/2) ─► last beat of a request
+//!                                                                      ─► DdrResp (CDC)
+//! ```
+//!
+//! Policy: open page; reads leave the data bus in request order (FCFS — the controller in
+//! the chiplet asks for micro-slices in the order it needs them); bank preparation (PRE of
+//! a conflicting row, ACT of the needed one) runs ahead for the next `lookahead` bursts, so
+//! a stream that crosses into the next bank finds it open. Reads only: expert weights are
+//! read-only during inference, so write timing (tWR, tWTR) is not modelled.
+//!
+//! Default: a 128-bit channel at DDR3-1600 (16 bytes per beat, two beats per 800 MHz clock:
+//! 25.6 GB/s, SPEC §3 "25.6 GB/s per channel"), 11-11-11-28, 8 banks, 8 KiB pages, BL8 =
+//! 128 bytes per burst, tREFI 7.8 µs, tRFC 260 ns (4 Gb devices). Address map
+//! row : bank : column (a sequential stream fills a page, then moves to the next bank).
+//!
+//! Fast-forward: the channel is evaluated every DDR edge while it holds requests or a
+//! refresh is due; idle, it asks to be woken at the next refresh (every 6240 cycles), so
+//! refresh is exact whichever edges the engine skips.
 
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cfg::{err, CfgError};
-use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
+use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DdrCfg {
+    /// Data bus width, bytes per beat (two beats per clock).
     pub bus_bytes: u32,
+    /// Requests the controller queues (the chiplet keeps at most this many outstanding).
     pub queue_depth: u32,
-    pub latency_cycles: u32,
+    pub banks: u32,
+    /// Row (page) size of the channel, bytes.
+    pub page_bytes: u32,
+    /// Beats per burst (BL8).
+    pub burst_length: u32,
+    /// Timing in DDR clock cycles (JEDEC DDR3-1600K 11-11-11).
+    pub t_cl: u32,
+    pub t_rcd: u32,
+    pub t_rp: u32,
+    pub t_ras: u32,
+    pub t_rc: u32,
+    pub t_rrd: u32,
+    pub t_faw: u32,
+    pub t_ccd: u32,
+    pub t_rtp: u32,
+    /// Refresh interval and refresh cycle time (0 = no refresh).
+    pub t_refi: u32,
+    pub t_rfc: u32,
+    /// Bursts ahead of the head whose banks are prepared (PRE/ACT) early.
+    pub lookahead: u32,
 }
+
 impl Default for DdrCfg {
     fn default() -> Self {
-        DdrCfg { bus_bytes: 16, queue_depth: 8, latency_cycles: 22 }
+        DdrCfg {
+            bus_bytes: 16,
+            queue_depth: 8,
+            banks: 8,
+            page_bytes: 8192,
+            burst_length: 8,
+            t_cl: 11,
+            t_rcd: 11,
+            t_rp: 11,
+            t_ras: 28,
+            t_rc: 39,
+            t_rrd: 5,
+            t_faw: 24,
+            t_ccd: 4,
+            t_rtp: 6,
+            t_refi: 6240,
+            t_rfc: 208,
+            lookahead: 8,
+        }
     }
 }
+
 impl DdrCfg {
     pub fn validate(&self) -> Result<(), CfgError> {
         if self.queue_depth == 0 || self.queue_depth > 256 {
@@ -28,7 +97,46 @@ impl DdrCfg {
         if self.bus_bytes == 0 || self.bus_bytes > 256 {
             return err("bus_bytes", format!("1..=256 (got {})", self.bus_bytes));
         }
+        if !(1..=64).contains(&self.banks) {
+            return err("banks", format!("1..=64 (got {})", self.banks));
+        }
+        if self.burst_length == 0 || self.burst_length % 2 != 0 || self.burst_length > 64 {
+            return err("burst_length", format!("an even number of beats in 2..=64 (got {})", self.burst_length));
+        }
+        if self.page_bytes < self.burst_bytes() || self.page_bytes % self.burst_bytes() != 0 || self.page_bytes > 1 << 20 {
+            return err("page_bytes", format!("a multiple of the burst size ({} bytes), at most 1 MiB (got {})", self.burst_bytes(), self.page_bytes));
+        }
+        for (f, v) in [("t_cl", self.t_cl), ("t_rcd", self.t_rcd), ("t_rp", self.t_rp), ("t_ras", self.t_ras), ("t_rc", self.t_rc), ("t_rrd", self.t_rrd), ("t_faw", self.t_faw), ("t_ccd", self.t_ccd), ("t_rtp", self.t_rtp), ("t_rfc", self.t_rfc)] {
+            if v > 100_000 {
+                return err(f, format!("at most 100000 cycles (got {v})"));
+            }
+        }
+        if self.t_ccd == 0 {
+            return err("t_ccd", "at least 1 cycle between reads");
+        }
+        if self.t_refi != 0 && self.t_refi <= self.t_rfc + self.t_rp + self.t_ras {
+            return err("t_refi", format!("the refresh interval must exceed t_rfc + t_rp + t_ras ({}) or be 0 (got {})", self.t_rfc + self.t_rp + self.t_ras, self.t_refi));
+        }
+        if self.lookahead == 0 || self.lookahead > 64 {
+            return err("lookahead", format!("1..=64 bursts (got {})", self.lookahead));
+        }
         Ok(())
+    }
+
+    pub fn burst_bytes(&self) -> u32 {
+        self.bus_bytes * self.burst_length
+    }
+
+    /// Data-bus cycles of one burst (two beats per clock).
+    pub fn burst_cycles(&self) -> u64 {
+        self.burst_length as u64 / 2
+    }
+
+    /// (bank, row) of the burst holding byte `addr`: row : bank : column.
+    pub fn map(&self, addr: u64) -> (u32, u64) {
+        let per_page = (self.page_bytes / self.burst_bytes()) as u64;
+        let b = addr / self.burst_bytes() as u64 / per_page;
+        ((b % self.banks as u64) as u32, b / self.banks as u64)
     }
 }
 
@@ -47,12 +155,43 @@ pub struct DdrPorts {
     pub req_in: LinkId,
     pub resp_out: LinkId,
 }
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DdrStats {
     pub requests: u64,
     pub bytes: u64,
+    /// Data-bus cycles.
     pub busy_cycles: u64,
     pub queue_max: u32,
+    pub reads: u64,
+    /// Reads that found their row open without an ACT issued for them.
+    pub row_hits: u64,
+    pub activates: u64,
+    pub precharges: u64,
+    pub refreshes: u64,
+    /// Requests beyond `queue_depth` (the chiplet's credit should prevent them; accepted).
+    pub overflows: u64,
+}
+
+/// Never (no cycle).
+const NO: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bank {
+    row: Option<u64>,
+    /// Cycles of the last ACT, PRE and RD to this bank.
+    act: u64,
+    pre: u64,
+    rd: u64,
+    /// An ACT was issued for the burst that will read this row next (row hit accounting).
+    fresh: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Burst {
+    id: u32,
+    bank: u32,
+    row: u64,
+    last: bool,
 }
 
 pub struct DdrChannelCl {
@@ -60,53 +199,223 @@ pub struct DdrChannelCl {
     clk: DomainClock,
     resp_clk: DomainClock,
     ports: DdrPorts,
-    q: VecDeque<DdrReq>,
-    /// Request in service and the tick its data is complete.
-    cur: Option<(DdrReq, Cycle)>,
+    // --- registers
+    bursts: VecDeque<Burst>,
+    /// Requests queued (for the queue-depth check and the probe).
+    queued: u32,
+    banks: Vec<Bank>,
+    /// Last RD and ACT cycles, the last four ACTs (tFAW), data bus free cycle.
+    last_rd: u64,
+    last_act: u64,
+    faw: VecDeque<u64>,
+    data_free: u64,
+    /// Next refresh due, and the end of the refresh in progress.
+    next_ref: u64,
+    ref_end: u64,
+    /// Responses: (cycle the last beat is on the bus, id), in order.
+    resp: VecDeque<(u64, u32)>,
     resp_free_at: Cycle,
+    /// Command of the last evaluated cycle, for traces: 0 none, 1 ACT, 2 PRE, 3 RD, 4 REF.
+    cmd: u8,
+    /// Last evaluated DDR cycle.
+    cycle: u64,
     stats: DdrStats,
 }
 
 impl DdrChannelCl {
     pub fn new(_id: u8, cfg: &DdrCfg, clk: DomainClock, resp_clk: DomainClock, ports: DdrPorts) -> Self {
-        DdrChannelCl { cfg: cfg.clone(), clk, resp_clk, ports, q: VecDeque::new(), cur: None, resp_free_at: 0, stats: DdrStats::default() }
+        let bank = Bank { row: None, act: NO, pre: NO, rd: NO, fresh: false };
+        DdrChannelCl {
+            cfg: cfg.clone(),
+            clk,
+            resp_clk,
+            ports,
+            bursts: VecDeque::new(),
+            queued: 0,
+            banks: vec![bank; cfg.banks as usize],
+            last_rd: NO,
+            last_act: NO,
+            faw: VecDeque::with_capacity(4),
+            data_free: 0,
+            next_ref: if cfg.t_refi == 0 { NO } else { cfg.t_refi as u64 },
+            ref_end: 0,
+            resp: VecDeque::new(),
+            resp_free_at: 0,
+            cmd: 0,
+            cycle: 0,
+            stats: DdrStats::default(),
+        }
     }
+
+    /// `t` cycles after `at` have passed by cycle `c` (an event that never happened is long past).
+    fn after(at: u64, t: u32, c: u64) -> bool {
+        at == NO || c >= at + t as u64
+    }
+
+    /// One DDR edge.
+    ///
     /// # Safety
     /// At DDR edges, sole receiver of `req_in` and sender of `resp_out`.
     pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>) {
+        let c = self.clk.cycle_of(now);
+        self.cycle = c;
+        self.cmd = 0;
         if let Some(r) = reqs.recv(self.ports.req_in, now) {
-            self.q.push_back(r);
-            self.stats.queue_max = self.stats.queue_max.max(self.q.len() as u32);
+            self.accept(r);
         }
-        if let Some((r, t)) = self.cur {
-            if now >= t {
+        self.command(c);
+        // The request whose last beat has left the bus goes back to the chiplet.
+        if let Some(&(done, id)) = self.resp.front() {
+            if c >= done {
+                self.resp.pop_front();
+                self.queued -= 1;
                 let due = self.resp_clk.next_edge((now + 1).max(self.resp_free_at));
-                resps.send_at(self.ports.resp_out, now, due, DdrResp { id: r.id });
+                resps.send_at(self.ports.resp_out, now, due, DdrResp { id });
                 self.resp_free_at = due + 1;
-                self.cur = None;
-            }
-        }
-        if self.cur.is_none() {
-            if let Some(r) = self.q.pop_front() {
-                let bursts = (r.bytes as u64).div_ceil(2 * self.cfg.bus_bytes as u64).max(1);
-                self.stats.requests += 1;
-                self.stats.bytes += r.bytes as u64;
-                self.stats.busy_cycles += bursts;
-                self.cur = Some((r, self.clk.edge(self.clk.cycle_of(now) + self.cfg.latency_cycles as u64 + bursts)));
             }
         }
     }
-    /// Work at the next edge that `next_event` does not announce (a queued request with
-    /// none in service; never, since service starts at once).
+
+    fn accept(&mut self, r: DdrReq) {
+        self.queued += 1;
+        if self.queued > self.cfg.queue_depth {
+            self.stats.overflows += 1;
+        }
+        self.stats.queue_max = self.stats.queue_max.max(self.queued);
+        self.stats.requests += 1;
+        self.stats.bytes += r.bytes as u64;
+        let bb = self.cfg.burst_bytes() as u64;
+        let first = r.addr / bb;
+        let last = (r.addr + r.bytes.max(1) as u64 - 1) / bb;
+        for b in first..=last {
+            let (bank, row) = self.cfg.map(b * bb);
+            self.bursts.push_back(Burst { id: r.id, bank, row, last: b == last });
+        }
+    }
+
+    /// The command bus: at most one command this cycle.
+    fn command(&mut self, c: u64) {
+        let cfg = &self.cfg;
+        // --- refresh: close every bank, then REF; no reads meanwhile
+        if c >= self.next_ref {
+            if let Some(b) = self.banks.iter().position(|b| b.row.is_some()) {
+                let k = self.banks[b];
+                if Self::after(k.act, cfg.t_ras, c) && Self::after(k.rd, cfg.t_rtp, c) {
+                    self.precharge(b, c);
+                }
+                return;
+            }
+            if self.banks.iter().all(|b| Self::after(b.pre, cfg.t_rp, c)) && c >= self.data_free {
+                self.ref_end = c + cfg.t_rfc as u64;
+                self.next_ref += cfg.t_refi as u64;
+                self.stats.refreshes += 1;
+                self.cmd = 4;
+            }
+            return;
+        }
+        if c < self.ref_end {
+            return;
+        }
+        // --- RD of the head burst
+        if let Some(&h) = self.bursts.front() {
+            let k = self.banks[h.bank as usize];
+            if k.row == Some(h.row) && Self::after(k.act, cfg.t_rcd, c) && Self::after(self.last_rd, cfg.t_ccd, c) && c + cfg.t_cl as u64 >= self.data_free {
+                self.bursts.pop_front();
+                let start = c + cfg.t_cl as u64;
+                self.data_free = start + cfg.burst_cycles();
+                self.last_rd = c;
+                let bank = &mut self.banks[h.bank as usize];
+                bank.rd = c;
+                if !bank.fresh {
+                    self.stats.row_hits += 1;
+                }
+                bank.fresh = false;
+                self.stats.reads += 1;
+                self.stats.busy_cycles += cfg.burst_cycles();
+                if h.last {
+                    self.resp.push_back((self.data_free, h.id));
+                }
+                self.cmd = 3;
+                return;
+            }
+        }
+        // --- bank preparation for the next bursts, earliest first
+        let look = (cfg.lookahead as usize).min(self.bursts.len());
+        for i in 0..look {
+            let b = self.bursts[i];
+            let bi = b.bank as usize;
+            // Only the first pending burst of a bank decides what that bank does.
+            if self.bursts.iter().take(i).any(|x| x.bank == b.bank) {
+                continue;
+            }
+            let k = self.banks[bi];
+            match k.row {
+                Some(r) if r == b.row => continue,
+                Some(_) => {
+                    if Self::after(k.act, cfg.t_ras, c) && Self::after(k.rd, cfg.t_rtp, c) {
+                        self.precharge(bi, c);
+                        return;
+                    }
+                }
+                None => {
+                    let faw_ok = self.faw.len() < 4 || Self::after(self.faw[0], cfg.t_faw, c);
+                    if Self::after(k.pre, cfg.t_rp, c) && Self::after(k.act, cfg.t_rc, c) && Self::after(self.last_act, cfg.t_rrd, c) && faw_ok {
+                        let bank = &mut self.banks[bi];
+                        bank.row = Some(b.row);
+                        bank.act = c;
+                        bank.fresh = true;
+                        self.last_act = c;
+                        if self.faw.len() == 4 {
+                            self.faw.pop_front();
+                        }
+                        self.faw.push_back(c);
+                        self.stats.activates += 1;
+                        self.cmd = 1;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn precharge(&mut self, b: usize, c: u64) {
+        let k = &mut self.banks[b];
+        k.row = None;
+        k.pre = c;
+        k.fresh = false;
+        self.stats.precharges += 1;
+        self.cmd = 2;
+    }
+
+    /// Holds requests (queued or being answered).
+    pub fn has_requests(&self) -> bool {
+        self.queued > 0
+    }
+
+    /// Work at the next edge: requests to serve, or a refresh due or in its close-the-banks
+    /// phase.
     pub fn busy(&self) -> bool {
-        self.cur.is_none() && !self.q.is_empty()
+        self.queued > 0 || (self.next_ref != NO && self.cycle >= self.next_ref)
     }
+
+    /// Traced runs: also the edge after a command (the `cmd` signal returns to 0 there).
+    pub fn traced_busy(&self) -> bool {
+        self.busy() || self.cmd != 0
+    }
+
+    /// Idle, the next refresh (the channel is woken for it, so refresh timing is exact).
     pub fn next_event(&self) -> Cycle {
-        self.cur.map_or(NEVER, |(_, t)| t)
+        if self.next_ref == NO {
+            crate::harness::NEVER
+        } else {
+            self.clk.edge(self.next_ref)
+        }
     }
+
     pub fn stats(&self) -> &DdrStats {
         &self.stats
     }
+
     /// Peak data rate in bytes per tick.
     pub fn peak_bytes_per_tick(&self) -> f64 {
         2.0 * self.cfg.bus_bytes as f64 / self.clk.div as f64
@@ -118,9 +427,13 @@ impl Probe for DdrChannelCl {
         let mut sc = scope.to_vec();
         sc.push("ddr".into());
         out.push(SignalDecl { scope: sc.clone(), name: "queue".into(), width: 16 });
-        out.push(SignalDecl { scope: sc, name: "busy".into(), width: 1 });
+        out.push(SignalDecl { scope: sc.clone(), name: "busy".into(), width: 1 });
+        out.push(SignalDecl { scope: sc.clone(), name: "cmd".into(), width: 3 });
+        out.push(SignalDecl { scope: sc.clone(), name: "open_banks".into(), width: 64 });
+        out.push(SignalDecl { scope: sc, name: "refreshing".into(), width: 1 });
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        out.extend([self.q.len() as u64, self.cur.is_some() as u64]);
+        let open = self.banks.iter().enumerate().fold(0u64, |m, (i, b)| m | (b.row.is_some() as u64) << i);
+        out.extend([self.queued as u64, (self.queued > 0) as u64, self.cmd as u64, open, (self.ref_end > self.cycle) as u64]);
     }
 }

@@ -307,7 +307,7 @@ impl ChipletTile {
             && self.rx_slot_reg.is_none()
             && !self.pe.busy()
             && self.ddr_outstanding == 0
-            && !self.ddr.busy()
+            && !self.ddr.has_requests()
             && self.ucie.iter().all(|(_, a)| !a.busy())
     }
 
@@ -502,7 +502,8 @@ impl Partition for PkgPart {
                 active = unsafe { t.core_edge(now, w, ctx) };
             }
             let ucie_busy = t.ucie.iter().any(|(_, a)| a.busy());
-            let ddr_wait = t.ddr_outstanding > 0 && t.ddr.next_event() == NEVER;
+            // A request or its response on the crossing links.
+            let ddr_wait = t.ddr_outstanding > 0 && !t.ddr.has_requests();
             let busy = active
                 || t.router.occupancy() > 0
                 || (t.ni.busy() && !t.ni.waiting_for_slot_only())
@@ -513,7 +514,7 @@ impl Partition for PkgPart {
             // Traced, a block with work in progress changes its registers every edge (the PE
             // array's fold counters, the DDR's bank timers): visit every edge then, so the
             // waveform is the same with and without fast-forward.
-            let traced_work = self.log.is_some() && (t.pe.busy() || t.ddr.next_event() != NEVER || t.ucie.iter().any(|(_, a)| a.next_event() != NEVER));
+            let traced_work = self.log.is_some() && (t.pe.busy() || t.ddr.traced_busy() || t.ucie.iter().any(|(_, a)| a.next_event() != NEVER));
             st.busy |= busy || traced_work;
             st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event());
             for (_, a) in &t.ucie {
@@ -522,7 +523,8 @@ impl Partition for PkgPart {
             // Progress: a link that only replays (bit-error rate too high for a flit to get
             // through) is not progress, so such a run ends in the watchdog.
             let delivered: u64 = t.ucie.iter().map(|(_, a)| a.stats().delivered).sum();
-            st.progress += std::mem::take(&mut t.progress) + t.ddr.busy() as u64 + (delivered - t.ucie_delivered);
+            // (a DDR woken only for refresh is not progress either)
+            st.progress += std::mem::take(&mut t.progress) + t.ddr.has_requests() as u64 + (delivered - t.ucie_delivered);
             t.ucie_delivered = delivered;
             all_done &= t.finished();
         }
