@@ -79,6 +79,7 @@ fn streaming_reaches_the_peak_rate() {
     let bytes = 64.0 * 65536.0;
     let cycles = *d.iter().max().unwrap() as f64;
     let rate = bytes / cycles; // bytes per DDR cycle; peak 2 x 16
+    eprintln!("stream at {:.2} % of peak", 100.0 * rate / 32.0);
     assert!(rate / 32.0 > 0.95, "stream at {:.1} % of peak", 100.0 * rate / 32.0);
     assert!(d.windows(2).all(|w| w[0] < w[1]), "in order");
     assert_eq!(s.reads, bytes as u64 / 128);
@@ -94,6 +95,7 @@ fn refresh_takes_its_share() {
     let share = c.t_rfc as f64 / c.t_refi as f64;
     assert!(s.refreshes as f64 >= t / c.t_refi as f64 - 1.0, "{} refreshes in {t} cycles", s.refreshes);
     let cost = t / t0 - 1.0;
+    eprintln!("refresh: {} refreshes, cost {:.2} % vs tRFC/tREFI {:.2} %", s.refreshes, 100.0 * cost, 100.0 * share);
     assert!(cost > share * 0.8 && cost < share * 2.0, "refresh cost {:.2} % vs tRFC/tREFI {:.2} %", 100.0 * cost, 100.0 * share);
 }
 

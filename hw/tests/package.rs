@@ -174,3 +174,30 @@ fn bit_errors_on_the_links_are_replayed_and_outputs_stay_bit_exact() {
         }
     }
 }
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Random routings, dimensions, arrays, strategies and bit-error rates: every token's
+        /// output equals the dense reference.
+        #[test]
+        fn functional_outputs_bit_exact_for_random_layers(
+            tokens in 4u32..40, experts in 4u32..17, top_k in 1u32..4, d_model in 4u32..48, d_ffn in 4u32..40,
+            k in 2u32..4, s in 0usize..7, ber_i in 0usize..3, seed in 0u64..1000, slices in 1u32..5,
+        ) {
+            let top_k = top_k.min(experts);
+            let l = layer(tokens, experts, top_k, d_model, d_ffn, seed);
+            let mut c = cfg(k);
+            c.micro_slices = slices.min(d_ffn);
+            c.ucie.ber = [0.0, 1e-5, 1e-4][ber_i];
+            c.seed = seed;
+            let st = Strategy::ALL[s];
+            let r = Package::new(&c, st, &l, true).unwrap().run(None).unwrap();
+            prop_assert_eq!(r.outputs_match_reference, Some(true), "{} {}x{}", st.name(), k, k);
+        }
+    }
+}

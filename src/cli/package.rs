@@ -224,12 +224,21 @@ fn wave_path(base: &Path, s: Strategy, several: bool) -> PathBuf {
 pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
     let mut results = Vec::new();
     let several = strategies.len() > 1;
+    // Layer batches without deferrals; token buffering may add a few.
+    let batches = w.trace.iterations().len() as u64 * w.trace.header.layers as u64;
     for &s in strategies {
         let tb = cfg.token_buffer_cfg(s).map_err(|e| e.to_string())?;
         let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
         let mut acc = None;
         let mut i = 0;
+        // Progress on stderr (drawn only on a terminal) for runs of many layer batches.
+        let bar = if quiet || batches < 2 { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(batches) };
+        bar.set_style(indicatif::ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} layer batches, {elapsed} elapsed, eta {eta}").expect("valid template").progress_chars("=> "));
+        bar.set_prefix(s.name());
         while let Some(l) = session.next_layer() {
+            if i >= bar.length().unwrap_or(0) {
+                bar.set_length(i + 1);
+            }
             let mut p = Package::new(cfg, s, &l, functional).map_err(|e| e.to_string())?;
             let r = match waves.filter(|_| i == 0) {
                 Some((base, fmt)) => {
@@ -248,7 +257,9 @@ pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, funct
             session.commit(p.buffering_outcome())?;
             accumulate(&mut acc, r);
             i += 1;
+            bar.set_position(i);
         }
+        bar.finish_and_clear();
         let mut r = acc.ok_or("the workload holds no tokens")?;
         r.session = session.stats;
         results.push(r);
