@@ -25,9 +25,10 @@
 //! 128 bytes per burst, tREFI 7.8 µs, tRFC 260 ns (4 Gb devices). Address map
 //! row : bank : column (a sequential stream fills a page, then moves to the next bank).
 //!
-//! Fast-forward: the channel is evaluated every DDR edge while it holds requests or a
-//! refresh is due; idle, it asks to be woken at the next refresh (every 6240 cycles), so
-//! refresh is exact whichever edges the engine skips.
+//! Fast-forward: the channel is event-driven — it asks to be evaluated at the next cycle a
+//! command can issue, a response leaves or a refresh falls due (each eligibility test is a
+//! threshold on the cycle, so the earliest is exact); idle, it is woken at the next refresh
+//! (every 6240 cycles). Results do not depend on the edges the engine skips (proptest).
 
 use std::collections::VecDeque;
 
@@ -252,11 +253,11 @@ impl DdrChannelCl {
         at == NO || c >= at + t as u64
     }
 
-    /// One DDR edge.
+    /// One DDR edge; true when a response was sent (it is on the link until it lands).
     ///
     /// # Safety
     /// At DDR edges, sole receiver of `req_in` and sender of `resp_out`.
-    pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>) {
+    pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>) -> bool {
         let c = self.clk.cycle_of(now);
         self.cycle = c;
         self.cmd = 0;
@@ -272,8 +273,10 @@ impl DdrChannelCl {
                 let due = self.resp_clk.next_edge((now + 1).max(self.resp_free_at));
                 resps.send_at(self.ports.resp_out, now, due, DdrResp { id });
                 self.resp_free_at = due + 1;
+                return true;
             }
         }
+        false
     }
 
     fn accept(&mut self, r: DdrReq) {
@@ -392,23 +395,79 @@ impl DdrChannelCl {
         self.queued > 0
     }
 
-    /// Work at the next edge: requests to serve, or a refresh due or in its close-the-banks
-    /// phase.
+    /// Work at the next edge that [`Self::next_event`] does not announce: none — the
+    /// channel is event-driven (the next command, response and refresh cycles are exact).
     pub fn busy(&self) -> bool {
-        self.queued > 0 || (self.next_ref != NO && self.cycle >= self.next_ref)
+        false
+    }
+
+    /// The earliest cycle after the current one at which a command can issue, the head
+    /// response leaves, or a refresh falls due, with no new request arriving (arrivals are
+    /// evaluated anyway). Every eligibility test in [`Self::command`] is a threshold
+    /// `c >= t`, so skipping the cycles before the smallest threshold changes nothing.
+    fn next_cycle(&self) -> u64 {
+        let cfg = &self.cfg;
+        let at = |x: u64, t: u32| if x == NO { 0 } else { x + t as u64 };
+        let c1 = self.cycle + 1;
+        let mut t = self.next_ref;
+        if let Some(&(done, _)) = self.resp.front() {
+            t = t.min(done);
+        }
+        if self.cycle >= self.next_ref {
+            // Refresh phase: a PRE of an open bank, else the REF.
+            let open: Vec<&Bank> = self.banks.iter().filter(|b| b.row.is_some()).collect();
+            let r = if open.is_empty() {
+                self.banks.iter().map(|b| at(b.pre, cfg.t_rp)).max().unwrap_or(0).max(self.data_free)
+            } else {
+                let b = open[0];
+                at(b.act, cfg.t_ras).max(at(b.rd, cfg.t_rtp))
+            };
+            return r.max(c1).min(t.max(c1));
+        }
+        if self.bursts.is_empty() {
+            return t.max(c1);
+        }
+        let gate = self.ref_end;
+        let mut m = NO;
+        if let Some(h) = self.bursts.front() {
+            let k = self.banks[h.bank as usize];
+            if k.row == Some(h.row) {
+                m = m.min(at(k.act, cfg.t_rcd).max(at(self.last_rd, cfg.t_ccd)).max(self.data_free.saturating_sub(cfg.t_cl as u64)));
+            }
+        }
+        let look = (cfg.lookahead as usize).min(self.bursts.len());
+        for i in 0..look {
+            let b = self.bursts[i];
+            if self.bursts.iter().take(i).any(|x| x.bank == b.bank) {
+                continue;
+            }
+            let k = self.banks[b.bank as usize];
+            match k.row {
+                Some(r) if r == b.row => {}
+                Some(_) => m = m.min(at(k.act, cfg.t_ras).max(at(k.rd, cfg.t_rtp))),
+                None => {
+                    let faw = if self.faw.len() < 4 { 0 } else { at(self.faw[0], cfg.t_faw) };
+                    m = m.min(at(k.pre, cfg.t_rp).max(at(k.act, cfg.t_rc)).max(at(self.last_act, cfg.t_rrd)).max(faw));
+                }
+            }
+        }
+        m.max(gate).max(c1).min(t.max(c1))
     }
 
     /// Traced runs: also the edge after a command (the `cmd` signal returns to 0 there).
     pub fn traced_busy(&self) -> bool {
-        self.busy() || self.cmd != 0
+        // Traced, every edge while the registers can change (`refreshing` ends at tRFC).
+        self.queued > 0 || self.cmd != 0 || self.ref_end > self.cycle
     }
 
-    /// Idle, the next refresh (the channel is woken for it, so refresh timing is exact).
+    /// The edge of [`Self::next_cycle`]; idle, the next refresh (the channel is woken for
+    /// it, so refresh timing is exact whichever edges are skipped).
     pub fn next_event(&self) -> Cycle {
-        if self.next_ref == NO {
+        let c = self.next_cycle();
+        if c == NO {
             crate::harness::NEVER
         } else {
-            self.clk.edge(self.next_ref)
+            self.clk.edge(c)
         }
     }
 

@@ -479,19 +479,17 @@ impl Partition for PkgPart {
             // the value has landed.
             if ctx.ucie.is_edge(now) {
                 for (_, a) in t.ucie.iter_mut() {
-                    if a.busy() || a.next_event() <= now {
+                    // SAFETY: engine protocol; the adapter is its links' sole endpoint.
+                    if unsafe { a.eval(now, &w.flits, &w.pools) } {
                         t.last_send = now;
                     }
-                    // SAFETY: engine protocol; the adapter is its links' sole endpoint.
-                    unsafe { a.eval(now, &w.flits, &w.pools) };
                 }
             }
             if ctx.ddr.is_edge(now) {
-                if t.ddr.busy() || t.ddr.next_event() <= now {
+                // SAFETY: engine protocol.
+                if unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
                     t.last_send = now;
                 }
-                // SAFETY: engine protocol.
-                unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) };
             }
             let mut active = false;
             if core {

@@ -207,11 +207,11 @@ impl UcieAdapterCl {
         }
     }
 
-    /// One UCIe edge.
+    /// One UCIe edge; true when a flit was sent to the router (on the link until it lands).
     ///
     /// # Safety
     /// At UCIe edges, sole receiver of `in_flit` and sender of `out_flit`.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> bool {
         if let Some(f) = flits.recv(self.ports.in_flit, now) {
             self.tx_q.push_back(f);
         }
@@ -308,7 +308,9 @@ impl UcieAdapterCl {
             flits.send_at(self.ports.out_flit, now, due, f);
             self.out_free_at = due + 1;
             self.stats.delivered += 1;
+            return true;
         }
+        false
     }
 
     /// Frees the retry entries up to and including `s`; progress restarts the timer.
