@@ -168,6 +168,8 @@ pub struct ChipletCtrlCl {
     load_seq: VecDeque<u16>,
     /// Next micro-slice index to examine, per expert.
     load_next: Vec<u16>,
+    /// `load_next` already points at a micro-slice this chiplet loads (or past the end).
+    load_at_own: Vec<bool>,
     /// Micro-slices of granted experts still to be computed here, and per expert.
     pending: u32,
     left_of: Vec<u16>,
@@ -208,6 +210,7 @@ impl ChipletCtrlCl {
             pre_mask: vec![0; experts],
             load_seq: VecDeque::with_capacity(experts),
             load_next: vec![0; experts],
+            load_at_own: vec![false; experts],
             pending: 0,
             left_of: vec![0; experts],
             tokens_missing: vec![0; experts],
@@ -239,6 +242,8 @@ impl ChipletCtrlCl {
         self.load_seq.clear();
         self.load_next.clear();
         self.load_next.resize(m_of.len(), 0);
+        self.load_at_own.clear();
+        self.load_at_own.resize(m_of.len(), false);
         self.pending = 0;
         self.had_work = false;
     }
@@ -419,10 +424,14 @@ impl ChipletCtrlCl {
                 let e = self.load_seq[i];
                 let (mask, m) = (self.pre_mask[e as usize], self.m_of[e as usize]);
                 let mut k = self.load_next[e as usize];
-                while k < m && traj.loader(mask, k) != self.id {
-                    k += 1;
+                if !self.load_at_own[e as usize] {
+                    // Advance the load pointer to this chiplet's next share (once per slice).
+                    while k < m && traj.loader(mask, k) != self.id {
+                        k += 1;
+                    }
+                    self.load_next[e as usize] = k;
+                    self.load_at_own[e as usize] = true;
                 }
-                self.load_next[e as usize] = k;
                 if k >= m {
                     self.load_seq.remove(i);
                     continue;
@@ -437,6 +446,7 @@ impl ChipletCtrlCl {
                 out.ddr_req = Some((s, tag));
                 self.stats.ddr_loads += 1;
                 self.load_next[e as usize] = k + 1;
+                self.load_at_own[e as usize] = false;
                 break;
             }
         }

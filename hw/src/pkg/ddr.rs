@@ -220,6 +220,9 @@ pub struct DdrChannelCl {
     cmd: u8,
     /// Last evaluated DDR cycle.
     cycle: u64,
+    /// The next cycle to evaluate, computed at the end of each evaluation (the state only
+    /// changes there).
+    next_c: u64,
     stats: DdrStats,
 }
 
@@ -244,6 +247,7 @@ impl DdrChannelCl {
             resp_free_at: 0,
             cmd: 0,
             cycle: 0,
+            next_c: if cfg.t_refi == 0 { NO } else { cfg.t_refi as u64 },
             stats: DdrStats::default(),
         }
     }
@@ -266,6 +270,7 @@ impl DdrChannelCl {
         }
         self.command(c);
         // The request whose last beat has left the bus goes back to the chiplet.
+        let mut sent = false;
         if let Some(&(done, id)) = self.resp.front() {
             if c >= done {
                 self.resp.pop_front();
@@ -273,10 +278,11 @@ impl DdrChannelCl {
                 let due = self.resp_clk.next_edge((now + 1).max(self.resp_free_at));
                 resps.send_at(self.ports.resp_out, now, due, DdrResp { id });
                 self.resp_free_at = due + 1;
-                return true;
+                sent = true;
             }
         }
-        false
+        self.next_c = self.next_cycle();
+        sent
     }
 
     fn accept(&mut self, r: DdrReq) {
@@ -463,7 +469,7 @@ impl DdrChannelCl {
     /// The edge of [`Self::next_cycle`]; idle, the next refresh (the channel is woken for
     /// it, so refresh timing is exact whichever edges are skipped).
     pub fn next_event(&self) -> Cycle {
-        let c = self.next_cycle();
+        let c = self.next_c;
         if c == NO {
             crate::harness::NEVER
         } else {

@@ -61,19 +61,76 @@ use crate::noc::router::{RouterCl, RouterPorts, NPORTS};
 
 /// Trajectories of the package: ring order = snake order of the members, micro-slice k
 /// loaded by ring member k mod |T_e| (counted from the ring's first member), then visiting
-/// every member once (docs/fsedp-reading.md).
+/// every member once (docs/fsedp-reading.md). The die's next-hop logic: the same functions
+/// as `sched::pkg::iodie::{loader_fl, next_station_fl}` (checked exhaustively in the tests)
+/// over a fixed snake-order table, without allocating — the controller asks every cycle.
 #[derive(Debug, Clone, Copy)]
 pub struct PkgTraj {
     pub rows: usize,
     pub cols: usize,
+    snake: [u8; 16],
+}
+
+impl PkgTraj {
+    pub fn new(rows: usize, cols: usize) -> Self {
+        let mut snake = [0u8; 16];
+        for (i, c) in sched::pkg::iodie::snake_order(rows, cols).into_iter().take(16).enumerate() {
+            snake[i] = c;
+        }
+        PkgTraj { rows, cols, snake }
+    }
+
+    /// Ring members of `mask` in snake order, and how many.
+    fn ring(&self, mask: u16) -> ([u8; 16], usize) {
+        let mut r = [0u8; 16];
+        let mut n = 0;
+        for &c in &self.snake[..(self.rows * self.cols).min(16)] {
+            if mask >> c & 1 == 1 {
+                r[n] = c;
+                n += 1;
+            }
+        }
+        (r, n)
+    }
 }
 
 impl Trajectory for PkgTraj {
     fn loader(&self, mask: u16, k: u16) -> ChipletId {
-        loader_fl(mask, u8::MAX, k as usize, self.rows, self.cols).expect("loader of a non-empty trajectory")
+        let (r, n) = self.ring(mask);
+        assert!(n > 0, "loader of an empty trajectory");
+        r[k as usize % n]
     }
     fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId> {
-        next_station_fl(mask, loader, at, self.rows, self.cols)
+        let (r, n) = self.ring(mask);
+        let p = r[..n].iter().position(|&c| c == at)?;
+        if n < 2 {
+            return None;
+        }
+        let nxt = r[(p + 1) % n];
+        (nxt != loader && mask >> loader & 1 == 1).then_some(nxt)
+    }
+}
+
+#[cfg(test)]
+mod traj_tests {
+    use super::*;
+
+    #[test]
+    fn next_hop_logic_equals_the_fl_functions() {
+        for (rows, cols) in [(1, 2), (2, 2), (3, 3), (2, 3)] {
+            let t = PkgTraj::new(rows, cols);
+            let n = rows * cols;
+            for mask in 1u16..(1 << n) {
+                for k in 0..7u16 {
+                    assert_eq!(Some(t.loader(mask, k)), loader_fl(mask, u8::MAX, k as usize, rows, cols));
+                }
+                for l in 0..n as u8 {
+                    for at in 0..n as u8 {
+                        assert_eq!(t.next_station(mask, l, at), next_station_fl(mask, l, at, rows, cols), "{rows}x{cols} mask {mask:#b} loader {l} at {at}");
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -889,7 +946,7 @@ impl Package {
             for (p, &c) in snake.iter().enumerate() {
                 ring_pos[c as usize] = p as u8;
             }
-            let traj = PkgTraj { rows, cols };
+            let traj = PkgTraj::new(rows, cols);
             LoadArbiterCl::new(n, m_of.clone(), ring_pos, Box::new(move |mask, k| traj.loader(mask, k)), core, ArbiterPorts { status_in: &status_l, load_out: &load_l }, 5, FreeReport::default())
         });
         let mut io = Some(IoDieTile { sched: io, rule5, last_send: NEVER });
@@ -916,7 +973,7 @@ impl Package {
             PayloadPools::new(0, 0, cfg.flit_bytes as usize)
         };
         let ctx = PkgCtx {
-            traj: PkgTraj { rows, cols },
+            traj: PkgTraj::new(rows, cols),
             core,
             ucie,
             ddr,
