@@ -187,6 +187,15 @@ struct Bank {
     fresh: bool,
 }
 
+/// A command of the DDR command bus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmd {
+    Pre(usize),
+    Act(usize, u64),
+    Rd,
+    Ref,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Burst {
     id: u32,
@@ -252,11 +261,6 @@ impl DdrChannelCl {
         }
     }
 
-    /// `t` cycles after `at` have passed by cycle `c` (an event that never happened is long past).
-    fn after(at: u64, t: u32, c: u64) -> bool {
-        at == NO || c >= at + t as u64
-    }
-
     /// One DDR edge; true when a response was sent (it is on the link until it lands).
     ///
     /// # Safety
@@ -302,36 +306,108 @@ impl DdrChannelCl {
         }
     }
 
-    /// The command bus: at most one command this cycle.
-    fn command(&mut self, c: u64) {
+    /// The first cycle at which `t` cycles have passed since `at` (an event that never
+    /// happened is long past).
+    fn at(at: u64, t: u32) -> u64 {
+        if at == NO {
+            0
+        } else {
+            at + t as u64
+        }
+    }
+
+    /// Commands the controller may issue next, in priority order, each with the first cycle
+    /// its timing allows; `f` returns true to stop. Both the command bus ([`Self::command`]:
+    /// the first one allowed now) and the wake-up ([`Self::next_cycle`]: the earliest of
+    /// them) read this one list, so skipping cycles can never disagree with issuing.
+    fn candidates(&self, c: u64, mut f: impl FnMut(u64, Cmd) -> bool) {
         let cfg = &self.cfg;
-        // --- refresh: close every bank, then REF; no reads meanwhile
+        // --- refresh due: close every bank (first open one first), then REF; nothing else
         if c >= self.next_ref {
-            if let Some(b) = self.banks.iter().position(|b| b.row.is_some()) {
-                let k = self.banks[b];
-                if Self::after(k.act, cfg.t_ras, c) && Self::after(k.rd, cfg.t_rtp, c) {
-                    self.precharge(b, c);
+            match self.banks.iter().position(|b| b.row.is_some()) {
+                Some(b) => f(self.pre_at(b), Cmd::Pre(b)),
+                None => f(self.banks.iter().map(|b| Self::at(b.pre, cfg.t_rp)).max().unwrap_or(0).max(self.data_free), Cmd::Ref),
+            };
+            return;
+        }
+        // Nothing issues during a refresh.
+        let gate = self.ref_end;
+        // --- RD of the head burst
+        if let Some(h) = self.bursts.front() {
+            let k = self.banks[h.bank as usize];
+            if k.row == Some(h.row) {
+                let rd = Self::at(k.act, cfg.t_rcd).max(Self::at(self.last_rd, cfg.t_ccd)).max(self.data_free.saturating_sub(cfg.t_cl as u64));
+                if f(rd.max(gate), Cmd::Rd) {
+                    return;
                 }
+            }
+        }
+        // --- bank preparation for the next bursts, earliest first; only the first pending
+        // burst of a bank decides what that bank does
+        let look = (cfg.lookahead as usize).min(self.bursts.len());
+        for i in 0..look {
+            let b = self.bursts[i];
+            let bi = b.bank as usize;
+            if self.bursts.iter().take(i).any(|x| x.bank == b.bank) {
+                continue;
+            }
+            let k = self.banks[bi];
+            let stop = match k.row {
+                Some(r) if r == b.row => false,
+                Some(_) => f(self.pre_at(bi).max(gate), Cmd::Pre(bi)),
+                None => {
+                    let faw = if self.faw.len() < 4 { 0 } else { Self::at(self.faw[0], cfg.t_faw) };
+                    let act = Self::at(k.pre, cfg.t_rp).max(Self::at(k.act, cfg.t_rc)).max(Self::at(self.last_act, cfg.t_rrd)).max(faw);
+                    f(act.max(gate), Cmd::Act(bi, b.row))
+                }
+            };
+            if stop {
                 return;
             }
-            if self.banks.iter().all(|b| Self::after(b.pre, cfg.t_rp, c)) && c >= self.data_free {
+        }
+    }
+
+    /// First cycle bank `b` may be precharged (tRAS after its ACT, tRTP after its last RD).
+    fn pre_at(&self, b: usize) -> u64 {
+        let k = self.banks[b];
+        Self::at(k.act, self.cfg.t_ras).max(Self::at(k.rd, self.cfg.t_rtp))
+    }
+
+    /// The command bus: at most one command this cycle, the first candidate allowed now.
+    fn command(&mut self, c: u64) {
+        let mut pick = None;
+        self.candidates(c, |at, cmd| {
+            if at <= c {
+                pick = Some(cmd);
+            }
+            pick.is_some()
+        });
+        let cfg = &self.cfg;
+        match pick {
+            None => {}
+            Some(Cmd::Pre(b)) => self.precharge(b, c),
+            Some(Cmd::Ref) => {
                 self.ref_end = c + cfg.t_rfc as u64;
                 self.next_ref += cfg.t_refi as u64;
                 self.stats.refreshes += 1;
                 self.cmd = 4;
             }
-            return;
-        }
-        if c < self.ref_end {
-            return;
-        }
-        // --- RD of the head burst
-        if let Some(&h) = self.bursts.front() {
-            let k = self.banks[h.bank as usize];
-            if k.row == Some(h.row) && Self::after(k.act, cfg.t_rcd, c) && Self::after(self.last_rd, cfg.t_ccd, c) && c + cfg.t_cl as u64 >= self.data_free {
-                self.bursts.pop_front();
-                let start = c + cfg.t_cl as u64;
-                self.data_free = start + cfg.burst_cycles();
+            Some(Cmd::Act(b, row)) => {
+                let bank = &mut self.banks[b];
+                bank.row = Some(row);
+                bank.act = c;
+                bank.fresh = true;
+                self.last_act = c;
+                if self.faw.len() == 4 {
+                    self.faw.pop_front();
+                }
+                self.faw.push_back(c);
+                self.stats.activates += 1;
+                self.cmd = 1;
+            }
+            Some(Cmd::Rd) => {
+                let h = self.bursts.pop_front().expect("RD is a candidate only with a head burst");
+                self.data_free = c + cfg.t_cl as u64 + cfg.burst_cycles();
                 self.last_rd = c;
                 let bank = &mut self.banks[h.bank as usize];
                 bank.rd = c;
@@ -345,44 +421,6 @@ impl DdrChannelCl {
                     self.resp.push_back((self.data_free, h.id));
                 }
                 self.cmd = 3;
-                return;
-            }
-        }
-        // --- bank preparation for the next bursts, earliest first
-        let look = (cfg.lookahead as usize).min(self.bursts.len());
-        for i in 0..look {
-            let b = self.bursts[i];
-            let bi = b.bank as usize;
-            // Only the first pending burst of a bank decides what that bank does.
-            if self.bursts.iter().take(i).any(|x| x.bank == b.bank) {
-                continue;
-            }
-            let k = self.banks[bi];
-            match k.row {
-                Some(r) if r == b.row => continue,
-                Some(_) => {
-                    if Self::after(k.act, cfg.t_ras, c) && Self::after(k.rd, cfg.t_rtp, c) {
-                        self.precharge(bi, c);
-                        return;
-                    }
-                }
-                None => {
-                    let faw_ok = self.faw.len() < 4 || Self::after(self.faw[0], cfg.t_faw, c);
-                    if Self::after(k.pre, cfg.t_rp, c) && Self::after(k.act, cfg.t_rc, c) && Self::after(self.last_act, cfg.t_rrd, c) && faw_ok {
-                        let bank = &mut self.banks[bi];
-                        bank.row = Some(b.row);
-                        bank.act = c;
-                        bank.fresh = true;
-                        self.last_act = c;
-                        if self.faw.len() == 4 {
-                            self.faw.pop_front();
-                        }
-                        self.faw.push_back(c);
-                        self.stats.activates += 1;
-                        self.cmd = 1;
-                        return;
-                    }
-                }
             }
         }
     }
@@ -409,55 +447,19 @@ impl DdrChannelCl {
 
     /// The earliest cycle after the current one at which a command can issue, the head
     /// response leaves, or a refresh falls due, with no new request arriving (arrivals are
-    /// evaluated anyway). Every eligibility test in [`Self::command`] is a threshold
-    /// `c >= t`, so skipping the cycles before the smallest threshold changes nothing.
+    /// evaluated anyway): the smallest ready cycle of [`Self::candidates`].
     fn next_cycle(&self) -> u64 {
-        let cfg = &self.cfg;
-        let at = |x: u64, t: u32| if x == NO { 0 } else { x + t as u64 };
         let c1 = self.cycle + 1;
         let mut t = self.next_ref;
         if let Some(&(done, _)) = self.resp.front() {
             t = t.min(done);
         }
-        if self.cycle >= self.next_ref {
-            // Refresh phase: a PRE of an open bank, else the REF.
-            let open: Vec<&Bank> = self.banks.iter().filter(|b| b.row.is_some()).collect();
-            let r = if open.is_empty() {
-                self.banks.iter().map(|b| at(b.pre, cfg.t_rp)).max().unwrap_or(0).max(self.data_free)
-            } else {
-                let b = open[0];
-                at(b.act, cfg.t_ras).max(at(b.rd, cfg.t_rtp))
-            };
-            return r.max(c1).min(t.max(c1));
-        }
-        if self.bursts.is_empty() {
-            return t.max(c1);
-        }
-        let gate = self.ref_end;
         let mut m = NO;
-        if let Some(h) = self.bursts.front() {
-            let k = self.banks[h.bank as usize];
-            if k.row == Some(h.row) {
-                m = m.min(at(k.act, cfg.t_rcd).max(at(self.last_rd, cfg.t_ccd)).max(self.data_free.saturating_sub(cfg.t_cl as u64)));
-            }
-        }
-        let look = (cfg.lookahead as usize).min(self.bursts.len());
-        for i in 0..look {
-            let b = self.bursts[i];
-            if self.bursts.iter().take(i).any(|x| x.bank == b.bank) {
-                continue;
-            }
-            let k = self.banks[b.bank as usize];
-            match k.row {
-                Some(r) if r == b.row => {}
-                Some(_) => m = m.min(at(k.act, cfg.t_ras).max(at(k.rd, cfg.t_rtp))),
-                None => {
-                    let faw = if self.faw.len() < 4 { 0 } else { at(self.faw[0], cfg.t_faw) };
-                    m = m.min(at(k.pre, cfg.t_rp).max(at(k.act, cfg.t_rc)).max(at(self.last_act, cfg.t_rrd)).max(faw));
-                }
-            }
-        }
-        m.max(gate).max(c1).min(t.max(c1))
+        self.candidates(self.cycle, |at, _| {
+            m = m.min(at);
+            false
+        });
+        m.max(c1).min(t.max(c1))
     }
 
     /// Traced runs: also the edge after a command (the `cmd` signal returns to 0 there).
@@ -491,11 +493,9 @@ impl Probe for DdrChannelCl {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
         let mut sc = scope.to_vec();
         sc.push("ddr".into());
-        out.push(SignalDecl { scope: sc.clone(), name: "queue".into(), width: 16 });
-        out.push(SignalDecl { scope: sc.clone(), name: "busy".into(), width: 1 });
-        out.push(SignalDecl { scope: sc.clone(), name: "cmd".into(), width: 3 });
-        out.push(SignalDecl { scope: sc.clone(), name: "open_banks".into(), width: 64 });
-        out.push(SignalDecl { scope: sc, name: "refreshing".into(), width: 1 });
+        for (name, width) in [("queue", 16), ("busy", 1), ("cmd", 3), ("open_banks", 64), ("refreshing", 1)] {
+            out.push(SignalDecl { scope: sc.clone(), name: name.into(), width });
+        }
     }
     fn sample(&self, out: &mut Vec<u64>) {
         let open = self.banks.iter().enumerate().fold(0u64, |m, (i, b)| m | (b.row.is_some() as u64) << i);

@@ -37,7 +37,7 @@
 use std::collections::HashMap;
 
 use sched::noc::{Coord, Dir};
-use sched::pkg::iodie::{eit_fl, loader_fl, next_station_fl, totals_fl, RequestGatingFl, SchedMsg, TokenBufferFl};
+use sched::pkg::iodie::{eit_fl, totals_fl, RequestGatingFl, SchedMsg, TokenBufferFl};
 use sched::pkg::moe::{micro_slice_partial_fl, moe_layer_ref_fl, ExpertWeights, MicroSliceWeights};
 
 use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlOut, CtrlSched, Trajectory};
@@ -114,6 +114,7 @@ impl Trajectory for PkgTraj {
 #[cfg(test)]
 mod traj_tests {
     use super::*;
+    use sched::pkg::iodie::{loader_fl, next_station_fl};
 
     #[test]
     fn next_hop_logic_equals_the_fl_functions() {
