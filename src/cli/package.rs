@@ -129,7 +129,6 @@ pub fn parse_strategies(s: &str) -> CliResult<Vec<Strategy>> {
     Ok(v)
 }
 
-/// The layers to run: generated routing (one layer), or the selected part of a trace.
 /// What a package run computes: a routing trace (generated or loaded, already narrowed to
 /// the selected iterations and layers), the shared experts every token also visits, and the
 /// expert dimensions.

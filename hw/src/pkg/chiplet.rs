@@ -398,20 +398,14 @@ impl ChipletCtrlCl {
             // Dropped and handed-off micro-slices first (of granted experts).
             if let Some(i) = self.reload_q.iter().position(|t| self.granted[t.expert as usize]) {
                 let tag = self.reload_q.remove(i).expect("index found");
-                let s = self.ring.alloc(tag).expect("free slot checked above");
-                self.slot[s as usize] = SlotCtl::default();
-                out.ddr_req = Some((s, tag));
-                self.stats.ddr_loads += 1;
+                self.issue_load(tag, &mut out);
                 self.stats.reloads += 1;
             }
         }
         if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
             // Rule 5: what the arbiter handed over, in order (it counted the room).
             if let Some(tag) = self.assigned_q.pop_front() {
-                let s = self.ring.alloc(tag).expect("free slot checked above");
-                self.slot[s as usize] = SlotCtl::default();
-                out.ddr_req = Some((s, tag));
-                self.stats.ddr_loads += 1;
+                self.issue_load(tag, &mut out);
             }
         }
         if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
@@ -440,11 +434,7 @@ impl ChipletCtrlCl {
                     i += 1;
                     continue;
                 }
-                let tag = SlotTag { expert: e, k, loader: self.id };
-                let s = self.ring.alloc(tag).expect("free slot checked above");
-                self.slot[s as usize] = SlotCtl::default();
-                out.ddr_req = Some((s, tag));
-                self.stats.ddr_loads += 1;
+                self.issue_load(SlotTag { expert: e, k, loader: self.id }, &mut out);
                 self.load_next[e as usize] = k + 1;
                 self.load_at_own[e as usize] = false;
                 break;
@@ -506,6 +496,14 @@ impl ChipletCtrlCl {
         }
     }
 
+    /// Rule 4: a free slot (checked by the caller) for `tag` and its DDR request.
+    fn issue_load(&mut self, tag: SlotTag, out: &mut CtrlOut) {
+        let s = self.ring.alloc(tag).expect("free slot checked by the caller");
+        self.slot[s as usize] = SlotCtl::default();
+        out.ddr_req = Some((s, tag));
+        self.stats.ddr_loads += 1;
+    }
+
     /// Rule 5: room for more loads as the arbiter must see it — free slots beyond the D2D
     /// reserve net of loads handed over and not issued; pre-loads only while they hold less
     /// than half the ring (Rule 4's cap).
@@ -532,7 +530,6 @@ impl ChipletCtrlCl {
         }
     }
 
-    /// Lines for the watchdog report: what each live slot waits for.
     /// Queues and counters that keep the controller from being quiescent.
     pub fn state_summary(&self) -> String {
         format!(
@@ -546,6 +543,7 @@ impl ChipletCtrlCl {
         )
     }
 
+    /// Lines for the watchdog report: what each live slot waits for.
     pub fn blocked_report(&self, scope: &str, out: &mut Vec<String>) {
         for s in 0..self.ring.capacity() {
             if !self.ring.is_live(s) {

@@ -80,6 +80,11 @@ impl PkgTraj {
         PkgTraj { rows, cols, snake }
     }
 
+    /// Position of chiplet `c` in the snake order (the ring order of every trajectory).
+    pub fn ring_position(&self, c: ChipletId) -> u8 {
+        self.snake.iter().position(|&x| x == c).unwrap_or(usize::MAX) as u8
+    }
+
     /// Ring members of `mask` in snake order, and how many.
     fn ring(&self, mask: u16) -> ([u8; 16], usize) {
         let mut r = [0u8; 16];
@@ -344,9 +349,6 @@ impl ChipletTile {
         }
         if self.ddr_outstanding > 0 {
             v.push(format!("{} DDR requests outstanding", self.ddr_outstanding));
-        }
-        if self.tokens_in < self.home_tokens.min(self.tokens_in) {
-            v.push("tokens missing".to_string());
         }
         if v.is_empty() {
             v.push("links or adapters still busy".to_string());
@@ -659,7 +661,7 @@ fn buffering_fl(layer: &LayerInput, rq: &LayerRequests, tb: &sched::pkg::iodie::
     if rq.bank.cfg != *tb {
         return Err(PkgError::Input(format!("QoS bank built for {:?}, the IO die has {:?}", rq.bank.cfg, tb)));
     }
-    let home = LayerPlan::build(&layer.routing, layer.experts, n, Strategy::A3, None).home;
+    let home = LayerPlan::homes(layer.routing.len(), n);
     let mut index: HashMap<u32, usize> = HashMap::new();
     let mut reqs: Vec<RequestGatingFl> = Vec::new();
     let mut req_of_token = Vec::with_capacity(layer.routing.len());
@@ -941,15 +943,7 @@ impl Package {
         let mut first = 0;
         // Rule 5 (A4): the load arbiter; a claim waits for the status that reflects the
         // previous one (load link + status link + 1 cycle).
-        let rule5 = (strategy == Strategy::A4).then(|| {
-            let snake = sched::pkg::iodie::snake_order(rows, cols);
-            let mut ring_pos = vec![0u8; n];
-            for (p, &c) in snake.iter().enumerate() {
-                ring_pos[c as usize] = p as u8;
-            }
-            let traj = PkgTraj::new(rows, cols);
-            LoadArbiterCl::new(n, m_of.clone(), ring_pos, Box::new(move |mask, k| traj.loader(mask, k)), core, ArbiterPorts { status_in: &status_l, load_out: &load_l }, 5, FreeReport::default())
-        });
+        let rule5 = (strategy == Strategy::A4).then(|| LoadArbiterCl::new(n, m_of.clone(), PkgTraj::new(rows, cols), core, ArbiterPorts { status_in: &status_l, load_out: &load_l }, 5));
         let mut io = Some(IoDieTile { sched: io, rule5, last_send: NEVER });
         for p in 0..threads {
             let take = (n - first) / (threads - p);

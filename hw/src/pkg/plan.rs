@@ -29,8 +29,7 @@ impl LayerPlan {
     /// `routing[t]` = the experts of token t (distinct, < `experts`). `owner` is the EP or
     /// Hydra placement (ignored for FSE-DP strategies).
     pub fn build(routing: &[Vec<u16>], experts: usize, chiplets: usize, strategy: Strategy, owner: Option<Vec<u8>>) -> LayerPlan {
-        let t_n = routing.len();
-        let home: Vec<u8> = (0..t_n).map(|t| (t * chiplets / t_n.max(1)) as u8).collect();
+        let home = Self::homes(routing.len(), chiplets);
         let mut count = vec![vec![0u32; chiplets]; experts];
         let mut dispatch = Vec::new();
         let owner = if strategy.streams_experts() { None } else { owner };
@@ -45,6 +44,11 @@ impl LayerPlan {
             }
         }
         LayerPlan { chiplets, experts, home, count, owner, dispatch }
+    }
+
+    /// Home chiplet of each of `t_n` tokens: N equal contiguous blocks.
+    pub fn homes(t_n: usize, chiplets: usize) -> Vec<u8> {
+        (0..t_n).map(|t| (t * chiplets / t_n.max(1)) as u8).collect()
     }
 
     /// Trajectory mask of expert e: chiplets that compute it.

@@ -26,7 +26,8 @@ use std::collections::VecDeque;
 
 use sched::pkg::iodie::SchedMsg;
 
-use super::chiplet::ChipletId;
+use super::chiplet::{ChipletId, Trajectory};
+use super::package::PkgTraj;
 use super::ring::SlotTag;
 use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
 
@@ -37,6 +38,17 @@ pub struct FreeReport {
     pub granted: u16,
     /// Slots a pre-load (ungranted expert) may take.
     pub preload: u16,
+}
+
+impl FreeReport {
+    /// Room for a micro-slice of a granted expert, or of a pre-loaded one.
+    fn room(&self, granted: bool) -> u16 {
+        if granted {
+            self.granted
+        } else {
+            self.preload
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,9 +77,9 @@ pub struct LoadArbiterCl {
     n: usize,
     /// Micro-slices per expert (0: not used this layer).
     m_of: Vec<u16>,
-    /// Ring order of the chiplets (ties go to the earliest).
-    ring_pos: Vec<u8>,
-    static_loader: Box<dyn Fn(u16, u16) -> ChipletId + Send>,
+    /// The package's trajectories: ring order (ties go to the earliest) and the Rule-4
+    /// loader (for the `redirected` counter).
+    traj: PkgTraj,
     clk: DomainClock,
     status_in: Vec<LinkId>,
     load_out: Vec<LinkId>,
@@ -87,29 +99,20 @@ pub struct LoadArbiterCl {
 }
 
 impl LoadArbiterCl {
-    /// `static_loader(mask, k)` = the Rule-4 loader (only for the `redirected` counter).
-    pub fn new(
-        n: usize,
-        m_of: Vec<u16>,
-        ring_pos: Vec<u8>,
-        static_loader: Box<dyn Fn(u16, u16) -> ChipletId + Send>,
-        clk: DomainClock,
-        ports: ArbiterPorts,
-        cooldown_cycles: u64,
-        initial: FreeReport,
-    ) -> Self {
+    /// `m_of`: micro-slices per expert; the chiplets report their room before the first
+    /// claim (no room is assumed until then).
+    pub fn new(n: usize, m_of: Vec<u16>, traj: PkgTraj, clk: DomainClock, ports: ArbiterPorts, cooldown_cycles: u64) -> Self {
         LoadArbiterCl {
             n,
             next_k: vec![0; m_of.len()],
             m_of,
-            ring_pos,
-            static_loader,
+            traj,
             clk,
             status_in: ports.status_in.to_vec(),
             load_out: ports.load_out.to_vec(),
             cooldown: cooldown_cycles.max(1),
             list: VecDeque::new(),
-            free: vec![initial; n],
+            free: vec![FreeReport::default(); n],
             until: vec![0; n],
             last: None,
             stats: ArbiterStats::default(),
@@ -146,23 +149,24 @@ impl LoadArbiterCl {
                 if e.mask >> c & 1 == 0 || self.until[c] > now {
                     continue;
                 }
-                let f = if e.granted { self.free[c].granted } else { self.free[c].preload };
+                let f = self.free[c].room(e.granted);
                 if f == 0 {
                     continue;
                 }
                 // Most free storage; ties to the earliest in ring order.
+                let pos = self.traj.ring_position(c as u8);
                 let better = match best {
                     None => true,
-                    Some((bf, bp, _)) => f > bf || (f == bf && self.ring_pos[c] < bp),
+                    Some((bf, bp, _)) => f > bf || (f == bf && pos < bp),
                 };
                 if better {
-                    best = Some((f, self.ring_pos[c], c));
+                    best = Some((f, pos, c));
                 }
             }
             if let Some((_, _, c)) = best {
                 let tag = SlotTag { expert: e.expert, k, loader: c as u8 };
                 loads.send(self.load_out[c], now, tag);
-                if (self.static_loader)(e.mask, k) != c as u8 {
+                if self.traj.loader(e.mask, k) != c as u8 {
                     self.stats.redirected += 1;
                 }
                 self.stats.assignments += 1;
@@ -193,7 +197,7 @@ impl LoadArbiterCl {
     pub fn busy(&self, now: Cycle) -> bool {
         self.list.iter().any(|e| {
             self.next_k[e.expert as usize] < self.m_of[e.expert as usize]
-                && (0..self.n).any(|c| e.mask >> c & 1 == 1 && self.until[c] <= self.clk.edge_after(now) && (if e.granted { self.free[c].granted } else { self.free[c].preload }) > 0)
+                && (0..self.n).any(|c| e.mask >> c & 1 == 1 && self.until[c] <= self.clk.edge_after(now) && self.free[c].room(e.granted) > 0)
         })
     }
 
@@ -205,8 +209,7 @@ impl LoadArbiterCl {
                 continue;
             }
             for c in 0..self.n {
-                let f = if e.granted { self.free[c].granted } else { self.free[c].preload };
-                if e.mask >> c & 1 == 1 && f > 0 && self.until[c] != 0 {
+                if e.mask >> c & 1 == 1 && self.free[c].room(e.granted) > 0 && self.until[c] != 0 {
                     t = t.min(self.until[c]);
                 }
             }
@@ -227,11 +230,9 @@ impl Probe for LoadArbiterCl {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
         let mut sc = scope.to_vec();
         sc.push("rule5".into());
-        out.push(SignalDecl { scope: sc.clone(), name: "pending_experts".into(), width: 16 });
-        out.push(SignalDecl { scope: sc.clone(), name: "assign_valid".into(), width: 1 });
-        out.push(SignalDecl { scope: sc.clone(), name: "assign_expert".into(), width: 16 });
-        out.push(SignalDecl { scope: sc.clone(), name: "assign_k".into(), width: 16 });
-        out.push(SignalDecl { scope: sc, name: "assign_chiplet".into(), width: 8 });
+        for (name, width) in [("pending_experts", 16), ("assign_valid", 1), ("assign_expert", 16), ("assign_k", 16), ("assign_chiplet", 8)] {
+            out.push(SignalDecl { scope: sc.clone(), name: name.into(), width });
+        }
     }
     fn sample(&self, out: &mut Vec<u64>) {
         let (v, e, k, c) = match self.last {

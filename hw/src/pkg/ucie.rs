@@ -235,8 +235,10 @@ impl UcieAdapterCl {
         // The replay timer: a replay that failed again gets no second NAK (the receiver
         // NAKs once until the expected flit arrives intact), so the transmitter rewinds.
         if self.timer <= now {
-            self.timer = if self.retry.is_empty() { NEVER } else { now + self.timeout };
-            if !self.retry.is_empty() {
+            if self.retry.is_empty() {
+                self.timer = NEVER;
+            } else {
+                self.timer = now + self.timeout;
                 self.send_idx = 0;
                 self.stats.replays += 1;
                 self.stats.timeouts += 1;
@@ -274,18 +276,14 @@ impl UcieAdapterCl {
                 let (seq, f) = self.retry[self.send_idx];
                 self.stats.retried_bytes += FLIT_DATA_BYTES as u64;
                 Some((seq, f))
-            } else if !self.tx_q.is_empty() {
-                if self.retry.len() < self.retry_cap {
-                    let f = self.tx_q.pop_front().expect("non-empty");
-                    let seq = self.next_seq;
-                    self.next_seq += 1;
-                    self.retry.push_back((seq, f));
-                    self.stats.flits += 1;
-                    self.stats.bytes += FLIT_DATA_BYTES as u64;
-                    Some((seq, f))
-                } else {
-                    None
-                }
+            } else if !self.tx_q.is_empty() && self.retry.len() < self.retry_cap {
+                let f = self.tx_q.pop_front().expect("non-empty");
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.retry.push_back((seq, f));
+                self.stats.flits += 1;
+                self.stats.bytes += FLIT_DATA_BYTES as u64;
+                Some((seq, f))
             } else {
                 None
             };
