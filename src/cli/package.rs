@@ -253,6 +253,7 @@ pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, funct
                 }
                 None => p.run(None).map_err(|e| format!("{}: {e}", s.name()))?,
             };
+            tracing::debug!(strategy = s.name(), cycles = r.latency_cycles, ticks_evaluated = p.evaluated, "layer batch done");
             session.commit(p.buffering_outcome())?;
             accumulate(&mut acc, r);
             i += 1;

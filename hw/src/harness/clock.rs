@@ -59,9 +59,19 @@ impl DomainClock {
     /// A single-clock system: every tick is an edge.
     pub const UNIT: DomainClock = DomainClock { div: 1, ph: 0 };
 
+    /// `x % div`: a mask for the power-of-two ratios of most systems (a 64-bit division
+    /// costs tens of cycles and runs several times per block per tick).
+    #[inline]
+    fn rem(&self, x: u64) -> u64 {
+        if self.div.is_power_of_two() {
+            x & (self.div - 1)
+        } else {
+            x % self.div
+        }
+    }
     #[inline]
     pub fn is_edge(&self, t: Cycle) -> bool {
-        t >= self.ph && (t - self.ph) % self.div == 0
+        t >= self.ph && self.rem(t - self.ph) == 0
     }
     /// First edge at or after `t` (saturates at `u64::MAX`).
     #[inline]
@@ -69,7 +79,7 @@ impl DomainClock {
         if t <= self.ph {
             return self.ph;
         }
-        let r = (t - self.ph) % self.div;
+        let r = self.rem(t - self.ph);
         if r == 0 {
             t
         } else {

@@ -103,6 +103,15 @@ impl<T: Copy + Default> LinkArena<T> {
         self.slots[id.base as usize + (t & id.mask as u64) as usize].get()
     }
 
+    /// A value arrives on `id` in cycle `now` (what `recv` would return, without the copy).
+    ///
+    /// # Safety
+    /// As [`Self::recv`].
+    #[inline]
+    pub unsafe fn arrives(&self, id: LinkId, now: Cycle) -> bool {
+        (*self.slot(id, now)).0 == now
+    }
+
     /// Receives the value arriving on `id` in cycle `now`, if any.
     ///
     /// # Safety

@@ -19,6 +19,7 @@ pub mod control;
 pub mod engine;
 pub mod link;
 pub mod trace;
+pub mod wake;
 pub mod watchdog;
 
 /// Global cycle count of the reference clock.
@@ -33,4 +34,5 @@ pub use control::{ClockedControl, C_FINISHED};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
 pub use link::{Link, LinkArena, LinkId};
 pub use trace::{ChangeLog, Probe, SignalDecl, SignalSink};
+pub use wake::WakeSet;
 pub use watchdog::{Watchdog, WatchdogReport};

@@ -170,6 +170,11 @@ pub struct ChipletCtrlCl {
     load_next: Vec<u16>,
     /// `load_next` already points at a micro-slice this chiplet loads (or past the end).
     load_at_own: Vec<bool>,
+    /// The last scan of the load sequence issued nothing under this pre-load cap. Until a
+    /// pre-load or a grant arrives, or the cap changes, a new scan finds nothing either:
+    /// the model skips it (the hardware's priority encoder decides in one cycle anyway;
+    /// no decision changes).
+    load_idle_cap: Option<bool>,
     /// Micro-slices of granted experts still to be computed here, and per expert.
     pending: u32,
     left_of: Vec<u16>,
@@ -211,6 +216,7 @@ impl ChipletCtrlCl {
             load_seq: VecDeque::with_capacity(experts),
             load_next: vec![0; experts],
             load_at_own: vec![false; experts],
+            load_idle_cap: None,
             pending: 0,
             left_of: vec![0; experts],
             tokens_missing: vec![0; experts],
@@ -244,6 +250,7 @@ impl ChipletCtrlCl {
         self.load_next.resize(m_of.len(), 0);
         self.load_at_own.clear();
         self.load_at_own.resize(m_of.len(), false);
+        self.load_idle_cap = None;
         self.pending = 0;
         self.had_work = false;
     }
@@ -275,11 +282,13 @@ impl ChipletCtrlCl {
                 self.pre_mask[expert as usize] = mask;
                 if self.on_path(mask) && !self.knobs.rule5 {
                     self.load_seq.push_back(expert);
+                    self.load_idle_cap = None;
                 }
             }
             Some(CtrlSched::Grant { expert, mask }) => {
                 let e = expert as usize;
                 self.granted[e] = true;
+                self.load_idle_cap = None;
                 self.nh_mask[e] = mask;
                 if self.on_path(mask) {
                     self.pending += self.m_of[e] as u32;
@@ -413,7 +422,7 @@ impl ChipletCtrlCl {
             // more room (not granted, half the ring already pre-loaded) is passed over, so
             // granted experts further down the sequence still load.
             let cap = self.ungranted_slots() * 2 >= self.ring.capacity();
-            let mut i = 0;
+            let mut i = if self.load_idle_cap == Some(cap) { self.load_seq.len() } else { 0 };
             while i < self.load_seq.len() {
                 let e = self.load_seq[i];
                 let (mask, m) = (self.pre_mask[e as usize], self.m_of[e as usize]);
@@ -439,6 +448,7 @@ impl ChipletCtrlCl {
                 self.load_at_own[e as usize] = false;
                 break;
             }
+            self.load_idle_cap = if out.ddr_req.is_none() { Some(cap) } else { None };
         }
         // --- Rule 5: free-slot report, on change — and after every assignment, which the
         // arbiter counted against its copy: a release in the same cycle can leave the value

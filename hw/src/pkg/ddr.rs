@@ -261,11 +261,11 @@ impl DdrChannelCl {
         }
     }
 
-    /// One DDR edge; true when a response was sent (it is on the link until it lands).
+    /// One DDR edge; the tick a response sent to the chiplet lands there, if one was sent.
     ///
     /// # Safety
     /// At DDR edges, sole receiver of `req_in` and sender of `resp_out`.
-    pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>) -> bool {
+    pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>) -> Option<Cycle> {
         let c = self.clk.cycle_of(now);
         self.cycle = c;
         self.cmd = 0;
@@ -274,7 +274,7 @@ impl DdrChannelCl {
         }
         self.command(c);
         // The request whose last beat has left the bus goes back to the chiplet.
-        let mut sent = false;
+        let mut sent = None;
         if let Some(&(done, id)) = self.resp.front() {
             if c >= done {
                 self.resp.pop_front();
@@ -282,7 +282,7 @@ impl DdrChannelCl {
                 let due = self.resp_clk.next_edge((now + 1).max(self.resp_free_at));
                 resps.send_at(self.ports.resp_out, now, due, DdrResp { id });
                 self.resp_free_at = due + 1;
-                sent = true;
+                sent = Some(due);
             }
         }
         self.next_c = self.next_cycle();
@@ -435,6 +435,16 @@ impl DdrChannelCl {
     }
 
     /// Holds requests (queued or being answered).
+    /// Whether an evaluation at `now` can change anything: a request arrives or the next
+    /// event is due. At any other edge `eval` changes only the traced `cmd` register, so a
+    /// busy partition may skip it when untraced.
+    ///
+    /// # Safety
+    /// Engine protocol: called by the channel's owner in cycle `now`.
+    pub unsafe fn due(&self, now: Cycle, reqs: &LinkArena<DdrReq>) -> bool {
+        reqs.arrives(self.ports.req_in, now) || self.next_event() <= now
+    }
+
     pub fn has_requests(&self) -> bool {
         self.queued > 0
     }

@@ -54,7 +54,7 @@ use super::ucie::{UcieAdapterCl, UciePorts};
 use crate::cfg::CfgError;
 use crate::harness::{
     run_partitions, ChangeLog, ClockDomain, ClockSet, ClockedControl, Cycle, DomainClock, LinkArena, LinkId, PartStatus, Partition, Probe,
-    SignalDecl, SignalSink, WatchdogReport, C_FINISHED, NEVER,
+    SignalDecl, SignalSink, WakeSet, WatchdogReport, C_FINISHED, NEVER,
 };
 use crate::noc::flit::{Credit, Flit};
 use crate::noc::router::{RouterCl, RouterPorts, NPORTS};
@@ -278,7 +278,8 @@ pub struct ChipletTile {
     home_tokens: u32,
     tokens_in: u32,
     out_tokens: u32,
-    last_send: Cycle,
+    /// Ticks at which values this tile's blocks sent land (the tile is evaluated then).
+    wake: WakeSet,
     last_t: Cycle,
     /// Time integral of live ring slots (slot·ticks), for the mean weight memory.
     live_integral: u128,
@@ -295,8 +296,8 @@ pub struct IoDieTile {
     pub sched: IoDieSchedulerCl,
     /// A4: the Rule-5 load arbiter beside the scheduler.
     pub rule5: Option<LoadArbiterCl>,
-    /// Last tick a message was sent (in flight until it lands).
-    last_send: Cycle,
+    /// Ticks at which the scheduler's messages land.
+    wake: WakeSet,
 }
 
 /// A band of chiplets (and the IO die in the first band).
@@ -304,7 +305,10 @@ pub struct PkgPart {
     pub tiles: Vec<ChipletTile>,
     pub iodie: Option<IoDieTile>,
     log: Option<ChangeLog>,
-    max_lat: u64,
+    /// Where a core-edge send lands, as tick offsets from the sending edge (bit d: now + d):
+    /// every link latency of the core-domain blocks and the next core edge (registers
+    /// written now are read there).
+    core_wake: u64,
 }
 
 fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
@@ -379,7 +383,7 @@ impl ChipletTile {
     ///
     /// # Safety
     /// Engine protocol: sole sender/receiver of this tile's links, at core edge `now`.
-    unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx) -> bool {
+    unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: u64) -> bool {
         let mut active = false;
         // --- registered inputs
         let sched = w.msgs.recv(self.msg_in, now).map(|m| to_ctrl(m.msg));
@@ -451,6 +455,7 @@ impl ChipletTile {
             let addr = (tag.expert as u64 * ctx.micro_slices as u64 + tag.k as u64) * ctx.slot_bytes as u64;
             let due = ctx.ddr.next_edge(now + 1);
             w.ddr_req.send_at(self.ddr_req_out, now, due, DdrReq { id: s, addr, bytes });
+            self.wake.add(due);
             self.ddr_outstanding += 1;
             self.ddr_bytes += bytes as u64;
         }
@@ -473,9 +478,9 @@ impl ChipletTile {
         self.progress += moved + did as u64 + self.pe.busy() as u64;
         active |= did || sent || self.pe_job.is_some() || self.rx_slot_reg.is_some();
         if active || moved > 0 {
-            // Something may be on a link now: stay busy until it has landed (fast-forward
-            // must not skip the tick a link delivers at).
-            self.last_send = now;
+            // Something may be on a link now: wake up when it lands (fast-forward must not
+            // skip the tick a link delivers at).
+            self.wake.add_offsets(core_wake);
         }
         // --- memory occupancy (time-weighted; state is constant between evaluated edges)
         let tb = self.token_bytes(ctx);
@@ -522,33 +527,45 @@ impl Partition for PkgPart {
                     sent |= unsafe { a.eval(now, io.sched.sent_msg(), &w.status, &w.loads) };
                 }
                 st.progress += sent as u64;
+                io.wake.advance(now);
                 if sent {
-                    io.last_send = now;
+                    io.wake.add_offsets(self.core_wake);
                 }
             }
-            st.busy |= io.sched.busy() || (io.last_send != NEVER && now < io.last_send + self.max_lat);
-            st.next_event = st.next_event.min(io.sched.next_event());
+            if io.sched.busy() {
+                st.next_event = st.next_event.min(ctx.core.edge_after(now));
+            }
+            st.next_event = st.next_event.min(io.sched.next_event()).min(io.wake.next());
             if let Some(a) = &io.rule5 {
-                st.busy |= a.busy(now);
+                if a.busy(now) {
+                    st.next_event = st.next_event.min(ctx.core.edge_after(now));
+                }
                 st.next_event = st.next_event.min(a.next_event());
             }
             all_done &= io.sched.is_finished() && !io.sched.busy();
         }
+        let (ucie_edge, ddr_edge) = (ctx.ucie.is_edge(now), ctx.ddr.is_edge(now));
+        // Untraced, the event-driven blocks (UCIe adapters, DDR channels) are evaluated
+        // only at edges where they are due; traced, at every edge (their waveform registers
+        // change at the others too).
+        let traced = self.log.is_some();
         for t in self.tiles.iter_mut() {
-            // A block with work due now may send on a link: the tile then stays busy until
-            // the value has landed.
-            if ctx.ucie.is_edge(now) {
+            // A block that sends on a link wakes the tile when the value lands.
+            t.wake.advance(now);
+            if ucie_edge {
                 for (_, a) in t.ucie.iter_mut() {
                     // SAFETY: engine protocol; the adapter is its links' sole endpoint.
-                    if unsafe { a.eval(now, &w.flits, &w.pools) } {
-                        t.last_send = now;
+                    if unsafe { traced || a.due(now, &w.flits) } {
+                        if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
+                            t.wake.add(at);
+                        }
                     }
                 }
             }
-            if ctx.ddr.is_edge(now) {
-                // SAFETY: engine protocol.
-                if unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
-                    t.last_send = now;
+            // SAFETY: engine protocol.
+            if ddr_edge && unsafe { traced || t.ddr.due(now, &w.ddr_req) } {
+                if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
+                    t.wake.add(at);
                 }
             }
             let mut active = false;
@@ -557,24 +574,24 @@ impl Partition for PkgPart {
                 t.live_integral += live * (now - t.last_t) as u128;
                 t.last_t = now;
                 // SAFETY: engine protocol.
-                active = unsafe { t.core_edge(now, w, ctx) };
+                active = unsafe { t.core_edge(now, w, ctx, self.core_wake) };
             }
             let ucie_busy = t.ucie.iter().any(|(_, a)| a.busy());
             // A request or its response on the crossing links.
             let ddr_wait = t.ddr_outstanding > 0 && !t.ddr.has_requests();
-            let busy = active
-                || t.router.occupancy() > 0
-                || (t.ni.busy() && !t.ni.waiting_for_slot_only())
-                || ucie_busy
-                || t.ddr.busy()
-                || ddr_wait
-                || (t.last_send != NEVER && now < t.last_send + self.max_lat);
+            // Work of the core-domain blocks is due at the next core edge only (the ticks
+            // between are the adapters' and the DDR's); the adapters' at the next tick.
+            let core_busy = active || t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()) || ddr_wait;
+            if core_busy {
+                st.next_event = st.next_event.min(ctx.core.edge_after(now));
+            }
+            let busy = ucie_busy || t.ddr.busy();
             // Traced, a block with work in progress changes its registers every edge (the PE
             // array's fold counters, the DDR's bank timers): visit every edge then, so the
             // waveform is the same with and without fast-forward.
             let traced_work = self.log.is_some() && (t.pe.busy() || t.ddr.traced_busy() || t.ucie.iter().any(|(_, a)| a.next_event() != NEVER));
             st.busy |= busy || traced_work;
-            st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event());
+            st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event()).min(t.wake.next());
             for (_, a) in &t.ucie {
                 st.next_event = st.next_event.min(a.next_event());
             }
@@ -815,7 +832,12 @@ impl Package {
         let mut loads = LinkArena::<SlotTag>::new();
         let status_l: Vec<LinkId> = (0..n).map(|_| status.add(cl(2))).collect();
         let load_l: Vec<LinkId> = (0..n).map(|_| loads.add(cl(2))).collect();
-        let max_lat = [cl(st + 2), credit_lat as u32, cl(2)].into_iter().max().unwrap() as u64 + 2 * tk;
+        // Landing offsets of core-edge sends (see PkgPart::core_wake); the DDR request's
+        // crossing is added where it is sent.
+        let core_wake = [tk, cl(2) as u64, cl(st) as u64, cl(st + 2) as u64, credit_lat].into_iter().fold(0u64, |m, d| {
+            assert!((1..64).contains(&d), "link latency {d} ticks outside the wake window");
+            m | 1 << d
+        });
         // --- the IO die
         let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb_cfg };
         let mut io = IoDieSchedulerCl::new(rows, cols, &io_cfg, core, IoDiePorts { msg_out: msg_in.clone(), done_in: done_in.clone() })?;
@@ -926,7 +948,7 @@ impl Package {
                 home_tokens,
                 tokens_in: 0,
                 out_tokens,
-                last_send: NEVER,
+                wake: WakeSet::default(),
                 last_t: 0,
                 live_integral: 0,
                 peak_token_bytes: 0,
@@ -944,10 +966,10 @@ impl Package {
         // Rule 5 (A4): the load arbiter; a claim waits for the status that reflects the
         // previous one (load link + status link + 1 cycle).
         let rule5 = (strategy == Strategy::A4).then(|| LoadArbiterCl::new(n, m_of.clone(), PkgTraj::new(rows, cols), core, ArbiterPorts { status_in: &status_l, load_out: &load_l }, 5));
-        let mut io = Some(IoDieTile { sched: io, rule5, last_send: NEVER });
+        let mut io = Some(IoDieTile { sched: io, rule5, wake: WakeSet::default() });
         for p in 0..threads {
             let take = (n - first) / (threads - p);
-            parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, max_lat });
+            parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake });
             first += take;
         }
         // Functional data: the DDR image and the activations.

@@ -168,6 +168,10 @@ pub struct UcieAdapterCl {
     nak_sent: bool,
     rx_q: VecDeque<Flit>,
     out_free_at: Cycle,
+    /// [`Self::next_event`] and [`Self::busy`] as of the last evaluation (only `eval`
+    /// changes the registers they read).
+    next_ev: Cycle,
+    busy_reg: bool,
     stats: UcieStats,
 }
 
@@ -203,15 +207,25 @@ impl UcieAdapterCl {
             nak_sent: false,
             rx_q: VecDeque::new(),
             out_free_at: 0,
+            next_ev: NEVER,
+            busy_reg: false,
             stats: UcieStats::default(),
         }
     }
 
-    /// One UCIe edge; true when a flit was sent to the router (on the link until it lands).
+    /// One UCIe edge; the tick a flit sent to the router lands there, if one was sent.
     ///
     /// # Safety
     /// At UCIe edges, sole receiver of `in_flit` and sender of `out_flit`.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> bool {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> Option<Cycle> {
+        let sent = self.edge(now, flits, pools);
+        self.next_ev = self.compute_next_event();
+        self.busy_reg = !self.rx_q.is_empty() || self.sendable();
+        sent
+    }
+
+    /// The edge's logic ([`Self::eval`] without the cached summaries).
+    unsafe fn edge(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> Option<Cycle> {
         if let Some(f) = flits.recv(self.ports.in_flit, now) {
             self.tx_q.push_back(f);
         }
@@ -306,9 +320,9 @@ impl UcieAdapterCl {
             flits.send_at(self.ports.out_flit, now, due, f);
             self.out_free_at = due + 1;
             self.stats.delivered += 1;
-            return true;
+            return Some(due);
         }
-        false
+        None
     }
 
     /// Frees the retry entries up to and including `s`; progress restarts the timer.
@@ -373,7 +387,17 @@ impl UcieAdapterCl {
     /// one to put on the wire (evaluated every edge while sending: the wire frees at
     /// fractional ticks).
     pub fn busy(&self) -> bool {
-        !self.rx_q.is_empty() || self.sendable()
+        self.busy_reg
+    }
+
+    /// Whether an evaluation at `now` can change anything: a flit arrives from the router,
+    /// one waits for the neighbour's router (one per edge), or `next_event` is due. At any
+    /// other edge `eval` is a no-op, so a busy partition may skip it (untraced).
+    ///
+    /// # Safety
+    /// Engine protocol: called by the adapter's owner in cycle `now`.
+    pub unsafe fn due(&self, now: Cycle, flits: &LinkArena<Flit>) -> bool {
+        self.next_ev <= now || !self.rx_q.is_empty() || flits.arrives(self.ports.in_flit, now)
     }
 
     fn sendable(&self) -> bool {
@@ -383,6 +407,10 @@ impl UcieAdapterCl {
     /// Earliest tick the adapter must be evaluated: the wire frees for a waiting flit, a
     /// flit or an acknowledgement lands.
     pub fn next_event(&self) -> Cycle {
+        self.next_ev
+    }
+
+    fn compute_next_event(&self) -> Cycle {
         let mut t = self.timer;
         if self.sendable() {
             let start = self.waiting_since.map_or(self.wire_free, |w| w.max(self.wire_free));
