@@ -186,6 +186,11 @@ fn accumulate(acc: &mut Option<PkgResult>, r: PkgResult) {
         Some(a) => {
             let lat = a.latency_cycles + r.latency_cycles;
             a.utilization = (a.utilization * a.latency_cycles as f64 + r.utilization * r.latency_cycles as f64) / lat as f64;
+            a.pe_busy_fraction = (a.pe_busy_fraction * a.latency_cycles as f64 + r.pe_busy_fraction * r.latency_cycles as f64) / lat as f64;
+            a.cycles.add(&r.cycles);
+            for (c, rc) in a.chiplets.iter_mut().zip(&r.chiplets) {
+                c.cycles.add(&rc.cycles);
+            }
             a.mean_weight_bytes = (a.mean_weight_bytes * a.latency_cycles as f64 + r.mean_weight_bytes * r.latency_cycles as f64) / lat as f64;
             a.latency_cycles = lat;
             a.peak_weight_bytes = a.peak_weight_bytes.max(r.peak_weight_bytes);

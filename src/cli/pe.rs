@@ -92,7 +92,7 @@ pub fn run(a: PeArgs) -> CliResult<ExitCode> {
     let (rows, cols) = parse_array(&a.array)?;
     let dataflow = Dataflow::parse(&a.dataflow).ok_or_else(|| format!("--dataflow: `{}` is not os or ws", a.dataflow))?;
     let timing = Timing::parse(&a.timing).ok_or_else(|| format!("--timing: `{}` is not scalesim or double-buffered", a.timing))?;
-    let cfg = PeArrayCfg { rows, cols, dataflow, timing };
+    let cfg = PeArrayCfg { rows, cols, dataflow, timing, fuse_gate_up: false };
     cfg.validate().map_err(|e| format!("--array: {e}"))?;
     if let Some(p) = &a.json {
         ensure_parent(p)?;

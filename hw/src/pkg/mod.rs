@@ -13,4 +13,5 @@ pub mod result;
 pub mod ring;
 pub mod rule5;
 pub mod session;
+pub mod timeline;
 pub mod ucie;

@@ -56,6 +56,7 @@ use crate::harness::{
     run_partitions, ChangeLog, ClockDomain, ClockSet, ClockedControl, Cycle, DomainClock, LinkArena, LinkId, PartStatus, Partition, Probe,
     SignalDecl, SignalSink, WakeSet, WatchdogReport, C_FINISHED, NEVER,
 };
+use crate::pkg::timeline::{BreakdownRec, CycleBreakdown, PeState, TimelineRec};
 use crate::noc::flit::{Credit, Flit};
 use crate::noc::router::{RouterCl, RouterPorts, NPORTS};
 
@@ -224,6 +225,9 @@ pub struct PkgCtx {
     pub slot_bytes: usize,
     pub act_bytes: u32,
     pub out_bytes: u32,
+    /// Bytes of a DDR data burst and of a D2D flit (timeline counters).
+    pub ddr_burst_bytes: u64,
+    pub flit_bytes: u64,
     /// Functional mode: activations and the DDR image.
     pub func: Option<FuncData>,
 }
@@ -283,6 +287,14 @@ pub struct ChipletTile {
     last_t: Cycle,
     /// Time integral of live ring slots (slot·ticks), for the mean weight memory.
     live_integral: u128,
+    /// What the PE array is doing since the last core edge, and its integral.
+    pe_state: PeState,
+    breakdown: BreakdownRec,
+    /// MACs per cycle of the job in (or entering) the PE array.
+    mac_rate: f64,
+    /// Activity per time bin (when asked for), and the counters it last read.
+    timeline: Option<TimelineRec>,
+    seen: [u64; 3],
     peak_token_bytes: u64,
     macs: u64,
     ddr_bytes: u64,
@@ -375,6 +387,31 @@ impl ChipletTile {
             && self.ucie.iter().all(|(_, a)| !a.busy())
     }
 
+    /// The PE array's state from this core edge on (see [`CycleBreakdown`]).
+    fn pe_state_now(&self) -> PeState {
+        if self.pe.busy() {
+            PeState::Compute
+        } else if self.pe.counters.busy_cycles == 0 && self.pe_job.is_none() {
+            PeState::Fill
+        } else if self.ddr_outstanding > 0 {
+            PeState::DdrWait
+        } else if self.ctrl.pending() > 0 {
+            PeState::D2dWait
+        } else {
+            PeState::SchedWait
+        }
+    }
+
+    /// DDR data bursts and D2D flits since the last core edge, into the timeline.
+    fn count_traffic(&mut self, now: Cycle, ctx: &PkgCtx) {
+        let now_counts = [self.ddr.stats().reads * ctx.ddr_burst_bytes, self.ni.stats.tx_flits * ctx.flit_bytes, self.ni.stats.rx_flits * ctx.flit_bytes];
+        let d: Vec<u64> = now_counts.iter().zip(&self.seen).map(|(a, b)| a - b).collect();
+        self.seen = now_counts;
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.count(0, now, d[0], d[1], d[2]);
+        }
+    }
+
     fn token_bytes(&self, ctx: &PkgCtx) -> u64 {
         (self.home_tokens + self.tokens_in) as u64 * ctx.d_model as u64 * ctx.act_bytes as u64 + self.out_tokens as u64 * ctx.d_model as u64 * 4
     }
@@ -442,7 +479,8 @@ impl ChipletTile {
         self.rx_slot_reg = out.rx_slot;
         if let Some((s, tag)) = out.pe_start {
             let e = tag.expert as usize;
-            let job = PeJob::micro_slice(s, self.m_here[e], ctx.d_model, ctx.slice_f[tag.k as usize]);
+            let job = self.pe.cfg().micro_slice_job(s, self.m_here[e], ctx.d_model, ctx.slice_f[tag.k as usize]);
+            self.mac_rate = job.macs() as f64 / self.pe.cfg().job_busy_cycles(&job).max(1) as f64;
             self.macs += job.macs();
             self.pe_job = Some(job);
         }
@@ -572,9 +610,17 @@ impl Partition for PkgPart {
             if core {
                 let live = t.ctrl.ring.live_count() as u128;
                 t.live_integral += live * (now - t.last_t) as u128;
+                t.breakdown.add(t.pe_state, now - t.last_t);
+                if let Some(tl) = t.timeline.as_mut() {
+                    tl.interval(0, t.last_t, now, t.pe_state == PeState::Compute, t.mac_rate, live as f64 * ctx.slot_bytes as f64);
+                }
                 t.last_t = now;
                 // SAFETY: engine protocol.
                 active = unsafe { t.core_edge(now, w, ctx, self.core_wake) };
+                t.pe_state = t.pe_state_now();
+                if t.timeline.is_some() {
+                    t.count_traffic(now, ctx);
+                }
             }
             let ucie_busy = t.ucie.iter().any(|(_, a)| a.busy());
             // A request or its response on the crossing links.
@@ -951,6 +997,11 @@ impl Package {
                 wake: WakeSet::default(),
                 last_t: 0,
                 live_integral: 0,
+                pe_state: PeState::Fill,
+                breakdown: BreakdownRec::default(),
+                mac_rate: 0.0,
+                timeline: None,
+                seen: [0; 3],
                 peak_token_bytes: 0,
                 macs: 0,
                 ddr_bytes: 0,
@@ -1001,6 +1052,8 @@ impl Package {
             slot_bytes,
             act_bytes: cfg.act_bytes,
             out_bytes: cfg.out_bytes,
+            ddr_burst_bytes: cfg.ddr.burst_bytes() as u64,
+            flit_bytes: cfg.flit_bytes as u64,
             func,
         };
         Ok(Package {
@@ -1049,6 +1102,16 @@ impl Package {
     }
 
     /// Starts recording value changes.
+    /// Records each chiplet's activity per time bin into the result's `timeline`.
+    pub fn enable_timeline(&mut self) {
+        let (tk, macs) = (self.ctx.core.div, self.cfg.pe.macs());
+        for p in self.parts.iter_mut() {
+            for t in p.tiles.iter_mut() {
+                t.timeline = Some(TimelineRec::new(1, tk, macs));
+            }
+        }
+    }
+
     pub fn enable_trace(&mut self) {
         let mut base = 0;
         for p in self.parts.iter_mut() {
@@ -1192,6 +1255,7 @@ impl Package {
         let (mut peak_w, mut mean_w, mut peak_t) = (0u64, 0f64, 0u64);
         let mut ddr_peak = 0.0;
         let mut d2d_peak = 0.0;
+        let mut cycles = CycleBreakdown::default();
         for t in self.tiles() {
             let rep: u64 = t.ucie.iter().map(|(_, a)| a.stats().replays).sum();
             let tx = t.ni.stats.tx_flits * self.cfg.flit_bytes as u64;
@@ -1212,7 +1276,9 @@ impl Package {
                 handoffs: t.ctrl.stats.handoffs_out,
                 reloads: t.ctrl.stats.reloads,
                 rx_stall_cycles: t.ni.stats.rx_slot_wait_cycles,
+                cycles: t.breakdown.finish(tk, latency),
             });
+            cycles.add(&chiplets.last().expect("pushed").cycles);
             macs += t.macs;
             ddr_bytes += t.ddr_bytes;
             d2d += tx;
@@ -1245,7 +1311,13 @@ impl Package {
             outputs_match_reference: self.check_outputs(),
             rule5_redirected: self.parts[0].iodie.as_ref().and_then(|io| io.rule5.as_ref()).map_or(0, |a| a.stats.redirected),
             session: Default::default(),
+            pe_busy_fraction: chiplets.iter().map(|c| c.pe_busy_cycles as f64).sum::<f64>() / (n * latency) as f64,
+            cycles,
             chiplets,
+            timeline: {
+                let recs: Vec<TimelineRec> = self.tiles().filter_map(|t| t.timeline.clone()).collect();
+                (!recs.is_empty()).then(|| TimelineRec::join(recs, latency))
+            },
         }
     }
 }

@@ -48,11 +48,16 @@ pub struct PeArrayCfg {
     pub dataflow: Dataflow,
     /// `scale_sim` reproduces SCALE-Sim 3.0.0; `double_buffered` hides the next fold's preload.
     pub timing: Timing,
+    /// Gate and up projections as one GEMM against `[W_gate | W_up]` (both read the same
+    /// activations): `(m×d)·(d×2f)` instead of two `(m×d)·(d×f)`. Same arithmetic; on an
+    /// output-stationary array it halves the passes over `d` when `f` is narrower than the
+    /// array (a micro-slice of Qwen3 is 96 columns on a 64- or 128-column array).
+    pub fuse_gate_up: bool,
 }
 
 impl Default for PeArrayCfg {
     fn default() -> Self {
-        PeArrayCfg { rows: 32, cols: 64, dataflow: Dataflow::Os, timing: Timing::ScaleSim }
+        PeArrayCfg { rows: 32, cols: 64, dataflow: Dataflow::Os, timing: Timing::ScaleSim, fuse_gate_up: false }
     }
 }
 
@@ -74,6 +79,15 @@ impl PeArrayCfg {
     /// The fold plan of one GEMM on this array.
     pub fn plan(&self, g: Gemm) -> FoldPlan {
         fold_plan_fl(g.m as u64, g.k as u64, g.n as u64, self.rows as u64, self.cols as u64, self.dataflow, self.timing)
+    }
+    /// The job of a micro-slice of `f` FFN columns for `m` tokens under this array's
+    /// mapping ([`PeJob::micro_slice`], or fused gate|up).
+    pub fn micro_slice_job(&self, tag: u32, m: u32, d_model: u32, f: u32) -> PeJob {
+        if self.fuse_gate_up {
+            PeJob::from_gemms(tag, &[Gemm::new(m, d_model, 2 * f), Gemm::new(m, f, d_model)])
+        } else {
+            PeJob::micro_slice(tag, m, d_model, f)
+        }
     }
     /// Busy cycles of a whole job (sum of its GEMMs' folds).
     pub fn job_busy_cycles(&self, job: &PeJob) -> u64 {

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::config::Strategy;
+use super::timeline::{CycleBreakdown, Timeline};
 
 /// Peak rates of the package, per core cycle (all chiplets together).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -61,6 +62,8 @@ pub struct ChipletResult {
     pub reloads: u64,
     /// Cycles a D2D head waited for a ring slot.
     pub rx_stall_cycles: u64,
+    /// Where the chiplet's cycles went (adds up to the latency).
+    pub cycles: CycleBreakdown,
 }
 
 /// One strategy's run of one layer.
@@ -70,6 +73,9 @@ pub struct PkgResult {
     pub latency_cycles: u64,
     /// MACs / (all PE arrays' MACs per cycle × latency).
     pub utilization: f64,
+    /// Mean over chiplets of the cycles the PE array is busy / latency (busy counts a
+    /// whole fold however few of its PEs hold real work).
+    pub pe_busy_fraction: f64,
     /// Peak on-chip weight bytes summed over chiplets (each chiplet's peak).
     pub peak_weight_bytes: u64,
     pub mean_weight_bytes: f64,
@@ -94,7 +100,12 @@ pub struct PkgResult {
     pub rule5_redirected: u64,
     /// Layer batches, iterations and token-buffering deferrals of the whole run.
     pub session: super::session::SessionStats,
+    /// Where the cycles went, summed over chiplets (adds up to chiplets × latency).
+    pub cycles: CycleBreakdown,
     pub chiplets: Vec<ChipletResult>,
+    /// Activity per time bin (`package --plot`; first layer batch only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 #[cfg(test)]
