@@ -163,8 +163,8 @@ fn probe_declares_what_it_samples_and_display_is_one_line() {
     pe.sample(&mut v);
     assert_eq!(decl.len(), v.len());
     let names: Vec<_> = decl.iter().map(|d| d.name.as_str()).collect();
-    assert_eq!(names, ["busy", "job_tag", "gemm_idx", "fold_row", "fold_col", "fold_cycle"]);
-    assert_eq!(v, [1, 3, 0, 0, 0, 2]);
+    assert_eq!(names, ["busy", "job_tag", "gemm_idx", "fold_row", "fold_col"]);
+    assert_eq!(v, [1, 3, 0, 0, 0]);
     let s = pe.to_string();
     assert!(!s.contains('\n') && s.contains("tag=3"), "{s}");
 }
@@ -227,7 +227,7 @@ proptest! {
     fn cl_done_equals_fl(m in 1u32..200, k in 1u32..200, n in 1u32..200, rows in 1u32..24, cols in 1u32..24, ws: bool, db: bool, t0 in 0u64..50) {
         let dataflow = if ws { Dataflow::Ws } else { Dataflow::Os };
         let timing = if db { Timing::DoubleBuffered } else { Timing::ScaleSim };
-        let cfg = PeArrayCfg { rows, cols, dataflow, timing };
+        let cfg = PeArrayCfg { rows, cols, dataflow, timing, fuse_gate_up: false };
         let job = PeJob::single(11, Gemm::new(m, k, n));
         let (done, pe) = run_every_edge(&cfg, DomainClock::UNIT, t0, job);
         let plan = fold_plan_fl(m as u64, k as u64, n as u64, rows as u64, cols as u64, dataflow, timing);
@@ -254,7 +254,7 @@ proptest! {
                                       ws: bool, db: bool, div in 1u64..12, extra in proptest::collection::vec(0u64..1_000_000, 0..6)) {
         let dataflow = if ws { Dataflow::Ws } else { Dataflow::Os };
         let timing = if db { Timing::DoubleBuffered } else { Timing::ScaleSim };
-        let cfg = PeArrayCfg { rows, cols, dataflow, timing };
+        let cfg = PeArrayCfg { rows, cols, dataflow, timing, fuse_gate_up: false };
         let clk = DomainClock { div, ph: div / 2 };
         let job = PeJob::micro_slice(5, m, d, f);
         let t0 = clk.edge(3);

@@ -246,6 +246,15 @@ fn partial_trajectories_on_3x3() {
     check(&r, &masks, 6).unwrap();
 }
 
+/// A proptest finding (3x3, two-slot rings, fast PE): kept as a fixed case.
+#[test]
+fn regression_two_slot_rings_on_3x3() {
+    let raw = [19867u16, 42960, 20203, 17154, 9000, 52687, 12105, 1];
+    let masks: Vec<u16> = raw.iter().map(|r| (r & 0x1ff).max(1)).collect();
+    let r = run(3, 2, 4, 1537, &masks, 1, 12);
+    check(&r, &masks, 4).unwrap();
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     /// Random trajectories, ring sizes, micro-slice counts and speeds: every micro-slice is

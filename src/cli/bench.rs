@@ -1,6 +1,11 @@
-//! `waferstream bench`: simulation speed, measured the way the BookSim2 reference was
-//! (reference/booksim "Speed": 8x8 mesh, 1-flit packets, uniform 0.30, one deterministic run,
-//! min/median/max wall time of repeated runs).
+//! `waferstream bench [noc|package]`: simulation speed.
+//!
+//! * `noc` (default): measured the way the BookSim2 reference was (reference/booksim
+//!   "Speed": 8x8 mesh, 1-flit packets, uniform 0.30, one deterministic run, min/median/max
+//!   wall time of repeated runs).
+//! * `package`: one MoE layer on the chiplet package (issue 7: Qwen3-30B-A3B, 256 tokens,
+//!   2x2, timing mode, FSE-DP A3, one thread): wall time, simulated cycles, D2D flits and DDR
+//!   bursts per second, peak memory, and the cost of full VCD and FST tracing.
 
 use std::process::ExitCode;
 
@@ -13,20 +18,46 @@ use super::{ensure_parent, CliResult};
 /// BookSim2's rate on the same kind of machine at 0.30 (reference/booksim/README.md).
 pub const BOOKSIM_CYCLES_PER_S: f64 = 6550.0;
 
+/// What to measure.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BenchTarget {
+    /// The mesh NoC against BookSim2's reference.
+    #[default]
+    Noc,
+    /// One MoE layer on the chiplet package.
+    Package,
+}
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
+    #[arg(value_enum, default_value = "noc")]
+    pub target: BenchTarget,
+    /// Package: model, tokens, array and strategy of the measured layer.
+    #[arg(long, default_value = "qwen3-30b-a3b")]
+    pub model: String,
+    #[arg(long, default_value_t = 256)]
+    pub tokens: u32,
+    #[arg(long, default_value = "2x2")]
+    pub array: String,
+    #[arg(long, default_value = "a3")]
+    pub strategy: String,
+    /// Package: also time fully traced runs (VCD and FST, written under `--wave-dir`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub waves: bool,
+    #[arg(long, default_value = "out/bench")]
+    pub wave_dir: std::path::PathBuf,
     /// Routers per side.
     #[arg(long, default_value_t = 8)]
     pub k: u32,
     /// Injection rate (flits/node/cycle).
     #[arg(long, default_value_t = 0.30)]
     pub rate: f64,
-    /// Thread counts to measure.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    /// Thread counts to measure (noc: 1,2; package: 1).
+    #[arg(long, value_delimiter = ',')]
     pub threads: Vec<u32>,
-    /// Repetitions per thread count.
-    #[arg(long, default_value_t = 5)]
-    pub repeat: u32,
+    /// Repetitions per thread count (noc: 5; package: 3).
+    #[arg(long)]
+    pub repeat: Option<u32>,
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
 }
@@ -47,8 +78,15 @@ struct BenchRow {
     vs_booksim: Option<f64>,
 }
 
-pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
-    if a.repeat == 0 {
+pub fn run(mut a: BenchArgs) -> CliResult<ExitCode> {
+    if a.target == BenchTarget::Package {
+        return bench_package(a);
+    }
+    if a.threads.is_empty() {
+        a.threads = vec![1, 2];
+    }
+    let repeat = a.repeat.unwrap_or(5);
+    if repeat == 0 {
         return Err("--repeat 0: at least one repetition is needed".into());
     }
     if a.threads.is_empty() || a.threads.contains(&0) {
@@ -69,7 +107,7 @@ pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
         cfg.validate().map_err(|e| e.to_string())?;
         let mut walls = Vec::new();
         let mut cycles = 0;
-        for _ in 0..a.repeat.max(1) {
+        for _ in 0..repeat {
             let start = std::time::Instant::now();
             let (r, _) = run_point(&cfg, None, &mut |_| {}).map_err(|e| e.to_string())?;
             walls.push(start.elapsed().as_secs_f64());
@@ -104,6 +142,152 @@ pub fn run(a: BenchArgs) -> CliResult<ExitCode> {
     if let Some(p) = &a.json {
         ensure_parent(p)?;
         std::fs::write(p, serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The process's peak resident memory, bytes (Linux `VmHWM`; 0 where unknown).
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|k| k.parse::<u64>().ok()))
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[derive(Serialize)]
+struct PkgBench {
+    model: String,
+    tokens: u32,
+    array: String,
+    strategy: String,
+    threads: u32,
+    latency_cycles: u64,
+    d2d_flits: u64,
+    ddr_bursts: u64,
+    wall_min: f64,
+    wall_median: f64,
+    wall_max: f64,
+    cycles_per_second: f64,
+    flits_per_second: f64,
+    ddr_bursts_per_second: f64,
+    /// Peak resident memory of the process after the untraced runs.
+    peak_rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vcd: Option<TracedRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fst: Option<TracedRun>,
+    /// FST bytes / VCD bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fst_over_vcd: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct TracedRun {
+    path: String,
+    bytes: u64,
+    wall: f64,
+    /// Traced wall / untraced median wall.
+    slowdown: f64,
+}
+
+fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
+    use super::package::{parse_array, parse_strategies, run_strategies, workload_from};
+    let repeat = a.repeat.unwrap_or(3);
+    if repeat == 0 {
+        return Err("--repeat 0: at least one repetition is needed".into());
+    }
+    let threads = match a.threads.as_slice() {
+        [] => 1,
+        [t] if *t >= 1 => *t,
+        _ => return Err("--threads: give one thread count (>= 1) for the package bench".into()),
+    };
+    if let Some(p) = &a.json {
+        super::check_writable(p)?;
+    }
+    let strategies = parse_strategies(&a.strategy)?;
+    let [strategy] = strategies.as_slice() else { return Err("--strategy: give one strategy for the package bench".into()) };
+    let model = sched::models::model_by_name(&a.model).map_err(|e| format!("--model: {e}"))?;
+    let mut cfg = hw::pkg::config::PkgCfg::default();
+    (cfg.rows, cfg.cols) = parse_array(&a.array)?;
+    cfg.sim.threads = threads;
+    cfg.validate().map_err(|e| e.to_string())?;
+    cfg.validate_for(model.d_ffn).map_err(|e| e.to_string())?;
+    if a.tokens == 0 || a.tokens > 1 << 16 {
+        return Err(format!("--tokens: {} outside 1..=65536", a.tokens));
+    }
+    let work = workload_from(&model, a.tokens, 1.0, cfg.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
+    let (vcd_path, fst_path) = (a.wave_dir.join("bench-package.vcd"), a.wave_dir.join("bench-package.fst"));
+    if a.waves {
+        for p in [&vcd_path, &fst_path] {
+            super::check_writable(p)?;
+        }
+    }
+    println!("bench package: {} {} tokens, {} array, {}, {} thread(s), {} repetitions", model.name, a.tokens, a.array, strategy.name(), threads, repeat);
+    let mut walls = Vec::new();
+    let mut last = None;
+    for i in 0..repeat {
+        let t0 = std::time::Instant::now();
+        let r = run_strategies(&cfg, &[*strategy], &work, false, None, true)?.pop().ok_or("no result")?;
+        walls.push(t0.elapsed().as_secs_f64());
+        println!("  run {}: {:.3} s, {} cycles", i + 1, walls[i as usize], r.latency_cycles);
+        last = Some(r);
+    }
+    let r = last.expect("repeat >= 1");
+    let peak_rss = peak_rss_bytes();
+    walls.sort_by(|x, y| x.total_cmp(y));
+    let med = walls[walls.len() / 2];
+    let flits = r.d2d_bytes / cfg.flit_bytes as u64;
+    let bursts = r.ddr_bytes / cfg.ddr.burst_bytes() as u64;
+    let traced = |path: &std::path::Path, fmt: waves::WaveFormat| -> CliResult<TracedRun> {
+        let t0 = std::time::Instant::now();
+        let t = run_strategies(&cfg, &[*strategy], &work, false, Some((path, fmt)), true)?.pop().ok_or("no result")?;
+        let wall = t0.elapsed().as_secs_f64();
+        if t.latency_cycles != r.latency_cycles {
+            return Err(format!("internal: the traced run took {} cycles, the untraced {}", t.latency_cycles, r.latency_cycles));
+        }
+        let bytes = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.len();
+        println!("  traced {}: {:.3} s ({:.2}x untraced), {:.1} MB", path.display(), wall, wall / med, bytes as f64 / 1e6);
+        Ok(TracedRun { path: path.display().to_string(), bytes, wall, slowdown: wall / med })
+    };
+    let (vcd, fst) = if a.waves { (Some(traced(&vcd_path, waves::WaveFormat::Vcd)?), Some(traced(&fst_path, waves::WaveFormat::Fst)?)) } else { (None, None) };
+    let row = PkgBench {
+        model: model.name.clone(),
+        tokens: a.tokens,
+        array: a.array.clone(),
+        strategy: strategy.name().into(),
+        threads,
+        latency_cycles: r.latency_cycles,
+        d2d_flits: flits,
+        ddr_bursts: bursts,
+        wall_min: walls[0],
+        wall_median: med,
+        wall_max: *walls.last().expect("non-empty"),
+        cycles_per_second: r.latency_cycles as f64 / med,
+        flits_per_second: flits as f64 / med,
+        ddr_bursts_per_second: bursts as f64 / med,
+        peak_rss_bytes: peak_rss,
+        fst_over_vcd: match (&vcd, &fst) {
+            (Some(v), Some(f)) if v.bytes > 0 => Some(f.bytes as f64 / v.bytes as f64),
+            _ => None,
+        },
+        vcd,
+        fst,
+    };
+    println!(
+        "wall min/median/max {:.3}/{:.3}/{:.3} s; {:.2e} simulated cycles/s, {:.2e} D2D flits/s, {:.2e} DDR bursts/s; peak RSS {:.1} MB{}",
+        row.wall_min,
+        row.wall_median,
+        row.wall_max,
+        row.cycles_per_second,
+        row.flits_per_second,
+        row.ddr_bursts_per_second,
+        row.peak_rss_bytes as f64 / 1e6,
+        row.fst_over_vcd.map_or(String::new(), |x| format!("; FST/VCD bytes {x:.3}"))
+    );
+    if let Some(p) = &a.json {
+        ensure_parent(p)?;
+        std::fs::write(p, serde_json::to_string_pretty(&row).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        println!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -450,6 +450,19 @@ impl ChipletCtrlCl {
             }
             self.load_idle_cap = if out.ddr_req.is_none() { Some(cap) } else { None };
         }
+        // --- Deadlock escape on the load side: the ring is full up to the D2D reserve, part
+        // of it pre-loads of experts not granted yet, and a granted expert waits for a
+        // micro-slice only this chiplet loads — the pre-loads would wait for a grant that
+        // needs this chiplet to finish first. One pre-load is dropped (reloaded after its
+        // grant), so the granted load issues next cycle. (A proptest finding: two-slot rings.)
+        if out.ddr_req.is_none() && inp.ddr_ready && self.pending > 0 && self.ring.free() <= self.knobs.ddr_reserve && !self.local_wait.is_empty() && self.granted_load_waiting(traj) {
+            let s = self.local_wait.pop().expect("non-empty");
+            self.reload_q.push_back(self.ring.tag(s));
+            self.ring.release(s);
+            self.slot[s as usize] = SlotCtl::default();
+            self.stats.evictions += 1;
+            self.load_idle_cap = None;
+        }
         // --- Rule 5: free-slot report, on change — and after every assignment, which the
         // arbiter counted against its copy: a release in the same cycle can leave the value
         // unchanged while the copy is one short.
@@ -504,6 +517,16 @@ impl ChipletCtrlCl {
             self.slot[s as usize] = SlotCtl::default();
             self.stats.evictions += 1;
         }
+    }
+
+    /// A micro-slice of a granted expert waits to be loaded by this chiplet (reload queue
+    /// or load sequence).
+    fn granted_load_waiting(&self, traj: &dyn Trajectory) -> bool {
+        self.reload_q.iter().any(|t| self.granted[t.expert as usize])
+            || self.load_seq.iter().any(|&e| {
+                let e = e as usize;
+                self.granted[e] && (self.load_next[e]..self.m_of[e]).any(|k| traj.loader(self.pre_mask[e], k) == self.id)
+            })
     }
 
     /// Rule 4: a free slot (checked by the caller) for `tag` and its DDR request.

@@ -472,10 +472,26 @@ impl DdrChannelCl {
         m.max(c1).min(t.max(c1))
     }
 
-    /// Traced runs: also the edge after a command (the `cmd` signal returns to 0 there).
-    pub fn traced_busy(&self) -> bool {
-        // Traced, every edge while the registers can change (`refreshing` ends at tRFC).
-        self.queued > 0 || self.cmd != 0 || self.ref_end > self.cycle
+    /// Traced runs: [`Self::due`], and the edges at which a traced register changes
+    /// without an event — `cmd` returns to 0 the edge after a command, `refreshing` ends at
+    /// tRFC.
+    ///
+    /// # Safety
+    /// As [`Self::due`].
+    pub unsafe fn traced_due(&self, now: Cycle, reqs: &LinkArena<DdrReq>) -> bool {
+        self.due(now, reqs) || self.traced_next_event() <= now
+    }
+
+    /// Traced runs: the next edge [`Self::traced_due`] asks for.
+    pub fn traced_next_event(&self) -> Cycle {
+        let mut t = self.next_event();
+        if self.cmd != 0 {
+            t = t.min(self.clk.edge(self.cycle + 1));
+        }
+        if self.ref_end > self.cycle {
+            t = t.min(self.clk.edge(self.ref_end));
+        }
+        t
     }
 
     /// The edge of [`Self::next_cycle`]; idle, the next refresh (the channel is woken for

@@ -54,7 +54,7 @@ use super::ucie::{UcieAdapterCl, UciePorts};
 use crate::cfg::CfgError;
 use crate::harness::{
     run_partitions, ChangeLog, ClockDomain, ClockSet, ClockedControl, Cycle, DomainClock, LinkArena, LinkId, PartStatus, Partition, Probe,
-    SignalDecl, SignalSink, WakeSet, WatchdogReport, C_FINISHED, NEVER,
+    SignalDecl, SignalSink, WakeSet, WatchdogReport, C_FINISHED,
 };
 use crate::pkg::timeline::{BreakdownRec, CycleBreakdown, PeState, TimelineRec};
 use crate::noc::flit::{Credit, Flit};
@@ -583,9 +583,8 @@ impl Partition for PkgPart {
             all_done &= io.sched.is_finished() && !io.sched.busy();
         }
         let (ucie_edge, ddr_edge) = (ctx.ucie.is_edge(now), ctx.ddr.is_edge(now));
-        // Untraced, the event-driven blocks (UCIe adapters, DDR channels) are evaluated
-        // only at edges where they are due; traced, at every edge (their waveform registers
-        // change at the others too).
+        // The event-driven blocks (UCIe adapters, DDR channels) are evaluated only at edges
+        // where they are due (traced, also where a traced register changes on its own).
         let traced = self.log.is_some();
         for t in self.tiles.iter_mut() {
             // A block that sends on a link wakes the tile when the value lands.
@@ -593,7 +592,7 @@ impl Partition for PkgPart {
             if ucie_edge {
                 for (_, a) in t.ucie.iter_mut() {
                     // SAFETY: engine protocol; the adapter is its links' sole endpoint.
-                    if unsafe { traced || a.due(now, &w.flits) } {
+                    if unsafe { a.due(now, &w.flits) } {
                         if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
                             t.wake.add(at);
                         }
@@ -601,7 +600,7 @@ impl Partition for PkgPart {
                 }
             }
             // SAFETY: engine protocol.
-            if ddr_edge && unsafe { traced || t.ddr.due(now, &w.ddr_req) } {
+            if ddr_edge && unsafe { if traced { t.ddr.traced_due(now, &w.ddr_req) } else { t.ddr.due(now, &w.ddr_req) } } {
                 if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
                     t.wake.add(at);
                 }
@@ -622,7 +621,9 @@ impl Partition for PkgPart {
                     t.count_traffic(now, ctx);
                 }
             }
-            let ucie_busy = t.ucie.iter().any(|(_, a)| a.busy());
+            // An adapter hands one flit per edge to the router; its other work is announced
+            // by its next event.
+            let ucie_busy = t.ucie.iter().any(|(_, a)| a.delivering());
             // A request or its response on the crossing links.
             let ddr_wait = t.ddr_outstanding > 0 && !t.ddr.has_requests();
             // Work of the core-domain blocks is due at the next core edge only (the ticks
@@ -632,11 +633,12 @@ impl Partition for PkgPart {
                 st.next_event = st.next_event.min(ctx.core.edge_after(now));
             }
             let busy = ucie_busy || t.ddr.busy();
-            // Traced, a block with work in progress changes its registers every edge (the PE
-            // array's fold counters, the DDR's bank timers): visit every edge then, so the
-            // waveform is the same with and without fast-forward.
-            let traced_work = self.log.is_some() && (t.pe.busy() || t.ddr.traced_busy() || t.ucie.iter().any(|(_, a)| a.next_event() != NEVER));
-            st.busy |= busy || traced_work;
+            // Traced, the edges where a traced register changes between events are visited
+            // too, so the waveform is the same with and without fast-forward.
+            if traced {
+                st.next_event = st.next_event.min(t.pe.next_change()).min(t.ddr.traced_next_event());
+            }
+            st.busy |= busy;
             st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event()).min(t.wake.next());
             for (_, a) in &t.ucie {
                 st.next_event = st.next_event.min(a.next_event());

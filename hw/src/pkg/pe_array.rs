@@ -238,6 +238,18 @@ impl PeArrayCl {
         }
     }
 
+    /// Traced: the next edge at which a traced register (GEMM index, fold row or column,
+    /// busy) changes — the last cycle of the current fold. (The cycle within a fold is not
+    /// traced: a counter that changes every cycle would cost a waveform change per PE array
+    /// per cycle and force every edge to be visited.)
+    pub fn next_change(&self) -> Cycle {
+        if !self.busy {
+            return NEVER;
+        }
+        let rem = self.plan.fold_cycles(self.fold_index()) - self.fold_cycle;
+        self.next_tick + (rem - 1) * self.clk.div
+    }
+
     /// One core edge at tick `now` (must be an edge of this block's clock, non-decreasing).
     /// `issue` is a job to start this edge (only when [`Self::ready`]; this edge is its first
     /// busy cycle). Returns the tag of a job whose last busy cycle is this edge.
@@ -363,7 +375,6 @@ impl Probe for PeArrayCl {
         d("gemm_idx", 2);
         d("fold_row", 32);
         d("fold_col", 32);
-        d("fold_cycle", 32);
     }
     fn sample(&self, out: &mut Vec<u64>) {
         out.push(self.busy as u64);
@@ -371,7 +382,6 @@ impl Probe for PeArrayCl {
         out.push(self.gemm_idx as u64);
         out.push(self.fold_row);
         out.push(self.fold_col);
-        out.push(self.fold_cycle);
     }
 }
 

@@ -390,6 +390,12 @@ impl UcieAdapterCl {
         self.busy_reg
     }
 
+    /// Flits wait for the neighbour's router: the adapter must be evaluated at its next edge
+    /// (one flit leaves per edge).
+    pub fn delivering(&self) -> bool {
+        !self.rx_q.is_empty()
+    }
+
     /// Whether an evaluation at `now` can change anything: a flit arrives from the router,
     /// one waits for the neighbour's router (one per edge), or `next_event` is due. At any
     /// other edge `eval` is a no-op, so a busy partition may skip it (untraced).
