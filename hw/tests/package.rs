@@ -201,3 +201,31 @@ mod random {
         }
     }
 }
+
+/// The cycle breakdown adds up to the latency on every chiplet, its compute part is the PE
+/// array's busy count, and the activity timeline (which changes no result) integrates to
+/// the run's own counters.
+#[test]
+fn cycle_breakdown_and_timeline_add_up() {
+    let l = layer(48, 16, 2, 64, 48, 5);
+    for s in [Strategy::Ep, Strategy::A3] {
+        let mut c = cfg(2);
+        let plain = Package::new(&c, s, &l, true).unwrap().run(None).unwrap();
+        c.sim.timeline = true;
+        let r = Package::new(&c, s, &l, true).unwrap().run(None).unwrap();
+        assert_eq!(key(&r), key(&plain), "{}: recording the timeline changed the run", s.name());
+        let t = r.timeline.as_ref().expect("timeline recorded");
+        assert!(t.bins > 0 && t.bins <= hw::pkg::timeline::MAX_BINS);
+        for (ch, tl) in r.chiplets.iter().zip(&t.chiplets) {
+            assert_eq!(ch.cycles.total(), r.latency_cycles, "{}: chiplet {} breakdown {:?}", s.name(), ch.id, ch.cycles);
+            assert_eq!(ch.cycles.compute, ch.pe_busy_cycles, "{}: chiplet {}", s.name(), ch.id);
+            let busy: f64 = tl.pe_busy.iter().sum();
+            assert!((busy - ch.pe_busy_cycles as f64).abs() < 1e-6, "{}: timeline busy {busy} vs {}", s.name(), ch.pe_busy_cycles);
+            let macs: f64 = tl.macs.iter().sum();
+            assert!((macs - ch.macs as f64).abs() <= 1e-6 * ch.macs as f64 + 1.0, "{}: timeline MACs {macs} vs {}", s.name(), ch.macs);
+            let tx: f64 = tl.d2d_tx_bytes.iter().sum();
+            assert_eq!(tx as u64, ch.d2d_tx_bytes, "{}", s.name());
+        }
+        assert_eq!(r.cycles.total(), r.latency_cycles * r.chiplets.len() as u64);
+    }
+}

@@ -150,11 +150,14 @@ pub struct PkgSimCfg {
     pub watchdog_cycles: u64,
     /// Core cycles after which a run is stopped as unfinished.
     pub max_cycles: u64,
+    /// Record each chiplet's activity per time bin into the result's `timeline` (for
+    /// `package --plot`; results do not depend on it).
+    pub timeline: bool,
 }
 
 impl Default for PkgSimCfg {
     fn default() -> Self {
-        PkgSimCfg { threads: 1, fast_forward: true, watchdog_cycles: 200_000, max_cycles: 2_000_000_000 }
+        PkgSimCfg { threads: 1, fast_forward: true, watchdog_cycles: 200_000, max_cycles: 2_000_000_000, timeline: false }
     }
 }
 

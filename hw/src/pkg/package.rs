@@ -292,6 +292,10 @@ pub struct ChipletTile {
     breakdown: BreakdownRec,
     /// MACs per cycle of the job in (or entering) the PE array.
     mac_rate: f64,
+    /// A job's last busy cycle is the edge that reports it done: that cycle (until this
+    /// tick, at that job's MAC rate) still computes whatever the state after the edge.
+    compute_until: Cycle,
+    done_rate: f64,
     /// Activity per time bin (when asked for), and the counters it last read.
     timeline: Option<TimelineRec>,
     seen: [u64; 3],
@@ -387,6 +391,22 @@ impl ChipletTile {
             && self.ucie.iter().all(|(_, a)| !a.busy())
     }
 
+    /// Time integrals of the state held since the last core edge, up to tick `now`: live
+    /// ring slots, the cycle breakdown, the timeline.
+    fn integrate(&mut self, now: Cycle, slot_bytes: usize) {
+        let live = self.ctrl.ring.live_count() as u128;
+        self.live_integral += live * (now - self.last_t) as u128;
+        let split = self.compute_until.clamp(self.last_t, now);
+        self.breakdown.add(PeState::Compute, split - self.last_t);
+        self.breakdown.add(self.pe_state, now - split);
+        if let Some(tl) = self.timeline.as_mut() {
+            let w = live as f64 * slot_bytes as f64;
+            tl.interval(0, self.last_t, split, true, self.done_rate, w);
+            tl.interval(0, split, now, self.pe_state == PeState::Compute, self.mac_rate, w);
+        }
+        self.last_t = now;
+    }
+
     /// The PE array's state from this core edge on (see [`CycleBreakdown`]).
     fn pe_state_now(&self) -> PeState {
         if self.pe.busy() {
@@ -445,6 +465,10 @@ impl ChipletTile {
         }
         let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
         let pe_done = self.pe.eval(now, self.pe_job.take());
+        if pe_done.is_some() {
+            self.compute_until = now + ctx.core.div;
+            self.done_rate = self.mac_rate;
+        }
         if let (Some(s), Some(f)) = (pe_done, ctx.func.as_ref()) {
             self.compute_partials(s, f, ctx);
         }
@@ -607,13 +631,7 @@ impl Partition for PkgPart {
             }
             let mut active = false;
             if core {
-                let live = t.ctrl.ring.live_count() as u128;
-                t.live_integral += live * (now - t.last_t) as u128;
-                t.breakdown.add(t.pe_state, now - t.last_t);
-                if let Some(tl) = t.timeline.as_mut() {
-                    tl.interval(0, t.last_t, now, t.pe_state == PeState::Compute, t.mac_rate, live as f64 * ctx.slot_bytes as f64);
-                }
-                t.last_t = now;
+                t.integrate(now, ctx.slot_bytes);
                 // SAFETY: engine protocol.
                 active = unsafe { t.core_edge(now, w, ctx, self.core_wake) };
                 t.pe_state = t.pe_state_now();
@@ -1002,6 +1020,8 @@ impl Package {
                 pe_state: PeState::Fill,
                 breakdown: BreakdownRec::default(),
                 mac_rate: 0.0,
+                compute_until: 0,
+                done_rate: 0.0,
                 timeline: None,
                 seen: [0; 3],
                 peak_token_bytes: 0,
@@ -1058,7 +1078,7 @@ impl Package {
             flit_bytes: cfg.flit_bytes as u64,
             func,
         };
-        Ok(Package {
+        let mut pkg = Package {
             cfg: cfg.clone(),
             strategy,
             parts,
@@ -1070,7 +1090,11 @@ impl Package {
             buffering,
             now: 0,
             evaluated: 0,
-        })
+        };
+        if cfg.sim.timeline {
+            pkg.enable_timeline();
+        }
+        Ok(pkg)
     }
 
     pub fn tiles(&self) -> impl Iterator<Item = &ChipletTile> {
@@ -1163,6 +1187,11 @@ impl Package {
             }
             if ctl.finished {
                 self.evaluated += ctl.evaluated;
+                // The last core cycle (the result counts it) into the time integrals.
+                let (end, slot) = (self.ctx.core.edge_after(last), self.ctx.slot_bytes);
+                for p in self.parts.iter_mut() {
+                    p.tiles.iter_mut().for_each(|t| t.integrate(end, slot));
+                }
                 self.check_buffering()?;
                 return Ok(self.result(last, t0.elapsed().as_secs_f64()));
             }

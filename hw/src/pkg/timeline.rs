@@ -73,6 +73,9 @@ pub struct BreakdownRec {
 impl BreakdownRec {
     /// `dt` ticks spent in `s`.
     pub fn add(&mut self, s: PeState, dt: u64) {
+        if dt == 0 {
+            return;
+        }
         let b = &mut self.since;
         match s {
             PeState::Compute => {
@@ -96,6 +99,14 @@ impl BreakdownRec {
             b.add(&self.since);
         }
         let mut c = CycleBreakdown { compute: b.compute / tk, fill: b.fill / tk, ddr_wait: b.ddr_wait / tk, d2d_wait: b.d2d_wait / tk, sched_wait: b.sched_wait / tk, tail: 0 };
+        // The latency counts up to the last edge, the integrals through its cycle: an excess
+        // (one cycle) comes out of the idle states, never out of compute.
+        let mut excess = c.total().saturating_sub(total);
+        for part in [&mut c.sched_wait, &mut c.d2d_wait, &mut c.ddr_wait, &mut c.fill] {
+            let d = excess.min(*part);
+            *part -= d;
+            excess -= d;
+        }
         c.tail = total.saturating_sub(c.total());
         c
     }
