@@ -95,6 +95,9 @@ pub struct LoadArbiterCl {
     until: Vec<Cycle>,
     /// Last assignment (for traces).
     last: Option<(SlotTag, ChipletId)>,
+    /// Cached by `eval` (see `claim_times`).
+    claim_at: Cycle,
+    cool_end: Cycle,
     pub stats: ArbiterStats,
 }
 
@@ -115,6 +118,8 @@ impl LoadArbiterCl {
             free: vec![FreeReport::default(); n],
             until: vec![0; n],
             last: None,
+            claim_at: NEVER,
+            cool_end: NEVER,
             stats: ArbiterStats::default(),
         }
     }
@@ -124,6 +129,13 @@ impl LoadArbiterCl {
     /// # Safety
     /// Engine protocol: sole receiver of the status links, sole sender of the load links.
     pub unsafe fn eval(&mut self, now: Cycle, sent: Option<SchedMsg>, status: &LinkArena<FreeReport>, loads: &LinkArena<SlotTag>) -> bool {
+        let any = self.edge(now, sent, status, loads);
+        (self.claim_at, self.cool_end) = self.claim_times();
+        any
+    }
+
+    /// The edge's logic ([`Self::eval`] without the cached wake-up times).
+    unsafe fn edge(&mut self, now: Cycle, sent: Option<SchedMsg>, status: &LinkArena<FreeReport>, loads: &LinkArena<SlotTag>) -> bool {
         self.last = None;
         for (c, &l) in self.status_in.iter().enumerate() {
             if let Some(r) = status.recv(l, now) {
@@ -195,26 +207,33 @@ impl LoadArbiterCl {
     /// A claim is possible at the next edge (some entry has a member with room that is not
     /// cooling down) — only then must the edge be evaluated without a landing status value.
     pub fn busy(&self, now: Cycle) -> bool {
-        self.list.iter().any(|e| {
-            self.next_k[e.expert as usize] < self.m_of[e.expert as usize]
-                && (0..self.n).any(|c| e.mask >> c & 1 == 1 && self.until[c] <= self.clk.edge_after(now) && self.free[c].room(e.granted) > 0)
-        })
+        self.claim_at <= self.clk.edge_after(now)
     }
 
     /// The earliest cooldown end of a member with room (a claim becomes possible then).
     pub fn next_event(&self) -> Cycle {
-        let mut t = NEVER;
+        self.cool_end
+    }
+
+    /// Over the entries with micro-slices left and their members with room: the earliest
+    /// cooldown end (0 for a member never claimed), and the earliest non-zero one. Only
+    /// `eval` changes what they read, so it caches them.
+    fn claim_times(&self) -> (Cycle, Cycle) {
+        let (mut claim, mut cool) = (NEVER, NEVER);
         for e in &self.list {
             if self.next_k[e.expert as usize] >= self.m_of[e.expert as usize] {
                 continue;
             }
             for c in 0..self.n {
-                if e.mask >> c & 1 == 1 && self.free[c].room(e.granted) > 0 && self.until[c] != 0 {
-                    t = t.min(self.until[c]);
+                if e.mask >> c & 1 == 1 && self.free[c].room(e.granted) > 0 {
+                    claim = claim.min(self.until[c]);
+                    if self.until[c] != 0 {
+                        cool = cool.min(self.until[c]);
+                    }
                 }
             }
         }
-        t
+        (claim, cool)
     }
 }
 
