@@ -78,6 +78,10 @@ pub struct PackageArgs {
     pub vcd: Option<PathBuf>,
     #[arg(long)]
     pub fst: Option<PathBuf>,
+    /// Write plots (SVG) into this directory: per-chiplet activity timeline per strategy,
+    /// PE utilization over time, on-chip memory, cycle breakdown.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
 }
@@ -305,6 +309,15 @@ pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize,
     std::fs::write(path, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// A plot directory must be creatable and writable before a long run starts.
+pub fn check_plot_dir(d: &Path) -> CliResult<()> {
+    if d.is_file() {
+        return Err(format!("--plot {}: is a file, not a directory", d.display()));
+    }
+    std::fs::create_dir_all(d).map_err(|e| format!("--plot: cannot create {}: {e}", d.display()))?;
+    check_writable(&d.join(".write-check"))
+}
+
 pub fn load_cfg(path: &Path) -> CliResult<PkgCfg> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let c: PkgCfg = super::noc::parse_toml(&text, &path.display().to_string())?;
@@ -342,6 +355,10 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
     }
     if let Some(t) = a.threads {
         cfg.sim.threads = t;
+    }
+    if let Some(d) = &a.plot {
+        check_plot_dir(d)?;
+        cfg.sim.timeline = true;
     }
     if a.no_fast_forward {
         cfg.sim.fast_forward = false;
@@ -409,6 +426,13 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
         write_json(p, &cfg, &model, ntok, nlayers, &results)?;
         if !a.quiet {
             println!("wrote {}", p.display());
+        }
+    }
+    if let Some(d) = &a.plot {
+        let title = format!("{} {} tokens, {}x{}", model.name, ntok, cfg.rows, cfg.cols);
+        let files = super::plot::package_plots(d, &title, &results)?;
+        if !a.quiet {
+            println!("wrote {} plots to {}", files.len(), d.display());
         }
     }
     if a.functional && results.iter().any(|r| r.outputs_match_reference != Some(true)) {

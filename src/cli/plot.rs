@@ -190,7 +190,6 @@ fn at(v: &[f64], b: usize) -> f64 {
 ///
 /// A strategy that appears twice gets `-2`, `-3`… after its name. Nothing is written for an
 /// empty `results`.
-#[allow(dead_code)] // called by `package --plot` (src/cli/package.rs, wired by its owner)
 pub fn package_plots(dir: &Path, title: &str, results: &[PkgResult]) -> CliResult<Vec<PathBuf>> {
     if results.is_empty() {
         return Ok(Vec::new());

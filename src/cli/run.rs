@@ -59,6 +59,8 @@ pub enum ScenarioKind {
 #[serde(deny_unknown_fields, default)]
 pub struct OutputCfg {
     pub json: Option<PathBuf>,
+    /// Package scenarios: directory for the plots (SVG).
+    pub plots: Option<PathBuf>,
     pub vcd: Option<PathBuf>,
     pub fst: Option<PathBuf>,
     pub trace: Vec<String>,
@@ -73,6 +75,9 @@ pub struct RunArgs {
     /// Override: JSON stats output.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Override: plot directory (package scenarios).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     /// Override the file's [output] waveform settings.
     #[command(flatten)]
     pub waves: WaveArgs,
@@ -128,8 +133,12 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
         return Err(format!("config field `scenario.rates`: {} rates, at most {}", sc.scenario.rates.len(), super::noc::MAX_RATES));
     }
     println!("scenario `{}` ({:?})", sc.scenario.name, sc.scenario.kind);
+    let plots = a.plot.clone().or(o.plots.clone());
     if sc.scenario.kind == ScenarioKind::Package {
-        return run_package(&sc, json.as_deref(), waves.as_ref(), a.quiet);
+        return run_package(&sc, json.as_deref(), plots.as_deref(), waves.as_ref(), a.quiet);
+    }
+    if plots.is_some() {
+        return Err("--plot / config field `output.plots`: plots are drawn for package scenarios (a noc sweep writes its curve with `noc --plot`)".into());
     }
     tracing::info!(name = %sc.scenario.name, "running scenario");
     let rates = if sc.scenario.rates.is_empty() { vec![sc.noc.traffic.rate] } else { sc.scenario.rates.clone() };
@@ -166,7 +175,7 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
 }
 
 /// A `kind = "package"` scenario: the workload's strategies on the package, a comparison table.
-fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
+fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
     use super::package::{parse_strategies, print_results, run_strategies, workload_from, write_json};
     let w = &sc.workload;
     if !sc.scenario.rates.is_empty() {
@@ -185,12 +194,22 @@ fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, waves: Option<&
     }
     let strategies = parse_strategies(&w.strategies.join(",")).map_err(|e| e.replace("--strategy", "config field `workload.strategies`"))?;
     let work = workload_from(&model, w.tokens, w.skew, w.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
-    println!("{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, sc.package.rows, sc.package.cols, w.strategies.join(", "));
-    let results = run_strategies(&sc.package, &strategies, &work, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet)?;
+    let mut cfg = sc.package.clone();
+    if let Some(d) = plots {
+        super::package::check_plot_dir(d)?;
+        cfg.sim.timeline = true;
+    }
+    println!("{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, cfg.rows, cfg.cols, w.strategies.join(", "));
+    let results = run_strategies(&cfg, &strategies, &work, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet)?;
     print_results(&results);
     if let Some(p) = json {
-        write_json(p, &sc.package, &model, w.tokens as usize, 1, &results)?;
+        write_json(p, &cfg, &model, w.tokens as usize, 1, &results)?;
         println!("wrote {}", p.display());
+    }
+    if let Some(d) = plots {
+        let title = format!("{} {} tokens, {}x{}", model.name, w.tokens, cfg.rows, cfg.cols);
+        let files = super::plot::package_plots(d, &title, &results)?;
+        println!("wrote {} plots to {}: {}", files.len(), d.display(), files.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy().to_string()).collect::<Vec<_>>().join(", "));
     }
     Ok(ExitCode::SUCCESS)
 }
