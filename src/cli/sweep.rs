@@ -571,7 +571,7 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
     }
 
     let pb = super::noc::progress_bar(a.quiet, pending.len() as u64, "sweep");
-    pb.set_style(indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} points, eta {eta}  {msg}").expect("valid template"));
+    pb.set_style(indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} points, eta {eta}  {wide_msg}").expect("valid template"));
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (mut written, mut failed, mut differ) = (0usize, Vec::new(), 0usize);
