@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -41,7 +41,7 @@ const TOKENS: &[&[u8]] = &[
     b"--quiet",
     // run, regress, export-verilog, bench, pe, trace, global
     b"--print-default", b"--list", b"--junit", b"--out", b"--rate", b"--repeat", b"--m", b"--n", b"--array", b"--dataflow", b"--timing",
-    b"--format", b"--counts-model", b"--domain", b"--selection", b"--top-k", b"--tokens-per-iter", b"--iters", b"--help", b"--version", b"-h",
+    b"--format", b"--counts-model", b"--domain", b"--selection", b"--top-k", b"--tokens-per-iter", b"--iters", b"--shard", b"--list", b"--help", b"--version", b"-h",
     b"-V", b"--", b"-",
     // numbers
     b"0", b"1", b"2", b"3", b"4", b"8", b"12", b"13", b"64", b"128", b"129", b"255", b"256", b"1024", b"1025", b"4096", b"4097", b"65535",
@@ -51,9 +51,9 @@ const TOKENS: &[&[u8]] = &[
     b"0.1", b"0.05,0.1", b"0:1:0.25", b"0:1:1e-12", b"0:inf:0.1", b"0.3:0.1:0.1", b"1,2", b",", b"0..10", b"10..5", b"..", b"5..", b"..5",
     b"a..b", b"100000..100010", b"0..18446744073709551615", b"top.mesh.r_0_*", b"top.mesh.r_1_1", b"**", b"[", b"{a,b", b"top.mesh.r_9_9",
     b"uniform", b"transpose", b"bitcomp", b"hotspot", b"bogus", b"0,1,2,3", b"99", b"8x8", b"0x8", b"4294967296x1", b"os", b"ws",
-    b"scalesim", b"double-buffered", b"warp", b"counts", b"olmoe", b"mixtral", b"noc", b"issue",
+    b"scalesim", b"double-buffered", b"warp", b"counts", b"olmoe", b"mixtral", b"noc", b"issue", b"1/2", b"0/2", b"3/2",
     // paths (@D = scratch directory)
-    b"@D/small.toml", b"@D/hot.toml", b"@D/bad.toml", b"@D/scenario.toml", b"@D/missing.toml", b"@D/ok.vcd", b"@D/ok2.vcd", b"@D/ok.fst",
+    b"@D/small.toml", b"@D/hot.toml", b"@D/bad.toml", b"@D/scenario.toml", b"@D/grid.toml", b"@D/badgrid.toml", b"@D/missing.toml", b"@D/ok.vcd", b"@D/ok2.vcd", b"@D/ok.fst",
     b"@D/undeclared.vcd", b"@D/badvalue.vcd", b"@D/huge.fst", b"@D/t.jsonl", b"@D/warp.jsonl", b"@D/counts.csv", b"@D/out/x.json",
     b"@D/out/x.vcd", b"@D/out/x.fst", b"@D/out/x.svg", b"@D/out/x.xml", b"@D/out/v", b"@D/file/sub/x.json", b"@D", b"/proc/1/mem",
     b"/dev/null", b"@D/out",
@@ -91,6 +91,10 @@ const SEEDS: &[&str] = &[
     "trace stats @D/t.jsonl --json @D/out/t.json",
     "trace import @D/warp.jsonl --out @D/out/w.jsonl",
     "trace import @D/counts.csv --out @D/out/c.jsonl --format counts --top-k 2 --tokens-per-iter 8 --iters 2 --seed 3",
+    "sweep @D/grid.toml --out @D/out/s.jsonl --threads 2 --quiet",
+    "sweep @D/grid.toml --shard 2/3 --out @D/out/s2.jsonl",
+    "sweep @D/grid.toml --list",
+    "sweep @D/badgrid.toml --quiet",
     "--help",
     "--version",
     "noc --help",
@@ -119,6 +123,10 @@ fn fixtures(d: &Path) {
     w("hot.toml", format!("{small}[traffic]\nrate = 0.1\n[traffic.pattern]\nhotspot = {{ nodes = [3], fraction = 0.5 }}\n").as_bytes());
     w("bad.toml", b"[mesh]\nbogus = 1\n");
     w("pkg.toml", b"rows = 2\ncols = 2\nmicro_slices = 4\n[pe]\nrows = 8\ncols = 8\n[sim]\nwatchdog_cycles = 20000\n");
+    // A sweep grid of four functional points (a [[grid]] block with a table-valued axis).
+    let grid = "[scenario]\nname = \"fuzz\"\nkind = \"package\"\n[workload]\nmodel = \"functional\"\ntokens = 8\nstrategies = [\"ep\"]\nfunctional = true\n[package]\nmicro_slices = 4\n";
+    w("grid.toml", format!("{grid}[grid]\nstrategy = [\"ep\", \"a3\"]\n\"workload.tokens\" = [8, 16]\n").as_bytes());
+    w("badgrid.toml", format!("{grid}[[grid]]\nstrategy = [\"a5\"]\n[[grid]]\npackage = [{{ rows = 3, cols = 3 }}]\n\"package.bogus\" = [1]\n").as_bytes());
     w("scenario.toml", b"[scenario]\nname = \"fuzz\"\nkind = \"noc_sweep\"\nrates = [0.1, 0.2]\n[noc.mesh]\nk = 3\n[noc.measure]\nsample_period = 50\nwarmup_periods = 1\nmax_samples = 3\n");
     let vcd = |v: &str| format!("$timescale 1ps $end\n$scope module top $end\n$var wire 1 ! a $end\n$var wire 4 \" b $end\n$upscope $end\n$enddefinitions $end\n#0\n$dumpvars\n0!\nb0000 \"\n$end\n#10\n{v}\n");
     w("ok.vcd", vcd("1!\nb1010 \"").as_bytes());
@@ -157,7 +165,7 @@ const RATES: &[&str] = &["0.1", "0.05,0.1", "0:1:0.25", "0:1:1e-12", "0:inf:0.1"
 const WINDOWS: &[&str] = &["0..10", "10..5", "..", "5..", "..5", "a..b", "100000..100010", "0..18446744073709551615", "3..4", "0..0", "18446744073709551615..", "1..2..3"];
 const GLOBS: &[&str] = &["top.mesh.r_0_*", "top.mesh.r_1_1", "**", "[", "{a,b", "top.mesh.r_9_9", "*", "top.**.occ", ""];
 const OUT: &[&str] = &["@D/out/x.json", "@D/out/x.vcd", "@D/out/x.fst", "@D/out/x.svg", "@D/out/x.xml", "@D/out/v", "@D/file/sub/x", "@D", "/proc/1/mem", "/dev/null", "@D/out", "@D/out/new/deeper/x.json", ""];
-const IN: &[&str] = &["@D/ok.vcd", "@D/ok2.vcd", "@D/ok.fst", "@D/undeclared.vcd", "@D/badvalue.vcd", "@D/huge.fst", "@D/t.jsonl", "@D/warp.jsonl", "@D/counts.csv", "@D/small.toml", "@D/scenario.toml", "@D/missing", "@D", "/dev/null", "@D/file"];
+const IN: &[&str] = &["@D/grid.toml", "@D/badgrid.toml", "@D/ok.vcd", "@D/ok2.vcd", "@D/ok.fst", "@D/undeclared.vcd", "@D/badvalue.vcd", "@D/huge.fst", "@D/t.jsonl", "@D/warp.jsonl", "@D/counts.csv", "@D/small.toml", "@D/scenario.toml", "@D/missing", "@D", "/dev/null", "@D/file"];
 const CONFIGS: &[&str] = &["@D/small.toml", "@D/hot.toml", "@D/bad.toml", "@D/scenario.toml", "@D/missing.toml", "@D/ok.vcd", "@D"];
 
 /// Flags that take a value, with the values worth trying (each list holds valid and invalid
@@ -190,6 +198,10 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
         ),
         "export-verilog" => (&[("--out", OUT)], &["--help"]),
+        "sweep" => (
+            &[("--out", OUT), ("--shard", &["1/1", "1/2", "2/2", "3/7", "0/2", "3/2", "1/0", "x", "1/", "/2", "-1/2", "1/18446744073709551616", ""]), ("--threads", NUMS)],
+            &["--list", "--quiet", "--help"],
+        ),
         "bench" => (&[("--k", NUMS), ("--rate", FRACS), ("--threads", &["1", "2", "1,2", "0", "", "3,1", "4294967295"]), ("--repeat", NUMS), ("--json", OUT)], &["--help"]),
         "pe" => (
             &[

@@ -8,6 +8,7 @@ mod pe;
 mod plot;
 mod regress;
 mod run;
+mod sweep;
 mod trace;
 mod wave;
 
@@ -47,6 +48,8 @@ pub enum Cmd {
     /// Routing traces: import real data into the SPEC §8 format, statistics.
     #[command(subcommand)]
     Trace(trace::TraceCmd),
+    /// A grid of package scenarios on all cores, one JSON line per point (resumable, shardable).
+    Sweep(sweep::SweepArgs),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -60,6 +63,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Pe(a) => pe::run(a),
         Cmd::Trace(t) => trace::run(t),
         Cmd::Package(a) => package::run(*a),
+        Cmd::Sweep(a) => sweep::run(a),
     }
 }
 

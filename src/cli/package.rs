@@ -96,11 +96,14 @@ pub struct WorkloadCfg {
     pub skew: f64,
     pub seed: u64,
     pub functional: bool,
+    /// Iterations of generated routing (`tokens` each), run in turn: token buffering (A5)
+    /// acts across iterations.
+    pub iters: u32,
 }
 
 impl Default for WorkloadCfg {
     fn default() -> Self {
-        WorkloadCfg { model: "qwen3-30b-a3b".into(), tokens: 256, strategies: vec!["ep".into(), "a3".into()], skew: 1.0, seed: 1, functional: false }
+        WorkloadCfg { model: "qwen3-30b-a3b".into(), tokens: 256, strategies: vec!["ep".into(), "a3".into()], skew: 1.0, seed: 1, functional: false, iters: 1 }
     }
 }
 

@@ -8,10 +8,11 @@ use clap::Args;
 use hw::noc::{run_sweep, NocCfg};
 use serde::{Deserialize, Serialize};
 
-use hw::pkg::config::PkgCfg;
+use hw::pkg::config::{PkgCfg, Strategy};
+use sched::models::ModelPreset;
 
 use super::noc::{print_table, progress_bar, sweep_progress, traced_point, wave_opts, WaveArgs};
-use super::package::WorkloadCfg;
+use super::package::{Workload, WorkloadCfg};
 use super::{ensure_parent, CliResult};
 
 /// The embedded default scenario.
@@ -174,15 +175,13 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A `kind = "package"` scenario: the workload's strategies on the package, a comparison table.
-fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
-    use super::package::{parse_strategies, print_results, run_strategies, workload_from, write_json};
+/// Checks a `kind = "package"` scenario beyond its parse: the model, the workload's ranges and
+/// strategies, the package against the model. Each error names its field. `run` and `sweep`
+/// both go through here.
+pub(super) fn check_package(sc: &ScenarioCfg) -> CliResult<(ModelPreset, Vec<Strategy>)> {
     let w = &sc.workload;
     if !sc.scenario.rates.is_empty() {
         return Err("config field `scenario.rates`: a package scenario has no injection rates".into());
-    }
-    if waves.is_some_and(|o| !o.globs.is_empty() || o.window.is_some()) {
-        return Err("--trace/--window select mesh signals of a noc_sweep scenario; a package scenario traces every signal".into());
     }
     let model = sched::models::model_by_name(&w.model).map_err(|e| format!("config field `workload.model`: {e}"))?;
     sc.package.validate_for(model.d_ffn).map_err(|e| e.under("package").to_string())?;
@@ -192,8 +191,31 @@ fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&
     if !(w.skew.is_finite() && (0.0..=10.0).contains(&w.skew)) {
         return Err(format!("config field `workload.skew`: {} outside 0..=10", w.skew));
     }
-    let strategies = parse_strategies(&w.strategies.join(",")).map_err(|e| e.replace("--strategy", "config field `workload.strategies`"))?;
-    let work = workload_from(&model, w.tokens, w.skew, w.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
+    if w.iters == 0 {
+        return Err("config field `workload.iters`: at least 1 iteration".into());
+    }
+    let strategies = super::package::parse_strategies(&w.strategies.join(",")).map_err(|e| e.replace("--strategy", "config field `workload.strategies`"))?;
+    Ok((model, strategies))
+}
+
+/// The generated routing of a checked package scenario: `workload.iters` iterations of
+/// `workload.tokens` tokens, one layer (the same `workload_from` as `package`).
+pub(super) fn package_workload(sc: &ScenarioCfg, model: &ModelPreset) -> CliResult<Workload> {
+    let w = &sc.workload;
+    super::package::workload_from(model, w.tokens, w.skew, w.seed.max(1), None, Some(0..w.iters as usize), None, model.d_model, model.d_ffn)
+        .map_err(|e| e.replace("--iters", "config field `workload.iters`"))
+}
+
+/// A `kind = "package"` scenario: the workload's strategies on the package, a comparison table
+/// (and plots when asked).
+fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
+    use super::package::{print_results, run_strategies, write_json};
+    let w = &sc.workload;
+    if waves.is_some_and(|o| !o.globs.is_empty() || o.window.is_some()) {
+        return Err("--trace/--window select mesh signals of a noc_sweep scenario; a package scenario traces every signal".into());
+    }
+    let (model, strategies) = check_package(sc)?;
+    let work = package_workload(sc, &model)?;
     let mut cfg = sc.package.clone();
     if let Some(d) = plots {
         super::package::check_plot_dir(d)?;
