@@ -98,3 +98,35 @@ fn run_default_scenario_prints_the_table() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["results"].as_array().unwrap().len(), 2);
 }
+
+/// `--plot DIR` writes the package plots (timeline per strategy, PE utilization, memory,
+/// cycle breakdown) and the JSON carries the timeline and the cycle breakdown; `bench
+/// package` reports its speed figures; a plot path that is a file is refused before running.
+#[test]
+fn plots_bench_and_breakdown() {
+    let d = dir("cli_pkg_plot");
+    let plots = d.join("plots");
+    let json = d.join("p.json");
+    let out = run(&["package", "--functional", "--array", "2x2", "--strategy", "ep,a3", "--plot", plots.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["timeline-ep.svg", "timeline-a3.svg", "pe-utilization.svg", "memory.svg", "cycle-breakdown.svg"] {
+        let t = std::fs::read_to_string(plots.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(t.starts_with("<svg") && t.len() > 500, "{f}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for r in v["results"].as_array().unwrap() {
+        assert!(r["timeline"]["bins"].as_u64().unwrap() > 0);
+        let c = &r["cycles"];
+        let sum: u64 = ["compute", "fill", "ddr_wait", "d2d_wait", "sched_wait", "tail"].iter().map(|k| c[k].as_u64().unwrap()).sum();
+        assert_eq!(sum, 4 * r["latency_cycles"].as_u64().unwrap());
+    }
+    let bad = run(&["package", "--functional", "--plot", json.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--plot"), "{}", String::from_utf8_lossy(&bad.stderr));
+    let bj = d.join("bench.json");
+    let out = run(&["bench", "package", "--model", "functional", "--tokens", "8", "--repeat", "1", "--wave-dir", d.join("w").to_str().unwrap(), "--json", bj.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let b: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&bj).unwrap()).unwrap();
+    assert!(b["cycles_per_second"].as_f64().unwrap() > 0.0 && b["d2d_flits"].as_u64().is_some());
+    assert!(b["fst"]["bytes"].as_u64().unwrap() < b["vcd"]["bytes"].as_u64().unwrap());
+}

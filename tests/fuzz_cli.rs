@@ -86,6 +86,8 @@ const SEEDS: &[&str] = &[
     "regress noc --list",
     "export-verilog --out @D/out/v",
     "bench --k 2 --rate 0.1 --repeat 1 --threads 1 --json @D/out/b.json",
+    "bench package --model functional --tokens 8 --repeat 1 --waves false --json @D/out/bp.json",
+    "package --functional --array 2x2 --tokens 8 --strategy ep,a3 --plot @D/out/plots --quiet",
     "pe --m 64 --k 32 --n 16 --array 8x8 --dataflow ws --timing double-buffered --json @D/out/pe.json",
     "pe --m 4 --k 4 --n 4",
     "trace stats @D/t.jsonl --json @D/out/t.json",
@@ -183,7 +185,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             ],
             &["--no-fast-forward", "--per-router", "--quiet", "--help"],
         ),
-        "run" => (&[("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS)], &["--print-default", "--quiet", "--help"]),
+        "run" => (&[("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT)], &["--print-default", "--quiet", "--help"]),
         "regress" => (&[("--junit", OUT)], &["--list", "--help"]),
         "package" => (
             &[
@@ -193,7 +195,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--d-model", NUMS), ("--d-ffn", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
                 ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),
                 ("--seed", NUMS), ("--config", &["@D/pkg.toml", "@D/bad.toml", "@D/missing.toml"]), ("--threads", NUMS),
-                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT),
+                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT),
             ],
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
         ),
@@ -202,7 +204,14 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             &[("--out", OUT), ("--shard", &["1/1", "1/2", "2/2", "3/7", "0/2", "3/2", "1/0", "x", "1/", "/2", "-1/2", "1/18446744073709551616", ""]), ("--threads", NUMS)],
             &["--list", "--quiet", "--help"],
         ),
-        "bench" => (&[("--k", NUMS), ("--rate", FRACS), ("--threads", &["1", "2", "1,2", "0", "", "3,1", "4294967295"]), ("--repeat", NUMS), ("--json", OUT)], &["--help"]),
+        "bench" => (
+            &[
+                ("--k", NUMS), ("--rate", FRACS), ("--threads", &["1", "2", "1,2", "0", "", "3,1", "4294967295"]), ("--repeat", NUMS), ("--json", OUT),
+                ("--model", &["functional", "qwen3-30b-a3b", "nosuch"]), ("--tokens", NUMS), ("--array", &["2x2", "3x3", "0x0", "x"]),
+                ("--strategy", &["a3", "ep", "ep,a3", "zz"]), ("--waves", &["true", "false", "maybe"]), ("--wave-dir", OUT),
+            ],
+            &["package", "noc", "--help"],
+        ),
         "pe" => (
             &[
                 ("--m", NUMS), ("--k", NUMS), ("--n", NUMS), ("--array", &["8x8", "32x64", "0x8", "1x1", "4294967296x1", "128x128", "x", "8x", "65535x65535"]),
@@ -356,6 +365,27 @@ fn bound(args: Vec<String>) -> Vec<String> {
     }
     if sub == "regress" && !a.iter().any(|x| x == "--list") {
         a.push("--list".into()); // the suite itself runs in scripts/test.sh
+    }
+    if sub == "bench" && a.iter().any(|x| x == "package") {
+        // A package bench of a full-size layer runs for minutes: a tiny functional one.
+        for i in value_after(&a, "--model").collect::<Vec<_>>() {
+            a[i] = "functional".into();
+        }
+        for i in value_after(&a, "--tokens").collect::<Vec<_>>() {
+            if int(&a[i]).is_some_and(|v| v > 64) {
+                a[i] = "8".into();
+            }
+        }
+        for (k, v) in [("--model", "functional"), ("--tokens", "8"), ("--waves", "false")] {
+            if !a.iter().any(|x| x == k) {
+                a.extend([k.to_string(), v.to_string()]);
+            }
+        }
+        for i in value_after(&a, "--waves").collect::<Vec<_>>() {
+            if a[i] == "true" {
+                a[i] = "false".into();
+            }
+        }
     }
     if sub == "bench" && !a.iter().any(|x| x == "--k") {
         a.extend(["--k".to_string(), "2".to_string()]);

@@ -581,7 +581,7 @@ fn breakdown_plot(path: &Path, title: &str, results: &[PkgResult], names: &[Stri
 /// per model (in first-seen order, two panels a row) in the one file `path`. The token axis is
 /// log2; the latency axis is logarithmic when a panel's latencies span 20x or more, linear
 /// otherwise. Tokens of 0 plot at 1 and latencies of 0 at 1 cycle on a log axis.
-#[allow(dead_code)] // called by the token sweep (src/cli/sweep.rs, another branch)
+
 pub fn latency_vs_tokens(path: &Path, points: &[LatencyPoint]) -> CliResult<()> {
     super::ensure_parent(path)?;
     let mut models: Vec<&str> = Vec::new();

@@ -70,8 +70,26 @@ pub struct SweepArgs {
     /// Print the points (id, key) of the grid (or shard) and exit without running.
     #[arg(long)]
     pub list: bool,
+    /// After the run, plot latency against tokens per strategy (one panel per model) from
+    /// every line of the output file (SVG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// The latency-vs-tokens points of a sweep output (lines that carry model, tokens, strategy
+/// and latency; others are skipped).
+fn latency_points(out: &Path) -> CliResult<Vec<super::plot::LatencyPoint>> {
+    let text = std::fs::read_to_string(out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+    let mut v = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(j) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if let (Some(m), Some(t), Some(s), Some(l)) = (j["model"].as_str(), j["tokens"].as_u64(), j["strategy"].as_str(), j["latency_cycles"].as_u64()) {
+            v.push(super::plot::LatencyPoint { model: m.into(), tokens: t as u32, strategy: s.into(), latency_cycles: l });
+        }
+    }
+    Ok(v)
 }
 
 /// One axis: a dotted path into the scenario (or `strategy`) and its values.
@@ -559,6 +577,9 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
     }
     let out = a.out.clone().unwrap_or_else(|| default_out(&a.grid, shard));
     check_writable(&out)?;
+    if let Some(p) = &a.plot {
+        check_writable(p)?;
+    }
     let done = resume(&out, &points, &origin, a.quiet)?;
     let pending: Vec<&Point> = points.iter().filter(mine).filter(|p| !done.contains(&p.index)).collect();
     let mut file = std::fs::OpenOptions::new().append(true).create(true).open(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
@@ -628,6 +649,10 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
         return Err(e);
     }
     println!("wrote {written} line(s) to {}", out.display());
+    if let Some(p) = &a.plot {
+        super::plot::latency_vs_tokens(p, &latency_points(&out)?)?;
+        println!("wrote {}", p.display());
+    }
     if let Some((i, key, e)) = failed.first() {
         return Err(format!("{} of {} points failed (first: point {i} ({key}): {e}); a rerun retries them", failed.len(), pending.len()));
     }
