@@ -187,11 +187,14 @@ mod random {
         #[test]
         fn functional_outputs_bit_exact_for_random_layers(
             tokens in 4u32..40, experts in 4u32..17, top_k in 1u32..4, d_model in 4u32..48, d_ffn in 4u32..40,
-            k in 2u32..4, s in 0usize..7, ber_i in 0usize..3, seed in 0u64..1000, slices in 1u32..5,
+            k in 2u32..4, s in 0usize..7, ber_i in 0usize..3, seed in 0u64..1000, slices in 1u32..5, sharded in proptest::bool::ANY,
         ) {
             let top_k = top_k.min(experts);
             let l = layer(tokens, experts, top_k, d_model, d_ffn, seed);
             let mut c = cfg(k);
+            if sharded {
+                c.loaders = hw::pkg::config::Loaders::All;
+            }
             c.micro_slices = slices.min(d_ffn);
             c.ucie.ber = [0.0, 1e-5, 1e-4][ber_i];
             c.seed = seed;
@@ -228,4 +231,32 @@ fn cycle_breakdown_and_timeline_add_up() {
         }
         assert_eq!(r.cycles.total(), r.latency_cycles * r.chiplets.len() as u64);
     }
+}
+
+/// Sharded loading: every chiplet loads its share of every expert (helpers off the
+/// trajectory forward without computing); outputs stay bit-exact for every strategy on 2x2
+/// and 3x3, helpers forward, and a one-token layer's DDR bytes spread over all channels.
+#[test]
+fn sharded_loading_is_bit_exact_and_spreads_the_loads() {
+    for k in [2, 3] {
+        let l = layer(24, 16, 2, 64, 48, 11);
+        for s in Strategy::ALL {
+            let mut c = cfg(k);
+            c.loaders = hw::pkg::config::Loaders::All;
+            let r = Package::new(&c, s, &l, true).unwrap().run(None).unwrap_or_else(|e| panic!("{} {k}x{k}: {e}", s.name()));
+            assert_eq!(r.outputs_match_reference, Some(true), "{} {k}x{k}", s.name());
+        }
+    }
+    // One token, top-2: both trajectories are the token's home alone; sharded, all four
+    // channels load (EP-like balance), and the other three chiplets forward.
+    let l = layer(1, 16, 2, 64, 48, 3);
+    let mut c = cfg(2);
+    c.micro_slices = 4;
+    let own = Package::new(&c, Strategy::A3, &l, true).unwrap().run(None).unwrap();
+    c.loaders = hw::pkg::config::Loaders::All;
+    let sh = Package::new(&c, Strategy::A3, &l, true).unwrap().run(None).unwrap();
+    assert_eq!(sh.outputs_match_reference, Some(true));
+    assert_eq!(own.chiplets.iter().filter(|x| x.ddr_bytes > 0).count(), 1);
+    assert!(sh.chiplets.iter().all(|x| x.ddr_bytes > 0), "{:?}", sh.chiplets.iter().map(|x| x.ddr_bytes).collect::<Vec<_>>());
+    assert_eq!(sh.chiplets.iter().map(|x| x.forwards).sum::<u64>(), 2 * 3);
 }

@@ -47,11 +47,14 @@ pub struct CtrlKnobs {
     /// Rule 5 (A4): the IO die's load arbiter decides which member loads each micro-slice;
     /// the controller loads what it is handed instead of its Rule-4 share.
     pub rule5: bool,
+    /// Sharded loading: this chiplet also loads its share of experts whose trajectory it
+    /// is not on, and forwards those micro-slices into the trajectory without computing.
+    pub helpers: bool,
 }
 
 impl Default for CtrlKnobs {
     fn default() -> Self {
-        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false }
+        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false, helpers: false }
     }
 }
 
@@ -149,6 +152,8 @@ pub struct CtrlStats {
     pub handoffs_out: u64,
     pub handoffs_in: u64,
     pub reloads: u64,
+    /// Sharded loading: micro-slices this chiplet loaded off its trajectories and forwarded.
+    pub forwards: u64,
 }
 
 pub struct ChipletCtrlCl {
@@ -280,7 +285,7 @@ impl ChipletCtrlCl {
         match inp.sched {
             Some(CtrlSched::Preload { expert, mask }) => {
                 self.pre_mask[expert as usize] = mask;
-                if self.on_path(mask) && !self.knobs.rule5 {
+                if (self.on_path(mask) || self.knobs.helpers) && !self.knobs.rule5 {
                     self.load_seq.push_back(expert);
                     self.load_idle_cap = None;
                 }
@@ -295,11 +300,14 @@ impl ChipletCtrlCl {
                     self.left_of[e] = self.m_of[e];
                     self.had_work = true;
                 }
-                // Preloaded micro-slices of this expert may now be computed.
+                // Preloaded micro-slices of this expert may now be computed (or, off the
+                // trajectory, forwarded).
                 let ring = &self.ring;
                 let (now_ready, wait): (Vec<u32>, Vec<u32>) = self.local_wait.iter().partition(|&&s| ring.tag(s).expert == expert);
                 self.local_wait = wait;
-                self.local_ready.extend(now_ready);
+                for s in now_ready {
+                    self.loaded_and_granted(s, traj);
+                }
             }
             None => {}
         }
@@ -308,7 +316,7 @@ impl ChipletCtrlCl {
             let c = &mut self.slot[s as usize];
             c.landed = true;
             if self.granted[self.ring.tag(s).expert as usize] {
-                self.local_ready.push_back(s);
+                self.loaded_and_granted(s, traj);
             } else {
                 self.local_wait.push(s);
             }
@@ -516,6 +524,29 @@ impl ChipletCtrlCl {
             self.ring.release(s);
             self.slot[s as usize] = SlotCtl::default();
             self.stats.evictions += 1;
+        }
+    }
+
+    /// A DDR-loaded micro-slice whose expert is granted: a member computes it (Rule 2); a
+    /// helper off the trajectory (sharded loading) sends it to the trajectory's first member
+    /// after it, as if computed, and frees it once sent.
+    fn loaded_and_granted(&mut self, s: u32, traj: &dyn Trajectory) {
+        let tag = self.ring.tag(s);
+        let mask = self.nh_mask[tag.expert as usize];
+        if self.on_path(mask) {
+            self.local_ready.push_back(s);
+            return;
+        }
+        let next = traj.next_station(mask, tag.loader, self.id);
+        let c = &mut self.slot[s as usize];
+        c.computed = true;
+        c.next = next;
+        c.sent = next.is_none();
+        if let Some(n) = next {
+            self.tx_q.push_back((s, n));
+            self.stats.forwards += 1;
+        } else {
+            self.try_release(s);
         }
     }
 

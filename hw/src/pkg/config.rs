@@ -73,8 +73,22 @@ impl Strategy {
     /// Controller knobs of the preset.
     pub fn knobs(self, ddr_reserve: u32) -> CtrlKnobs {
         let naive = self == Strategy::A1;
-        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve, rule5: self == Strategy::A4 }
+        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve, rule5: self == Strategy::A4, helpers: false }
     }
+}
+
+/// Which chiplets load an expert's micro-slices from DDR under FSE-DP (Rule 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Loaders {
+    /// The trajectory's members, micro-slice k by member k mod |T_e| (a one-chiplet
+    /// trajectory loads everything from its own channel).
+    #[default]
+    Trajectory,
+    /// Every chiplet, micro-slice k by the chiplet at snake position k mod N: an expert's
+    /// bytes come from all N channels ("fully sharded"); a loader off the trajectory only
+    /// forwards the slice into it over D2D. EP and Hydra are unaffected (their owner loads).
+    All,
 }
 
 /// Package-level parameters.
@@ -95,6 +109,8 @@ pub struct PkgCfg {
     pub ring_slots: u32,
     /// Rule 4 keeps this many ring slots for D2D arrivals.
     pub ddr_reserve: u32,
+    /// FSE-DP loaders: `trajectory` (members) or `all` (sharded over every channel).
+    pub loaders: Loaders,
     /// Token activations and outputs per element, bytes (int8 activations; outputs returned
     /// to the token's home chiplet by EP/Hydra as bf16).
     pub act_bytes: u32,
@@ -171,6 +187,7 @@ impl Default for PkgCfg {
             weight_buffer_bytes: 8 << 20,
             ring_slots: 0,
             ddr_reserve: 1,
+            loaders: Loaders::Trajectory,
             act_bytes: 1,
             out_bytes: 2,
             flit_bytes: 256,

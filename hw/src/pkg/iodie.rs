@@ -93,11 +93,14 @@ pub struct IoDieCfg {
     pub done_fifo: u32,
     /// Token buffering (Algorithm 2); `theta_min = 0` turns it off.
     pub token_buffer: TokenBufferCfgFl,
+    /// Pre-load and grant messages go to every chiplet (sharded loading: chiplets off the
+    /// trajectory load and forward), not only to the trajectory's members.
+    pub broadcast: bool,
 }
 
 impl Default for IoDieCfg {
     fn default() -> Self {
-        IoDieCfg { policy: OrderPolicy::Paired, experts: 128, done_fifo: 32, token_buffer: TokenBufferCfgFl::default() }
+        IoDieCfg { policy: OrderPolicy::Paired, experts: 128, done_fifo: 32, token_buffer: TokenBufferCfgFl::default(), broadcast: false }
     }
 }
 
@@ -780,7 +783,7 @@ impl IoDieSchedulerCl {
         if self.ports.msg_out.len() == 1 {
             msgs.send(self.ports.msg_out[0], now, v);
         } else {
-            let mask = m.mask();
+            let mask = if self.cfg.broadcast { u16::MAX } else { m.mask() };
             for (c, &l) in self.ports.msg_out.iter().enumerate() {
                 if mask >> c & 1 == 1 && !l.is_none() {
                     msgs.send(l, now, v);

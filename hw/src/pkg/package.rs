@@ -40,8 +40,8 @@ use sched::noc::{Coord, Dir};
 use sched::pkg::iodie::{eit_fl, totals_fl, RequestGatingFl, SchedMsg, TokenBufferFl};
 use sched::pkg::moe::{micro_slice_partial_fl, moe_layer_ref_fl, ExpertWeights, MicroSliceWeights};
 
-use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlOut, CtrlSched, Trajectory};
-use super::config::{PkgCfg, Strategy};
+use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, Trajectory};
+use super::config::{Loaders, PkgCfg, Strategy};
 use super::ddr::{DdrChannelCl, DdrPorts, DdrReq, DdrResp};
 use super::iodie::{IoDieCfg, IoDiePorts, IoDieSchedulerCl, OrderPolicy, SchedMsgCl};
 use super::ni::{D2dEngineCl, NiPorts, PacketKind, PayloadPools};
@@ -70,6 +70,8 @@ pub struct PkgTraj {
     pub rows: usize,
     pub cols: usize,
     snake: [u8; 16],
+    /// Sharded loading (`loaders = "all"`): every chiplet loads its share of every expert.
+    shard: bool,
 }
 
 impl PkgTraj {
@@ -78,7 +80,14 @@ impl PkgTraj {
         for (i, c) in sched::pkg::iodie::snake_order(rows, cols).into_iter().take(16).enumerate() {
             snake[i] = c;
         }
-        PkgTraj { rows, cols, snake }
+        PkgTraj { rows, cols, snake, shard: false }
+    }
+
+    /// The same package with sharded loading (as `sched::pkg::iodie::{shard_loader_fl,
+    /// shard_next_station_fl}`).
+    pub fn sharded(mut self) -> Self {
+        self.shard = true;
+        self
     }
 
     /// Position of chiplet `c` in the snake order (the ring order of every trajectory).
@@ -102,12 +111,27 @@ impl PkgTraj {
 
 impl Trajectory for PkgTraj {
     fn loader(&self, mask: u16, k: u16) -> ChipletId {
+        if self.shard {
+            return self.snake[k as usize % (self.rows * self.cols).min(16)];
+        }
         let (r, n) = self.ring(mask);
         assert!(n > 0, "loader of an empty trajectory");
         r[k as usize % n]
     }
     fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId> {
         let (r, n) = self.ring(mask);
+        if self.shard && mask >> loader & 1 == 0 {
+            // A helper loader: into the ring at the first member after it in snake order,
+            // which is then where the ring closes.
+            let lp = self.ring_position(loader) as usize;
+            let first = r[..n].iter().copied().find(|&c| self.ring_position(c) as usize > lp).or(r[..n].first().copied())?;
+            if at == loader {
+                return Some(first);
+            }
+            let p = r[..n].iter().position(|&c| c == at)?;
+            let nxt = r[(p + 1) % n];
+            return (n > 1 && nxt != first).then_some(nxt);
+        }
         let p = r[..n].iter().position(|&c| c == at)?;
         if n < 2 {
             return None;
@@ -120,12 +144,13 @@ impl Trajectory for PkgTraj {
 #[cfg(test)]
 mod traj_tests {
     use super::*;
-    use sched::pkg::iodie::{loader_fl, next_station_fl};
+    use sched::pkg::iodie::{loader_fl, next_station_fl, shard_loader_fl, shard_next_station_fl};
 
     #[test]
     fn next_hop_logic_equals_the_fl_functions() {
         for (rows, cols) in [(1, 2), (2, 2), (3, 3), (2, 3)] {
             let t = PkgTraj::new(rows, cols);
+            let ts = PkgTraj::new(rows, cols).sharded();
             let n = rows * cols;
             for mask in 1u16..(1 << n) {
                 for k in 0..7u16 {
@@ -134,7 +159,11 @@ mod traj_tests {
                 for l in 0..n as u8 {
                     for at in 0..n as u8 {
                         assert_eq!(t.next_station(mask, l, at), next_station_fl(mask, l, at, rows, cols), "{rows}x{cols} mask {mask:#b} loader {l} at {at}");
+                        assert_eq!(ts.next_station(mask, l, at), shard_next_station_fl(mask, l, at, rows, cols), "sharded {rows}x{cols} mask {mask:#b} loader {l} at {at}");
                     }
+                }
+                for k in 0..7u16 {
+                    assert_eq!(ts.loader(mask, k), shard_loader_fl(k as usize, rows, cols));
                 }
             }
         }
@@ -905,7 +934,10 @@ impl Package {
             m | 1 << d
         });
         // --- the IO die
-        let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb_cfg };
+        // Sharded loading (FSE-DP strategies): every chiplet loads and forwards, so the
+        // scheduler's messages go to all of them.
+        let sharded = cfg.loaders == Loaders::All && strategy.streams_experts();
+        let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb_cfg, broadcast: sharded };
         let mut io = IoDieSchedulerCl::new(rows, cols, &io_cfg, core, IoDiePorts { msg_out: msg_in.clone(), done_in: done_in.clone() })?;
         match (&buffering, &layer.requests) {
             (Some(b), Some(rq)) => {
@@ -918,7 +950,7 @@ impl Package {
             }
         }
         // --- chiplets
-        let knobs = strategy.knobs(cfg.ddr_reserve);
+        let knobs = CtrlKnobs { helpers: sharded, ..strategy.knobs(cfg.ddr_reserve) };
         let m_of: Vec<u16> = (0..layer.experts).map(|e| if plan.tokens(e) > 0 { m as u16 } else { 0 }).collect();
         let mut tiles = Vec::with_capacity(n);
         let mut adapter_idx = 0u32;
@@ -1063,7 +1095,7 @@ impl Package {
             PayloadPools::new(0, 0, cfg.flit_bytes as usize)
         };
         let ctx = PkgCtx {
-            traj: PkgTraj::new(rows, cols),
+            traj: if sharded { PkgTraj::new(rows, cols).sharded() } else { PkgTraj::new(rows, cols) },
             core,
             ucie,
             ddr,
@@ -1306,6 +1338,7 @@ impl Package {
                 evictions: t.ctrl.stats.evictions,
                 handoffs: t.ctrl.stats.handoffs_out,
                 reloads: t.ctrl.stats.reloads,
+                forwards: t.ctrl.stats.forwards,
                 rx_stall_cycles: t.ni.stats.rx_slot_wait_cycles,
                 cycles: t.breakdown.finish(tk, latency),
             });

@@ -60,6 +60,9 @@ pub struct ChipletResult {
     pub evictions: u64,
     pub handoffs: u64,
     pub reloads: u64,
+    /// Sharded loading: micro-slices loaded for a trajectory this chiplet is not on and
+    /// forwarded into it.
+    pub forwards: u64,
     /// Cycles a D2D head waited for a ring slot.
     pub rx_stall_cycles: u64,
     /// Where the chiplet's cycles went (adds up to the latency).

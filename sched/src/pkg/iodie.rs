@@ -314,6 +314,32 @@ pub fn next_station_fl(mask: u16, loader: u8, current: u8, rows: usize, cols: us
     (nxt != loader && mask >> loader & 1 == 1).then_some(nxt)
 }
 
+/// Sharded loading (`loaders = "all"`): micro-slice `k` of every expert is loaded by the
+/// chiplet at snake position `k mod N` of the whole package, member of the trajectory or
+/// not — every expert's bytes come from all N DDR channels.
+pub fn shard_loader_fl(k: usize, rows: usize, cols: usize) -> u8 {
+    let s = snake_order(rows, cols);
+    s[k % s.len()]
+}
+
+/// Where a micro-slice loaded by `loader` goes after `current` under sharded loading. A
+/// member loader: as [`next_station_fl`]. A helper (a loader off the trajectory, which only
+/// loads and forwards): from the helper to the first member after it in snake order, then
+/// round the ring until every member has had it.
+pub fn shard_next_station_fl(mask: u16, loader: u8, current: u8, rows: usize, cols: usize) -> Option<u8> {
+    if mask >> loader & 1 == 1 {
+        return next_station_fl(mask, loader, current, rows, cols);
+    }
+    let snake = snake_order(rows, cols);
+    let p = snake.iter().position(|&c| c == loader)?;
+    let first = (1..=snake.len()).map(|i| snake[(p + i) % snake.len()]).find(|&c| c < 16 && mask >> c & 1 == 1)?;
+    if current == loader {
+        return Some(first);
+    }
+    let nxt = next_hop_fl(mask, current, rows, cols)?;
+    (nxt != first).then_some(nxt)
+}
+
 /// The grant's start chiplet: the first member of `mask ∩ icv` in snake order.
 pub fn start_chiplet_fl(mask: u16, icv: u16, snake: &[u8]) -> Option<u8> {
     snake.iter().copied().find(|&c| (mask & icv) >> c & 1 == 1)
@@ -718,6 +744,13 @@ mod tests {
         assert_eq!(next_station_fl(0b1011, 1, 1, 2, 2), Some(3));
         assert_eq!(next_station_fl(0b1011, 1, 3, 2, 2), Some(0));
         assert_eq!(next_station_fl(0b1011, 1, 0, 2, 2), None);
+        // Sharded: helper 2 (snake 0,1,3,2) feeds member 0 first, then 1; 1 is last.
+        assert_eq!(shard_loader_fl(3, 2, 2), 2);
+        assert_eq!(shard_next_station_fl(0b0011, 2, 2, 2, 2), Some(0));
+        assert_eq!(shard_next_station_fl(0b0011, 2, 0, 2, 2), Some(1));
+        assert_eq!(shard_next_station_fl(0b0011, 2, 1, 2, 2), None);
+        assert_eq!(shard_next_station_fl(0b0001, 3, 3, 2, 2), Some(0));
+        assert_eq!(shard_next_station_fl(0b0001, 3, 0, 2, 2), None);
     }
 
     #[test]
