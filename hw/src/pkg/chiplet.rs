@@ -462,8 +462,9 @@ impl ChipletCtrlCl {
         // of it pre-loads of experts not granted yet, and a granted expert waits for a
         // micro-slice only this chiplet loads — the pre-loads would wait for a grant that
         // needs this chiplet to finish first. One pre-load is dropped (reloaded after its
-        // grant), so the granted load issues next cycle. (A proptest finding: two-slot rings.)
-        if out.ddr_req.is_none() && inp.ddr_ready && self.pending > 0 && self.ring.free() <= self.knobs.ddr_reserve && !self.local_wait.is_empty() && self.granted_load_waiting(traj) {
+        // grant), so the granted load issues next cycle. (A proptest finding: two-slot rings.
+        // A helper of sharded loading has no pending work of its own but the same duty.)
+        if out.ddr_req.is_none() && inp.ddr_ready && (self.pending > 0 || self.knobs.helpers) && self.ring.free() <= self.knobs.ddr_reserve && !self.local_wait.is_empty() && self.granted_load_waiting(traj) {
             let s = self.local_wait.pop().expect("non-empty");
             self.reload_q.push_back(self.ring.tag(s));
             self.ring.release(s);

@@ -213,8 +213,10 @@ pub enum PkgError {
     Input(String),
     #[error("{0}")]
     Watchdog(Box<WatchdogReport>),
-    #[error("the layer did not finish within sim.max_cycles = {0} core cycles")]
-    Timeout(u64),
+    /// Still busy at `sim.max_cycles` (progress never stopped, so the watchdog did not
+    /// trip): the state of the package then, as the watchdog would report it.
+    #[error("the layer did not finish within sim.max_cycles = {0} core cycles; state then:\n{1}")]
+    Timeout(u64, Box<WatchdogReport>),
     #[error("waveform: {0}")]
     Wave(String),
     /// The cycle-level model disagrees with its functional twin (a model bug).
@@ -1228,7 +1230,7 @@ impl Package {
                 return Ok(self.result(last, t0.elapsed().as_secs_f64()));
             }
             if last >= end {
-                return Err(PkgError::Timeout(self.cfg.sim.max_cycles));
+                return Err(PkgError::Timeout(self.cfg.sim.max_cycles, Box::new(self.watchdog_report(last, 0))));
             }
         }
     }
