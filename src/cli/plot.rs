@@ -669,16 +669,34 @@ fn latency_panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, model: 
             strategies.push(&p.strategy);
         }
     }
+    // A series name is a strategy, then the settings of other grid axes (a sweep's variant):
+    // the strategy picks the colour, the variant the line weight and the marker, so every
+    // series is told apart and a strategy's variants read as one family.
+    let mut variants: Vec<&str> = Vec::new();
+    for s in &strategies {
+        let v = s.split_once(' ').map_or("", |x| x.1);
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
     for s in strategies {
         let mut line: Vec<(f64, f64)> = pts.iter().filter(|p| p.strategy == s).map(|p| (l2(p.tokens), ty(p.latency_cycles as f64))).collect();
         line.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let col = strategy_color(s);
+        let (base, var) = s.split_once(' ').unwrap_or((s, ""));
+        let vi = variants.iter().position(|&v| v == var).unwrap_or(0);
+        let col = strategy_color(base);
+        let style = col.mix([1.0, 0.8, 0.55, 0.9][vi % 4]).stroke_width([3, 2, 1, 1][vi % 4]);
         chart
-            .draw_series(LineSeries::new(line.clone(), col.stroke_width(2)))
+            .draw_series(LineSeries::new(line.clone(), style))
             .map_err(|x| err(path, x))?
             .label(s)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
-        chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, col.filled()))).map_err(|x| err(path, x))?;
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        match vi % 4 {
+            0 => chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, col.filled()))).map_err(|x| err(path, x))?,
+            1 => chart.draw_series(line.into_iter().map(|p| TriangleMarker::new(p, 4, col.filled()))).map_err(|x| err(path, x))?,
+            2 => chart.draw_series(line.into_iter().map(|p| Cross::new(p, 4, col.stroke_width(1)))).map_err(|x| err(path, x))?,
+            _ => chart.draw_series(line.into_iter().map(|p| Circle::new(p, 4, col.stroke_width(1)))).map_err(|x| err(path, x))?,
+        };
     }
     chart
         .configure_series_labels()

@@ -78,6 +78,20 @@ pub struct SweepArgs {
     pub quiet: bool,
 }
 
+/// A short legend name for an axis value: a table with `rows` and `cols` as RxC (a PE
+/// array or a chiplet array), an empty table as the axis's default, scalars as they are.
+fn variant(axis: &str, v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(o) if o.is_empty() => format!("{}=default", axis.rsplit('.').next().unwrap_or(axis)),
+        serde_json::Value::Object(o) => match (o.get("rows"), o.get("cols")) {
+            (Some(r), Some(c)) => format!("{r}x{c}"),
+            _ => serde_json::to_string(o).unwrap_or_default(),
+        },
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// The latency-vs-tokens points of a sweep output (lines that carry model, tokens, strategy
 /// and latency; others are skipped).
 fn latency_points(out: &Path) -> CliResult<Vec<super::plot::LatencyPoint>> {
@@ -86,7 +100,16 @@ fn latency_points(out: &Path) -> CliResult<Vec<super::plot::LatencyPoint>> {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(j) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         if let (Some(m), Some(t), Some(s), Some(l)) = (j["model"].as_str(), j["tokens"].as_u64(), j["strategy"].as_str(), j["latency_cycles"].as_u64()) {
-            v.push(super::plot::LatencyPoint { model: m.into(), tokens: t as u32, strategy: s.into(), latency_cycles: l });
+            // One series per strategy and setting of the grid's other axes (a PE array,
+            // a loader rule), so points of different machines are not joined.
+            let mut label = s.to_string();
+            if let Some(pt) = j["point"].as_object() {
+                for (k, val) in pt.iter().filter(|(k, _)| !matches!(k.as_str(), "workload.model" | "workload.tokens" | "strategy")) {
+                    label.push(' ');
+                    label.push_str(&variant(k, val));
+                }
+            }
+            v.push(super::plot::LatencyPoint { model: m.into(), tokens: t as u32, strategy: label, latency_cycles: l });
         }
     }
     Ok(v)
