@@ -180,6 +180,12 @@ pub struct ChipletCtrlCl {
     /// the model skips it (the hardware's priority encoder decides in one cycle anyway;
     /// no decision changes).
     load_idle_cap: Option<bool>,
+    /// Micro-slices of each expert this chiplet still has to load under Rule 4 (set at the
+    /// pre-load), and their sum over granted experts: whether a granted expert waits for a
+    /// load of ours is then one comparison (the load-side deadlock escape asks every cycle
+    /// its ring is full).
+    own_left: Vec<u16>,
+    granted_own_left: u32,
     /// Micro-slices of granted experts still to be computed here, and per expert.
     pending: u32,
     left_of: Vec<u16>,
@@ -222,6 +228,8 @@ impl ChipletCtrlCl {
             load_next: vec![0; experts],
             load_at_own: vec![false; experts],
             load_idle_cap: None,
+            own_left: vec![0; experts],
+            granted_own_left: 0,
             pending: 0,
             left_of: vec![0; experts],
             tokens_missing: vec![0; experts],
@@ -256,6 +264,9 @@ impl ChipletCtrlCl {
         self.load_at_own.clear();
         self.load_at_own.resize(m_of.len(), false);
         self.load_idle_cap = None;
+        self.own_left.clear();
+        self.own_left.resize(m_of.len(), 0);
+        self.granted_own_left = 0;
         self.pending = 0;
         self.had_work = false;
     }
@@ -288,10 +299,15 @@ impl ChipletCtrlCl {
                 if (self.on_path(mask) || self.knobs.helpers) && !self.knobs.rule5 {
                     self.load_seq.push_back(expert);
                     self.load_idle_cap = None;
+                    let e = expert as usize;
+                    self.own_left[e] = (0..self.m_of[e]).filter(|&k| traj.loader(mask, k) == self.id).count() as u16;
                 }
             }
             Some(CtrlSched::Grant { expert, mask }) => {
                 let e = expert as usize;
+                if !self.granted[e] {
+                    self.granted_own_left += self.own_left[e] as u32;
+                }
                 self.granted[e] = true;
                 self.load_idle_cap = None;
                 self.nh_mask[e] = mask;
@@ -452,6 +468,10 @@ impl ChipletCtrlCl {
                     continue;
                 }
                 self.issue_load(SlotTag { expert: e, k, loader: self.id }, &mut out);
+                self.own_left[e as usize] -= 1;
+                if self.granted[e as usize] {
+                    self.granted_own_left -= 1;
+                }
                 self.load_next[e as usize] = k + 1;
                 self.load_at_own[e as usize] = false;
                 break;
@@ -464,7 +484,7 @@ impl ChipletCtrlCl {
         // needs this chiplet to finish first. One pre-load is dropped (reloaded after its
         // grant), so the granted load issues next cycle. (A proptest finding: two-slot rings.
         // A helper of sharded loading has no pending work of its own but the same duty.)
-        if out.ddr_req.is_none() && inp.ddr_ready && (self.pending > 0 || self.knobs.helpers) && self.ring.free() <= self.knobs.ddr_reserve && !self.local_wait.is_empty() && self.granted_load_waiting(traj) {
+        if out.ddr_req.is_none() && inp.ddr_ready && (self.pending > 0 || self.knobs.helpers) && self.ring.free() <= self.knobs.ddr_reserve && !self.local_wait.is_empty() && self.granted_load_waiting() {
             let s = self.local_wait.pop().expect("non-empty");
             self.reload_q.push_back(self.ring.tag(s));
             self.ring.release(s);
@@ -553,12 +573,8 @@ impl ChipletCtrlCl {
 
     /// A micro-slice of a granted expert waits to be loaded by this chiplet (reload queue
     /// or load sequence).
-    fn granted_load_waiting(&self, traj: &dyn Trajectory) -> bool {
-        self.reload_q.iter().any(|t| self.granted[t.expert as usize])
-            || self.load_seq.iter().any(|&e| {
-                let e = e as usize;
-                self.granted[e] && (self.load_next[e]..self.m_of[e]).any(|k| traj.loader(self.pre_mask[e], k) == self.id)
-            })
+    fn granted_load_waiting(&self) -> bool {
+        self.granted_own_left > 0 || self.reload_q.iter().any(|t| self.granted[t.expert as usize])
     }
 
     /// Rule 4: a free slot (checked by the caller) for `tag` and its DDR request.
