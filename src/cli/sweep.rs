@@ -779,7 +779,7 @@ mod tests {
     #[test]
     fn shipped_grids_check() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbenches/sweeps");
-        for (name, n) in [("fig9", 64), ("fig15", 7), ("fig17", 12), ("fig18", 9), ("smoke", 8)] {
+        for (name, n) in [("fig9", 192), ("fig15", 7), ("fig17", 16), ("fig18", 18), ("roofline", 14), ("smoke", 8)] {
             let path = dir.join(format!("{name}.toml"));
             let g = Grid::parse(&std::fs::read_to_string(&path).unwrap(), name).unwrap();
             assert_eq!(g.points(name).unwrap().len(), n, "{name}");
