@@ -162,6 +162,9 @@ fn pkg_configs(_: &Path) -> Vec<Vec<u8>> {
     c.micro_slices = 4;
     c.flit_bytes = 64;
     c.weight_buffer_bytes = 1 << 20;
+    c.loaders = hw::pkg::config::Loaders::All;
+    c.pe.fuse_gate_up = true;
+    c.sim.timeline = true;
     v.push(c);
     let mut out: Vec<Vec<u8>> = v.iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
     out.push(b"rows = 1\ncols = 1\n".to_vec());
