@@ -40,10 +40,13 @@ fn key(r: &hw::pkg::result::PkgResult) -> String {
 #[test]
 fn stepping_does_not_change_results_or_waves() {
     let l = layer(48, 16, 2, 64, 48, 3);
-    for s in [Strategy::Ep, Strategy::A3] {
+    for (s, sharded) in [(Strategy::Ep, false), (Strategy::A3, false), (Strategy::A3, true)] {
         let mut runs = Vec::new();
         for (ff, th) in [(false, 1), (true, 1), (true, 2), (false, 3)] {
             let mut c = cfg(3);
+            if sharded {
+                c.loaders = hw::pkg::config::Loaders::All;
+            }
             c.sim.fast_forward = ff;
             c.sim.threads = th;
             let mut p = Package::new(&c, s, &l, true).unwrap();
@@ -68,6 +71,9 @@ fn stepping_does_not_change_results_or_waves() {
         let ev = |ff: bool| {
             let mut c = cfg(3);
             c.sim.fast_forward = ff;
+            if sharded {
+                c.loaders = hw::pkg::config::Loaders::All;
+            }
             let mut p = Package::new(&c, s, &l, true).unwrap();
             let r = p.run(None).unwrap();
             (key(&r), p.evaluated)
