@@ -379,13 +379,7 @@ fn utilization_plot(path: &Path, title: &str, results: &[PkgResult], names: &[St
     let ymax = (umax * 1.3).clamp(5.0, 105.0);
     let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| err(path, x))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{title}: PE utilization over time"), (FONT, 20))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
-        .map_err(|x| err(path, x))?;
+    let mut chart = plain_chart(&root, format!("{title}: PE utilization over time"), 0.0..xmax, 0.0..ymax, path)?;
     chart
         .configure_mesh()
         .x_desc("time (core cycles)")
@@ -404,16 +398,26 @@ fn utilization_plot(path: &Path, title: &str, results: &[PkgResult], names: &[St
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .label_font((FONT, 13))
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|x| err(path, x))?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight, path)?;
     root.present().map_err(|x| err(path, x))?;
     Ok(())
+}
+
+/// A chart of the package plots: caption, 15-pixel margin, label areas for one x and one y
+/// axis, linear coordinates over `x` × `y`.
+fn plain_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, plotters::coord::Shift>,
+    caption: String,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    path: &Path,
+) -> CliResult<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    ChartBuilder::on(area).caption(caption, (FONT, 20)).margin(15).x_label_area_size(45).y_label_area_size(60).build_cartesian_2d(x, y).map_err(|x| err(path, x))
+}
+
+/// The series legend of a chart (framed, translucent white, at `pos`).
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>, pos: SeriesLabelPosition, path: &Path) -> CliResult<()> {
+    chart.configure_series_labels().label_font((FONT, 13)).border_style(BLACK).background_style(WHITE.mix(0.9)).position(pos).draw().map_err(|x| err(path, x))
 }
 
 /// Draws strategy names under category `i` (centred at x = i + 0.5) of a categorical chart.
@@ -444,13 +448,7 @@ fn memory_plot(path: &Path, title: &str, results: &[PkgResult], names: &[String]
     let root = SVGBackend::new(path, (w, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| err(path, x))?;
     let n = results.len() as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{title}: on-chip memory"), (FONT, 20))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..n, 0.0..ymax)
-        .map_err(|x| err(path, x))?;
+    let mut chart = plain_chart(&root, format!("{title}: on-chip memory"), 0.0..n, 0.0..ymax, path)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -481,14 +479,7 @@ fn memory_plot(path: &Path, title: &str, results: &[PkgResult], names: &[String]
         }
     }
     category_labels(&root, &chart, names, path)?;
-    chart
-        .configure_series_labels()
-        .label_font((FONT, 13))
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|x| err(path, x))?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight, path)?;
     root.present().map_err(|x| err(path, x))?;
     Ok(())
 }
@@ -518,13 +509,7 @@ fn breakdown_plot(path: &Path, title: &str, results: &[PkgResult], names: &[Stri
     root.fill(&WHITE).map_err(|x| err(path, x))?;
     let (main, legend) = root.split_horizontally(w - 170);
     let n = results.len() as f64;
-    let mut chart = ChartBuilder::on(&main)
-        .caption(format!("{title}: where the chiplet-cycles go"), (FONT, 20))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..n, 0.0..110.0)
-        .map_err(|x| err(path, x))?;
+    let mut chart = plain_chart(&main, format!("{title}: where the chiplet-cycles go"), 0.0..n, 0.0..110.0, path)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -581,7 +566,6 @@ fn breakdown_plot(path: &Path, title: &str, results: &[PkgResult], names: &[Stri
 /// per model (in first-seen order, two panels a row) in the one file `path`. The token axis is
 /// log2; the latency axis is logarithmic when a panel's latencies span 20x or more, linear
 /// otherwise. Tokens of 0 plot at 1 and latencies of 0 at 1 cycle on a log axis.
-
 pub fn latency_vs_tokens(path: &Path, points: &[LatencyPoint]) -> CliResult<()> {
     super::ensure_parent(path)?;
     let mut models: Vec<&str> = Vec::new();
@@ -698,14 +682,7 @@ fn latency_panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, model: 
             _ => chart.draw_series(line.into_iter().map(|p| Circle::new(p, 4, col.stroke_width(1)))).map_err(|x| err(path, x))?,
         };
     }
-    chart
-        .configure_series_labels()
-        .label_font((FONT, 13))
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(|x| err(path, x))?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft, path)?;
     Ok(())
 }
 
