@@ -486,10 +486,7 @@ impl ChipletCtrlCl {
         // A helper of sharded loading has no pending work of its own but the same duty.)
         if out.ddr_req.is_none() && inp.ddr_ready && (self.pending > 0 || self.knobs.helpers) && self.ring.free() <= self.knobs.ddr_reserve && !self.local_wait.is_empty() && self.granted_load_waiting() {
             let s = self.local_wait.pop().expect("non-empty");
-            self.reload_q.push_back(self.ring.tag(s));
-            self.ring.release(s);
-            self.slot[s as usize] = SlotCtl::default();
-            self.stats.evictions += 1;
+            self.drop_slot(s, true);
             self.load_idle_cap = None;
         }
         // --- Rule 5: free-slot report, on change — and after every assignment, which the
@@ -539,13 +536,19 @@ impl ChipletCtrlCl {
             None
         };
         if let Some((s, handed)) = victim {
-            if !handed {
-                self.reload_q.push_back(self.ring.tag(s));
-            }
-            self.ring.release(s);
-            self.slot[s as usize] = SlotCtl::default();
-            self.stats.evictions += 1;
+            self.drop_slot(s, !handed);
         }
+    }
+
+    /// Deadlock escape: frees slot `s` without its work done; `reload`: its micro-slice is
+    /// loaded again from DDR here later (not when it was handed to the next station).
+    fn drop_slot(&mut self, s: u32, reload: bool) {
+        if reload {
+            self.reload_q.push_back(self.ring.tag(s));
+        }
+        self.ring.release(s);
+        self.slot[s as usize] = SlotCtl::default();
+        self.stats.evictions += 1;
     }
 
     /// A DDR-loaded micro-slice whose expert is granted: a member computes it (Rule 2); a
