@@ -611,6 +611,9 @@ impl Partition for PkgPart {
         let mut st = PartStatus::default();
         let core = ctx.core.is_edge(now);
         let mut all_done = true;
+        // Work of a core-domain block is due at the next core edge only (the ticks between
+        // are the adapters' and the DDR's).
+        let mut core_due = false;
         if let Some(io) = self.iodie.as_mut() {
             if core {
                 // SAFETY: engine protocol (sole sender of msg links, receiver of done links).
@@ -625,14 +628,10 @@ impl Partition for PkgPart {
                     io.wake.add_offsets(self.core_wake);
                 }
             }
-            if io.sched.busy() {
-                st.next_event = st.next_event.min(ctx.core.edge_after(now));
-            }
+            core_due |= io.sched.busy();
             st.next_event = st.next_event.min(io.sched.next_event()).min(io.wake.next());
             if let Some(a) = &io.rule5 {
-                if a.busy(now) {
-                    st.next_event = st.next_event.min(ctx.core.edge_after(now));
-                }
+                core_due |= a.busy(now);
                 st.next_event = st.next_event.min(a.next_event());
             }
             all_done &= io.sched.is_finished() && !io.sched.busy();
@@ -675,12 +674,8 @@ impl Partition for PkgPart {
             let ucie_busy = t.ucie.iter().any(|(_, a)| a.delivering());
             // A request or its response on the crossing links.
             let ddr_wait = t.ddr_outstanding > 0 && !t.ddr.has_requests();
-            // Work of the core-domain blocks is due at the next core edge only (the ticks
-            // between are the adapters' and the DDR's); the adapters' at the next tick.
-            let core_busy = active || t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()) || ddr_wait;
-            if core_busy {
-                st.next_event = st.next_event.min(ctx.core.edge_after(now));
-            }
+            core_due |= active || t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()) || ddr_wait;
+            // The adapters' work is due at the next tick.
             let busy = ucie_busy || t.ddr.busy();
             // Traced, the edges where a traced register changes between events are visited
             // too, so the waveform is the same with and without fast-forward.
@@ -699,6 +694,9 @@ impl Partition for PkgPart {
             st.progress += std::mem::take(&mut t.progress) + t.ddr.has_requests() as u64 + (delivered - t.ucie_delivered);
             t.ucie_delivered = delivered;
             all_done &= t.finished();
+        }
+        if core_due {
+            st.next_event = st.next_event.min(ctx.core.edge_after(now));
         }
         st.counters[C_FINISHED] = all_done as u64;
         if let Some(log) = self.log.as_mut() {
