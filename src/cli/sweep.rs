@@ -95,10 +95,16 @@ fn variant(axis: &str, v: &serde_json::Value) -> String {
 /// The latency-vs-tokens points of a sweep output (lines that carry model, tokens, strategy
 /// and latency; others are skipped).
 fn latency_points(out: &Path) -> CliResult<Vec<super::plot::LatencyPoint>> {
-    let text = std::fs::read_to_string(out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+    use std::io::BufRead;
+    let f = std::fs::File::open(out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
     let mut v = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let Ok(j) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+    // Line by line, as the resume reads it: a long sweep's output need not fit in memory.
+    for line in std::io::BufReader::new(f).lines() {
+        let line = line.map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(j) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
         if let (Some(m), Some(t), Some(s), Some(l)) = (j["model"].as_str(), j["tokens"].as_u64(), j["strategy"].as_str(), j["latency_cycles"].as_u64()) {
             // One series per strategy and setting of the grid's other axes (a PE array,
             // a loader rule), so points of different machines are not joined.
