@@ -7,6 +7,7 @@
 
 pub mod credit_counter;
 pub mod export;
+pub mod pkg;
 pub mod rr_arbiter;
 
 use std::path::PathBuf;

@@ -1,0 +1,354 @@
+//! Bitonic sorter of the IO-die scheduler (RTL twin of the CL's sorter register and of
+//! `sched::pkg::iodie::bitonic_stage_apply`, seeds/expert-streaming.txt §V-B, Fig. 8).
+//!
+//! `P` lanes of 40-bit keys `{n_e[31:0], ~e[7:0]}`: a larger key goes first, so "larger token
+//! count first, ties by the lower expert id" — `key_before` of the FL — is a plain unsigned
+//! `>` on the packed key. One network stage per `step` cycle, `S = log2 P·(log2 P + 1)/2`
+//! stages, exactly the CL's `Sort` state (one stage register, the vector in flight).
+//!
+//! Why this shape:
+//! * **Folded, not fully pipelined.** The CL applies one stage per cycle to one register
+//!   (one layer's vector is in flight at a time), so the RTL has one bank of lane registers
+//!   and one comparator set per stage *shape* `j = 2^b` (P/2 comparators each), selected by
+//!   the one-hot stage registers `k_oh`/`j_oh`. The latency is the pipelined network's (S
+//!   cycles); the area is log2 P comparator banks instead of S.
+//! * **Stage shape from loops with literal strides.** rust-hdl unrolls `for` loops whose
+//!   bounds are Rust expressions and evaluates array indices with `evalexpr` (which has `+`
+//!   and `*` but no XOR), so each stride `J` is its own loop nest `lo = blk·2J + t`,
+//!   `hi = lo + J`; nests with `2J > P` get an empty range.
+//! * **Direction from constants.** The half-cleaner at lane `lo` sorts descending ("after"
+//!   order) where bit `a` of `lo` is set (swap when lo > hi there, when lo < hi elsewhere), `k = 2^a`: the constants `lb1..lb8` hold those lane
+//!   masks and `desc` picks the one of the current `k`.
+//! * Read ports `rd_a`/`rd_b` are combinational muxes over the lanes (the paired-load
+//!   sequencer's head and tail pointers read them).
+
+use rust_hdl::prelude::*;
+
+/// Key width: 32-bit token count and 8-bit inverted expert id.
+pub const KEY_BITS: usize = 40;
+
+/// Packs (count, expert) into a sorter key: larger key = scheduled first.
+pub fn pack_key(count: u32, expert: u8) -> u64 {
+    (count as u64) << 8 | (!expert) as u64
+}
+
+/// Unpacks a sorter key into (count, expert).
+pub fn unpack_key(key: u64) -> (u32, u8) {
+    ((key >> 8) as u32, !(key as u8))
+}
+
+/// Stages of a width-`p` network.
+pub const fn stage_count(p: usize) -> usize {
+    let l = p.trailing_zeros() as usize;
+    l * (l + 1) / 2
+}
+
+/// Blocks of a stride-`j` stage in a width-`p` network (0 when the stride does not exist).
+const fn blocks(p: usize, j: usize) -> usize {
+    if p >= 2 * j {
+        p / (2 * j)
+    } else {
+        0
+    }
+}
+
+/// Lanes whose index has bit `a` set: the descending half-cleaners of stages with k = 2^a.
+fn lane_bit_mask<const P: usize>(a: usize) -> Bits<P> {
+    let mut m: Bits<P> = 0.into();
+    for i in 0..P {
+        if i >> a & 1 == 1 {
+            m = m.replace_bit(i, true);
+        }
+    }
+    m
+}
+
+/// Bitonic sorter over `P` lanes (`P` a power of two, 2..=256).
+///
+/// Port coupling: `rd_a_key`/`rd_b_key`: comb(rd_*_addr, lanes); `stage`/`last`: registered;
+/// `clear`, `wr_*`, `step`, `restart`: sampled at the rising edge (`clear` before `wr_*`).
+#[derive(LogicBlock)]
+pub struct BitonicSorterRtl<const P: usize> {
+    pub clock: Signal<In, Clock>,
+    /// Zero every lane (a new layer: padding lanes must read as count 0).
+    pub clear: Signal<In, Bit>,
+    /// Load `wr_key` into lane `wr_addr` (the EIT write stream's count column).
+    pub wr_en: Signal<In, Bit>,
+    pub wr_addr: Signal<In, Bits<8>>,
+    pub wr_key: Signal<In, Bits<KEY_BITS>>,
+    /// Apply stage `stage` of the network at this edge.
+    pub step: Signal<In, Bit>,
+    /// Return to stage 0 (k = 2, j = 1).
+    pub restart: Signal<In, Bit>,
+    /// Index of the next stage to apply (the CL's `sort_stage`). registered.
+    pub stage: Signal<Out, Bits<6>>,
+    /// The next stage is the network's last one. registered.
+    pub last: Signal<Out, Bit>,
+    pub rd_a_addr: Signal<In, Bits<8>>,
+    pub rd_a_key: Signal<Out, Bits<KEY_BITS>>,
+    pub rd_b_addr: Signal<In, Bits<8>>,
+    pub rd_b_key: Signal<Out, Bits<KEY_BITS>>,
+    /// The lanes (the stage register).
+    lane: [DFF<Bits<KEY_BITS>>; P],
+    stage_q: DFF<Bits<6>>,
+    /// k = 2^a as one-hot bit a; j = 2^b as one-hot bit b.
+    k_oh: DFF<Bits<9>>,
+    j_oh: DFF<Bits<9>>,
+    /// Descending lanes of the current stage.
+    desc: Signal<Local, Bits<P>>,
+    lb1: Constant<Bits<P>>,
+    lb2: Constant<Bits<P>>,
+    lb3: Constant<Bits<P>>,
+    lb4: Constant<Bits<P>>,
+    lb5: Constant<Bits<P>>,
+    lb6: Constant<Bits<P>>,
+    lb7: Constant<Bits<P>>,
+    lb8: Constant<Bits<P>>,
+    /// S − 1 (0 for P = 1, where `last` is never used).
+    s_last: Constant<Bits<6>>,
+    k_init: Constant<Bits<9>>,
+    j_init: Constant<Bits<9>>,
+}
+
+impl<const P: usize> BitonicSorterRtl<P> {
+    pub fn new() -> Self {
+        assert!(P.is_power_of_two() && (2..=256).contains(&P), "sorter width {P} is not a power of two in 2..=256");
+        Self {
+            clock: Default::default(),
+            clear: Default::default(),
+            wr_en: Default::default(),
+            wr_addr: Default::default(),
+            wr_key: Default::default(),
+            step: Default::default(),
+            restart: Default::default(),
+            stage: Default::default(),
+            last: Default::default(),
+            rd_a_addr: Default::default(),
+            rd_a_key: Default::default(),
+            rd_b_addr: Default::default(),
+            rd_b_key: Default::default(),
+            lane: std::array::from_fn(|_| Default::default()),
+            stage_q: Default::default(),
+            k_oh: Default::default(),
+            j_oh: Default::default(),
+            desc: Default::default(),
+            lb1: Constant::new(lane_bit_mask::<P>(1)),
+            lb2: Constant::new(lane_bit_mask::<P>(2)),
+            lb3: Constant::new(lane_bit_mask::<P>(3)),
+            lb4: Constant::new(lane_bit_mask::<P>(4)),
+            lb5: Constant::new(lane_bit_mask::<P>(5)),
+            lb6: Constant::new(lane_bit_mask::<P>(6)),
+            lb7: Constant::new(lane_bit_mask::<P>(7)),
+            lb8: Constant::new(lane_bit_mask::<P>(8)),
+            s_last: Constant::new((stage_count(P).saturating_sub(1) as u64).into()),
+            k_init: Constant::new(0b10u64.into()),
+            j_init: Constant::new(0b01u64.into()),
+        }
+    }
+
+    /// Lane `i`'s key (for the lockstep tests).
+    pub fn lane_key(&self, i: usize) -> u64 {
+        self.lane[i].q.val().to_u64()
+    }
+}
+
+impl<const P: usize> Default for BitonicSorterRtl<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const P: usize> Logic for BitonicSorterRtl<P> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, stage_q, k_oh, j_oh);
+        for i in 0..P {
+            self.lane[i].clock.next = self.clock.val();
+            self.lane[i].d.next = self.lane[i].q.val();
+        }
+        self.stage.next = self.stage_q.q.val();
+        self.last.next = self.stage_q.q.val() == self.s_last.val();
+        // Read ports.
+        self.rd_a_key.next = 0.into();
+        self.rd_b_key.next = 0.into();
+        for i in 0..P {
+            if self.rd_a_addr.val().index() == i {
+                self.rd_a_key.next = self.lane[i].q.val();
+            }
+            if self.rd_b_addr.val().index() == i {
+                self.rd_b_key.next = self.lane[i].q.val();
+            }
+        }
+        // Descending lanes of stage (k, j): bit a of the lane index, k = 2^a.
+        self.desc.next = 0.into();
+        if self.k_oh.q.val().get_bit(1) {
+            self.desc.next = self.lb1.val();
+        }
+        if self.k_oh.q.val().get_bit(2) {
+            self.desc.next = self.lb2.val();
+        }
+        if self.k_oh.q.val().get_bit(3) {
+            self.desc.next = self.lb3.val();
+        }
+        if self.k_oh.q.val().get_bit(4) {
+            self.desc.next = self.lb4.val();
+        }
+        if self.k_oh.q.val().get_bit(5) {
+            self.desc.next = self.lb5.val();
+        }
+        if self.k_oh.q.val().get_bit(6) {
+            self.desc.next = self.lb6.val();
+        }
+        if self.k_oh.q.val().get_bit(7) {
+            self.desc.next = self.lb7.val();
+        }
+        if self.k_oh.q.val().get_bit(8) {
+            self.desc.next = self.lb8.val();
+        }
+        // Stage application: one comparator bank per stride, selected by j_oh.
+        if self.step.val() {
+            if self.j_oh.q.val().get_bit(0) {
+                for blk in 0..blocks(P, 1) {
+                    for t in 0..1 {
+                        if self.desc.val().get_bit(blk * 2 + t) {
+                            if self.lane[blk * 2 + t].q.val() > self.lane[blk * 2 + t + 1].q.val() {
+                                self.lane[blk * 2 + t].d.next = self.lane[blk * 2 + t + 1].q.val();
+                                self.lane[blk * 2 + t + 1].d.next = self.lane[blk * 2 + t].q.val();
+                            }
+                        } else if self.lane[blk * 2 + t].q.val() < self.lane[blk * 2 + t + 1].q.val() {
+                            self.lane[blk * 2 + t].d.next = self.lane[blk * 2 + t + 1].q.val();
+                            self.lane[blk * 2 + t + 1].d.next = self.lane[blk * 2 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(1) {
+                for blk in 0..blocks(P, 2) {
+                    for t in 0..2 {
+                        if self.desc.val().get_bit(blk * 4 + t) {
+                            if self.lane[blk * 4 + t].q.val() > self.lane[blk * 4 + t + 2].q.val() {
+                                self.lane[blk * 4 + t].d.next = self.lane[blk * 4 + t + 2].q.val();
+                                self.lane[blk * 4 + t + 2].d.next = self.lane[blk * 4 + t].q.val();
+                            }
+                        } else if self.lane[blk * 4 + t].q.val() < self.lane[blk * 4 + t + 2].q.val() {
+                            self.lane[blk * 4 + t].d.next = self.lane[blk * 4 + t + 2].q.val();
+                            self.lane[blk * 4 + t + 2].d.next = self.lane[blk * 4 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(2) {
+                for blk in 0..blocks(P, 4) {
+                    for t in 0..4 {
+                        if self.desc.val().get_bit(blk * 8 + t) {
+                            if self.lane[blk * 8 + t].q.val() > self.lane[blk * 8 + t + 4].q.val() {
+                                self.lane[blk * 8 + t].d.next = self.lane[blk * 8 + t + 4].q.val();
+                                self.lane[blk * 8 + t + 4].d.next = self.lane[blk * 8 + t].q.val();
+                            }
+                        } else if self.lane[blk * 8 + t].q.val() < self.lane[blk * 8 + t + 4].q.val() {
+                            self.lane[blk * 8 + t].d.next = self.lane[blk * 8 + t + 4].q.val();
+                            self.lane[blk * 8 + t + 4].d.next = self.lane[blk * 8 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(3) {
+                for blk in 0..blocks(P, 8) {
+                    for t in 0..8 {
+                        if self.desc.val().get_bit(blk * 16 + t) {
+                            if self.lane[blk * 16 + t].q.val() > self.lane[blk * 16 + t + 8].q.val() {
+                                self.lane[blk * 16 + t].d.next = self.lane[blk * 16 + t + 8].q.val();
+                                self.lane[blk * 16 + t + 8].d.next = self.lane[blk * 16 + t].q.val();
+                            }
+                        } else if self.lane[blk * 16 + t].q.val() < self.lane[blk * 16 + t + 8].q.val() {
+                            self.lane[blk * 16 + t].d.next = self.lane[blk * 16 + t + 8].q.val();
+                            self.lane[blk * 16 + t + 8].d.next = self.lane[blk * 16 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(4) {
+                for blk in 0..blocks(P, 16) {
+                    for t in 0..16 {
+                        if self.desc.val().get_bit(blk * 32 + t) {
+                            if self.lane[blk * 32 + t].q.val() > self.lane[blk * 32 + t + 16].q.val() {
+                                self.lane[blk * 32 + t].d.next = self.lane[blk * 32 + t + 16].q.val();
+                                self.lane[blk * 32 + t + 16].d.next = self.lane[blk * 32 + t].q.val();
+                            }
+                        } else if self.lane[blk * 32 + t].q.val() < self.lane[blk * 32 + t + 16].q.val() {
+                            self.lane[blk * 32 + t].d.next = self.lane[blk * 32 + t + 16].q.val();
+                            self.lane[blk * 32 + t + 16].d.next = self.lane[blk * 32 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(5) {
+                for blk in 0..blocks(P, 32) {
+                    for t in 0..32 {
+                        if self.desc.val().get_bit(blk * 64 + t) {
+                            if self.lane[blk * 64 + t].q.val() > self.lane[blk * 64 + t + 32].q.val() {
+                                self.lane[blk * 64 + t].d.next = self.lane[blk * 64 + t + 32].q.val();
+                                self.lane[blk * 64 + t + 32].d.next = self.lane[blk * 64 + t].q.val();
+                            }
+                        } else if self.lane[blk * 64 + t].q.val() < self.lane[blk * 64 + t + 32].q.val() {
+                            self.lane[blk * 64 + t].d.next = self.lane[blk * 64 + t + 32].q.val();
+                            self.lane[blk * 64 + t + 32].d.next = self.lane[blk * 64 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(6) {
+                for blk in 0..blocks(P, 64) {
+                    for t in 0..64 {
+                        if self.desc.val().get_bit(blk * 128 + t) {
+                            if self.lane[blk * 128 + t].q.val() > self.lane[blk * 128 + t + 64].q.val() {
+                                self.lane[blk * 128 + t].d.next = self.lane[blk * 128 + t + 64].q.val();
+                                self.lane[blk * 128 + t + 64].d.next = self.lane[blk * 128 + t].q.val();
+                            }
+                        } else if self.lane[blk * 128 + t].q.val() < self.lane[blk * 128 + t + 64].q.val() {
+                            self.lane[blk * 128 + t].d.next = self.lane[blk * 128 + t + 64].q.val();
+                            self.lane[blk * 128 + t + 64].d.next = self.lane[blk * 128 + t].q.val();
+                        }
+                    }
+                }
+            }
+            if self.j_oh.q.val().get_bit(7) {
+                for blk in 0..blocks(P, 128) {
+                    for t in 0..128 {
+                        if self.desc.val().get_bit(blk * 256 + t) {
+                            if self.lane[blk * 256 + t].q.val() > self.lane[blk * 256 + t + 128].q.val() {
+                                self.lane[blk * 256 + t].d.next = self.lane[blk * 256 + t + 128].q.val();
+                                self.lane[blk * 256 + t + 128].d.next = self.lane[blk * 256 + t].q.val();
+                            }
+                        } else if self.lane[blk * 256 + t].q.val() < self.lane[blk * 256 + t + 128].q.val() {
+                            self.lane[blk * 256 + t].d.next = self.lane[blk * 256 + t + 128].q.val();
+                            self.lane[blk * 256 + t + 128].d.next = self.lane[blk * 256 + t].q.val();
+                        }
+                    }
+                }
+            }
+            // Next stage: j halves; after j = 1, k doubles and j = k_old (= k_new / 2).
+            self.stage_q.d.next = self.stage_q.q.val() + 1;
+            if self.j_oh.q.val().get_bit(0) {
+                self.k_oh.d.next = self.k_oh.q.val() << 1;
+                self.j_oh.d.next = self.k_oh.q.val();
+            } else {
+                self.j_oh.d.next = self.j_oh.q.val() >> 1;
+            }
+        }
+        // Loads (the EIT write stream); clear first, then the written lane.
+        for i in 0..P {
+            if self.clear.val() {
+                self.lane[i].d.next = 0.into();
+            }
+            if self.wr_en.val() & (self.wr_addr.val().index() == i) {
+                self.lane[i].d.next = self.wr_key.val();
+            }
+        }
+        if self.restart.val() {
+            self.stage_q.d.next = 0.into();
+            self.k_oh.d.next = self.k_init.val();
+            self.j_oh.d.next = self.j_init.val();
+        }
+    }
+}

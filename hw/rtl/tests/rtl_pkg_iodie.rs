@@ -1,0 +1,224 @@
+//! `iodie_scheduler` (RTL) against `IoDieSchedulerCl` (CL) in lockstep: the same layers,
+//! done pulses and QoS host writes, every traced output, the QoS bank and the performance
+//! counters compared after every edge. A mismatch names the edge, the port and both values.
+
+use hw::harness::{DomainClock, LinkArena, Probe};
+use hw::pkg::iodie::{IoDieCfg, IoDiePorts, IoDieSchedulerCl, MatchState, SchedMsgCl};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rtl::pkg::iodie::{IoDieRtlParams, POLICY_BY_ID, POLICY_HOT_FIRST, POLICY_PAIRED};
+use rtl::pkg::iodie_twin::{build_block, IoDieDriver, IoDieIn};
+use sched::pkg::iodie::{EitEntryFl, OrderPolicy, RequestGatingFl, TokenBufferCfgFl};
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    rows: usize,
+    cols: usize,
+    experts: usize,
+    policy: OrderPolicy,
+    tb: TokenBufferCfgFl,
+    fifo: usize,
+    l_in: u32,
+    l_out: u32,
+}
+
+const PORTS: [&str; 20] = [
+    "state", "icv", "eit_wr_valid", "eit_wr_addr", "eit_rd_valid", "eit_rd_addr", "eit_rd_mask", "sorter_stage", "order_len", "scan_ptr",
+    "preload_valid", "preload_expert", "grant_valid", "grant_expert", "grant_mask", "grant_start", "grant_icv", "grants", "done_fifo_occ",
+    "defer_valid",
+];
+
+fn random_eit(rng: &mut Xoshiro256PlusPlus, n: usize, e: usize) -> Vec<EitEntryFl> {
+    let density = [0.1, 0.4, 0.9][rng.gen_range(0..3)];
+    (0..e)
+        .map(|_| {
+            if rng.gen_bool(density) {
+                let mask = rng.gen_range(1..(1u32 << n)) as u16;
+                // Few distinct counts: ties exercise the id tie-break.
+                let hi = [3, 40][rng.gen_range(0..2)];
+                let count = mask.count_ones() + rng.gen_range(0..hi);
+                EitEntryFl { mask, count }
+            } else {
+                EitEntryFl::default()
+            }
+        })
+        .collect()
+}
+
+fn random_reqs(rng: &mut Xoshiro256PlusPlus, n: usize, e: usize, slots: u32) -> Vec<RequestGatingFl> {
+    (0..rng.gen_range(1..10))
+        .map(|_| RequestGatingFl {
+            slot: rng.gen_range(0..slots),
+            counts: (0..rng.gen_range(1..5)).map(|_| (rng.gen_range(0..e) as u16, rng.gen_range(0..n) as u8, rng.gen_range(1..4))).collect(),
+        })
+        .collect()
+}
+
+/// Runs `cycles` edges of random traffic; panics with edge/port/values on the first mismatch.
+fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
+    let n = sc.rows * sc.cols;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut msgs = LinkArena::<SchedMsgCl>::new();
+    let out = msgs.add(sc.l_out);
+    let mut done = LinkArena::<u16>::new();
+    let din: Vec<_> = (0..n).map(|_| done.add(sc.l_in)).collect();
+    let cfg = IoDieCfg { policy: sc.policy, experts: sc.experts as u32, done_fifo: sc.fifo as u32, token_buffer: sc.tb.clone(), broadcast: false };
+    let mut cl = IoDieSchedulerCl::new(sc.rows, sc.cols, &cfg, DomainClock::UNIT, IoDiePorts { msg_out: vec![out], done_in: din.clone() }).unwrap();
+    let params = IoDieRtlParams {
+        rows: sc.rows,
+        cols: sc.cols,
+        experts: sc.experts,
+        policy: match sc.policy {
+            OrderPolicy::Paired => POLICY_PAIRED,
+            OrderPolicy::HotFirst => POLICY_HOT_FIRST,
+            OrderPolicy::ById => POLICY_BY_ID,
+        },
+        theta_min: sc.tb.theta_min,
+        n_threshold: sc.tb.n_threshold,
+        t_qos_init: sc.tb.t_qos_init,
+        stale_window: sc.l_in + sc.l_out,
+    };
+    let block = build_block(&params, sc.tb.slots as usize, sc.fifo).expect("a built size");
+    let mut rtl = IoDieDriver::new(block, n, sc.experts);
+    // Chiplets: busy until a cycle, then report done on their link.
+    let mut busy_until = vec![u64::MAX; n];
+    let mut gap = 0u64;
+    let mut edge_trace: Vec<String> = Vec::new();
+    for t in 0..cycles {
+        let mut inp = IoDieIn { stamp: t as u32, ..IoDieIn::default() };
+        unsafe {
+            // Grants reach the chiplets: every member works for a while.
+            if let Some(m) = msgs.recv(out, t) {
+                if let sched::pkg::iodie::SchedMsg::Grant { mask, .. } = m.msg {
+                    for c in 0..n {
+                        if mask >> c & 1 == 1 {
+                            let hi = [3u64, 30][rng.gen_range(0..2)];
+                            busy_until[c] = t + rng.gen_range(1..hi);
+                        }
+                    }
+                }
+            }
+            for c in 0..n {
+                let finished = busy_until[c] <= t;
+                // Spurious pulses (a chiplet re-reporting idle) exercise the stale rule and the FIFO.
+                if finished || rng.gen_bool(0.01) {
+                    if finished {
+                        busy_until[c] = u64::MAX;
+                    }
+                    done.send(din[c], t, 1 << c);
+                }
+            }
+            // What arrives at this edge (the RTL gets the OR; the CL reads its links).
+            for &l in &din {
+                if done.arrives(l, t) {
+                    inp.done |= done.recv(l, t).unwrap();
+                }
+            }
+        }
+        // QoS host writes outside TBUF.
+        if sc.tb.theta_min > 0 && cl.state != MatchState::TokenBuf && rng.gen_bool(0.05) {
+            let slot = rng.gen_range(0..sc.tb.slots);
+            if rng.gen_bool(0.8) {
+                cl.forward_pass_done(slot).unwrap();
+                inp.host_op = 2;
+            } else {
+                cl.admit(slot).unwrap();
+                inp.host_op = 3;
+            }
+            inp.host_slot = slot as u8;
+        }
+        // New layers.
+        if cl.can_begin_layer() {
+            if gap == 0 {
+                gap = rng.gen_range(1..20);
+            }
+            gap -= 1;
+            if gap == 0 {
+                if sc.tb.theta_min > 0 && rng.gen_bool(0.7) {
+                    let reqs = random_reqs(&mut rng, n, sc.experts, sc.tb.slots);
+                    cl.begin_layer_requests(t, &reqs).unwrap();
+                    rtl.begin_layer_requests(&reqs, true);
+                } else {
+                    let eit = random_eit(&mut rng, n, sc.experts);
+                    cl.begin_layer(t, &eit).unwrap();
+                    rtl.begin_layer(&eit);
+                }
+            }
+        }
+        unsafe { cl.eval(t, &msgs, &done) };
+        let o = *rtl.edge(inp);
+        let mut want = Vec::new();
+        cl.sample(&mut want);
+        let got = o.traced();
+        edge_trace.push(format!("{t}: {cl}"));
+        if edge_trace.len() > 12 {
+            edge_trace.remove(0);
+        }
+        for (k, port) in PORTS.iter().enumerate() {
+            assert_eq!(
+                got[k],
+                want[k],
+                "{sc:?} seed {seed}: edge {t} port {port}: RTL {:#x} CL {:#x}\nlast CL edges:\n{}",
+                got[k],
+                want[k],
+                edge_trace.join("\n")
+            );
+        }
+        assert_eq!(rtl.stats, cl.stats, "{sc:?} seed {seed}: edge {t}: performance counters (RTL left, CL right)");
+        if sc.tb.theta_min > 0 {
+            for s in 0..sc.tb.slots {
+                assert_eq!(Some(rtl.uut.qos_slot(s as usize)), cl.qos(s), "{sc:?} seed {seed}: edge {t}: QoS slot {s}");
+            }
+            if cl.state != MatchState::TokenBuf && cl.state != MatchState::WriteEit {
+                assert_eq!(rtl.deferred(), cl.deferred(), "{sc:?} seed {seed}: edge {t}: deferred requests");
+            }
+        }
+    }
+    assert!(cl.stats.decisions > 0, "{sc:?}: the run granted nothing");
+}
+
+fn sc(rows: usize, cols: usize, experts: usize, policy: OrderPolicy) -> Scenario {
+    Scenario { rows, cols, experts, policy, tb: TokenBufferCfgFl::default(), fifo: 32, l_in: 2, l_out: 2 }
+}
+
+#[test]
+fn iodie_lockstep_paired_2x2() {
+    lockstep(&sc(2, 2, 16, OrderPolicy::Paired), 12_000, 1);
+}
+
+#[test]
+fn iodie_lockstep_policies() {
+    lockstep(&sc(2, 2, 8, OrderPolicy::HotFirst), 4_000, 2);
+    lockstep(&sc(1, 3, 5, OrderPolicy::ById), 4_000, 3);
+    lockstep(&sc(3, 3, 1, OrderPolicy::Paired), 2_000, 4);
+}
+
+#[test]
+fn iodie_lockstep_4x4_128_experts() {
+    lockstep(&sc(4, 4, 128, OrderPolicy::Paired), 10_000, 5);
+}
+
+#[test]
+fn iodie_lockstep_token_buffering_small_fifo() {
+    let tb = TokenBufferCfgFl { theta_min: 3, n_threshold: 2, t_qos_init: 1, slots: 4 };
+    let s = Scenario { tb, fifo: 2, l_in: 1, l_out: 3, ..sc(2, 3, 12, OrderPolicy::Paired) };
+    lockstep(&s, 10_000, 6);
+    let s1 = Scenario { tb: TokenBufferCfgFl { slots: 8, ..TokenBufferCfgFl::default() }, fifo: 1, ..sc(2, 2, 6, OrderPolicy::ById) };
+    lockstep(&s1, 4_000, 7);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(6))]
+    #[test]
+    fn iodie_lockstep_random(rows in 1usize..5, cols in 1usize..5, experts in 1usize..40, policy in 0u8..3, tb in any::<bool>(), seed in any::<u64>()) {
+        prop_assume!(rows * cols <= 16);
+        let policy = [OrderPolicy::Paired, OrderPolicy::HotFirst, OrderPolicy::ById][policy as usize];
+        let mut s = sc(rows, cols, experts, policy);
+        if tb {
+            s.tb = TokenBufferCfgFl { theta_min: 4, n_threshold: 1, t_qos_init: 2, slots: 4 };
+            s.fifo = 2;
+        }
+        lockstep(&s, 3_000, seed);
+    }
+}
