@@ -84,6 +84,25 @@ pub struct PackageArgs {
     pub plot: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+    /// Run this controller's rust-hdl RTL block inside the package in place of its CL model
+    /// (same stats, same waveforms; slower).
+    #[arg(long, value_enum)]
+    pub rtl: Option<RtlBlock>,
+}
+
+/// Controllers with an RTL stand-in for `package --rtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RtlBlock {
+    /// The IO-die scheduler (`iodie_scheduler`).
+    Scheduler,
+}
+
+impl RtlBlock {
+    fn factory(self) -> hw::pkg::iodie::IoDieFactory {
+        match self {
+            RtlBlock::Scheduler => rtl::pkg::iodie_swap::iodie_factory,
+        }
+    }
 }
 
 /// What the package runs: model, tokens and strategies (the `run` scenario's `[workload]`).
@@ -233,6 +252,19 @@ fn wave_path(base: &Path, s: Strategy, several: bool) -> PathBuf {
 /// tracker (which carries token buffering across layers and iterations); writes waveforms
 /// of the first batch when asked.
 pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
+    run_strategies_with(cfg, strategies, w, functional, waves, quiet, None)
+}
+
+/// As [`run_strategies`], with the IO-die scheduler built by `rtl` (`--rtl scheduler`).
+pub fn run_strategies_with(
+    cfg: &PkgCfg,
+    strategies: &[Strategy],
+    w: &Workload,
+    functional: bool,
+    waves: Option<(&Path, waves::WaveFormat)>,
+    quiet: bool,
+    rtl: Option<hw::pkg::iodie::IoDieFactory>,
+) -> CliResult<Vec<PkgResult>> {
     let mut results = Vec::new();
     let several = strategies.len() > 1;
     // Layer batches without deferrals; token buffering may add a few.
@@ -250,7 +282,7 @@ pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, funct
             if i >= bar.length().unwrap_or(0) {
                 bar.set_length(i + 1);
             }
-            let mut p = Package::new(cfg, s, &l, functional).map_err(|e| e.to_string())?;
+            let mut p = Package::new_with(cfg, s, &l, functional, rtl).map_err(|e| e.to_string())?;
             let r = match waves.filter(|_| i == 0) {
                 Some((base, fmt)) => {
                     let path = wave_path(base, s, several);
@@ -423,7 +455,7 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
             if a.functional { ", functional" } else { "" }
         );
     }
-    let results = run_strategies(&cfg, &strategies, &work, a.functional, waves, a.quiet)?;
+    let results = run_strategies_with(&cfg, &strategies, &work, a.functional, waves, a.quiet, a.rtl.map(RtlBlock::factory))?;
     print_results(&results);
     if let Some(p) = &a.json {
         write_json(p, &cfg, &model, ntok, nlayers, &results)?;

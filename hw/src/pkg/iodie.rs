@@ -779,17 +779,126 @@ impl IoDieSchedulerCl {
 
     unsafe fn send(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, m: SchedMsg) {
         self.sent_msg = Some(m);
-        let v = SchedMsgCl { msg: m, layer: self.layer };
-        if self.ports.msg_out.len() == 1 {
-            msgs.send(self.ports.msg_out[0], now, v);
-        } else {
-            let mask = if self.cfg.broadcast { u16::MAX } else { m.mask() };
-            for (c, &l) in self.ports.msg_out.iter().enumerate() {
-                if mask >> c & 1 == 1 && !l.is_none() {
-                    msgs.send(l, now, v);
-                }
+        send_msg(&self.ports, self.cfg.broadcast, msgs, now, SchedMsgCl { msg: m, layer: self.layer });
+    }
+}
+
+/// Drives a scheduler message onto the chiplet links: the one shared link, or the links of
+/// the mask's members (every chiplet when broadcasting). The CL model and its RTL stand-in
+/// (`--rtl scheduler`) send through this.
+///
+/// # Safety
+/// As [`LinkArena::send`]: the caller is the links' only sender, at edge `now`.
+pub unsafe fn send_msg(ports: &IoDiePorts, broadcast: bool, msgs: &LinkArena<SchedMsgCl>, now: Cycle, v: SchedMsgCl) {
+    if ports.msg_out.len() == 1 {
+        msgs.send(ports.msg_out[0], now, v);
+    } else {
+        let mask = if broadcast { u16::MAX } else { v.msg.mask() };
+        for (c, &l) in ports.msg_out.iter().enumerate() {
+            if mask >> c & 1 == 1 && !l.is_none() {
+                msgs.send(l, now, v);
             }
         }
+    }
+}
+
+/// The IO-die scheduler as the package sees it: the CL model, or an implementation standing in
+/// for it cycle for cycle (the RTL block behind `--rtl scheduler`, PyMTL-style).
+pub trait IoDieModel: Probe + Send {
+    /// One core-clock edge (see [`IoDieSchedulerCl::eval`]). Returns whether a message was sent.
+    ///
+    /// # Safety
+    /// As [`IoDieSchedulerCl::eval`].
+    unsafe fn eval(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, done: &LinkArena<u16>) -> bool;
+    /// Message sent at the last evaluated edge.
+    fn sent_msg(&self) -> Option<SchedMsg>;
+    /// Work to do on the next edge.
+    fn busy(&self) -> bool;
+    fn next_event(&self) -> Cycle;
+    fn is_finished(&self) -> bool;
+    fn stats(&self) -> IoDieStats;
+    /// Requests deferred at the current layer (token buffering).
+    fn deferred(&self) -> Vec<bool>;
+    /// The QoS timer bank: (T_QoS, C_fw) per slot.
+    fn qos_bank(&self) -> (Vec<u32>, Vec<u32>);
+    /// One line for the watchdog report.
+    fn report(&self) -> String;
+}
+
+impl IoDieModel for IoDieSchedulerCl {
+    unsafe fn eval(&mut self, now: Cycle, msgs: &LinkArena<SchedMsgCl>, done: &LinkArena<u16>) -> bool {
+        IoDieSchedulerCl::eval(self, now, msgs, done)
+    }
+    fn sent_msg(&self) -> Option<SchedMsg> {
+        self.sent_msg
+    }
+    fn busy(&self) -> bool {
+        IoDieSchedulerCl::busy(self)
+    }
+    fn next_event(&self) -> Cycle {
+        IoDieSchedulerCl::next_event(self)
+    }
+    fn is_finished(&self) -> bool {
+        IoDieSchedulerCl::is_finished(self)
+    }
+    fn stats(&self) -> IoDieStats {
+        self.stats
+    }
+    fn deferred(&self) -> Vec<bool> {
+        self.deferred.clone()
+    }
+    fn qos_bank(&self) -> (Vec<u32>, Vec<u32>) {
+        (self.t_qos.clone(), self.c_fw.clone())
+    }
+    fn report(&self) -> String {
+        format!("state {:?}, icv {:#b}, order list {} experts left", self.state, self.icv, self.order.len())
+    }
+}
+
+/// How a layer is handed to the scheduler: its EIT, or (token buffering) the QoS bank and the
+/// requests' gating results.
+#[derive(Debug, Clone)]
+pub enum LayerStart {
+    Eit(Vec<EitEntryFl>),
+    Requests { t_qos: Vec<u32>, c_fw: Vec<u32>, reqs: Vec<RequestGatingFl> },
+}
+
+/// Builds a stand-in scheduler for an R×C package (the RTL swap). It receives what the CL
+/// model receives: its configuration, clock, ports and the layer's start at edge 0.
+pub type IoDieFactory = fn(rows: usize, cols: usize, cfg: &IoDieCfg, clk: DomainClock, ports: IoDiePorts, start: &LayerStart) -> Result<Box<dyn IoDieModel>, String>;
+
+/// Declares the scheduler's traced signals (the CL's [`Probe`] order; stand-ins declare the
+/// same so their waveforms compare equal).
+pub fn declare_signals(scope: &[String], chiplets: usize, experts: usize, stages: usize, done_fifo: u32, out: &mut Vec<SignalDecl>) {
+    let e_w = bits_for(experts as u64);
+    let n_w = chiplets as u32;
+    let mut sig = |name: &str, width: u32| out.push(SignalDecl { scope: scope.to_vec(), name: name.into(), width });
+    sig("state", 4);
+    sig("icv", n_w);
+    sig("eit_wr_valid", 1);
+    sig("eit_wr_addr", e_w);
+    sig("eit_rd_valid", 1);
+    sig("eit_rd_addr", e_w);
+    sig("eit_rd_mask", n_w);
+    sig("sorter_stage", bits_for(stages as u64));
+    sig("order_len", e_w);
+    sig("scan_ptr", e_w);
+    sig("preload_valid", 1);
+    sig("preload_expert", e_w);
+    sig("grant_valid", 1);
+    sig("grant_expert", e_w);
+    sig("grant_mask", n_w);
+    sig("grant_start", 4);
+    sig("grant_icv", n_w);
+    // Grants so far (mod 2^16): a waveform checker counts grants by its changes.
+    sig("grants", 16);
+    sig("done_fifo_occ", bits_for(done_fifo as u64));
+    sig("defer_valid", 1);
+    for s in 0..stages {
+        let mut sc = scope.to_vec();
+        sc.push("sorter".into());
+        sc.push(format!("stage{s}"));
+        out.push(SignalDecl { scope: sc, name: "valid".into(), width: 1 });
     }
 }
 
@@ -799,36 +908,7 @@ fn bits_for(max: u64) -> u32 {
 
 impl Probe for IoDieSchedulerCl {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let e_w = bits_for(self.eit.len() as u64);
-        let n_w = self.n as u32;
-        let mut sig = |name: &str, width: u32| out.push(SignalDecl { scope: scope.to_vec(), name: name.into(), width });
-        sig("state", 4);
-        sig("icv", n_w);
-        sig("eit_wr_valid", 1);
-        sig("eit_wr_addr", e_w);
-        sig("eit_rd_valid", 1);
-        sig("eit_rd_addr", e_w);
-        sig("eit_rd_mask", n_w);
-        sig("sorter_stage", bits_for(self.stages.len() as u64));
-        sig("order_len", e_w);
-        sig("scan_ptr", e_w);
-        sig("preload_valid", 1);
-        sig("preload_expert", e_w);
-        sig("grant_valid", 1);
-        sig("grant_expert", e_w);
-        sig("grant_mask", n_w);
-        sig("grant_start", 4);
-        sig("grant_icv", n_w);
-        // Grants so far (mod 2^16): a waveform checker counts grants by its changes.
-        sig("grants", 16);
-        sig("done_fifo_occ", bits_for(self.cfg.done_fifo as u64));
-        sig("defer_valid", 1);
-        for s in 0..self.stages.len() {
-            let mut sc = scope.to_vec();
-            sc.push("sorter".into());
-            sc.push(format!("stage{s}"));
-            out.push(SignalDecl { scope: sc, name: "valid".into(), width: 1 });
-        }
+        declare_signals(scope, self.n, self.eit.len(), self.stages.len(), self.cfg.done_fifo, out);
     }
 
     fn sample(&self, out: &mut Vec<u64>) {

@@ -43,7 +43,7 @@ use sched::pkg::moe::{micro_slice_partial_fl, moe_layer_ref_fl, ExpertWeights, M
 use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, Trajectory};
 use super::config::{Loaders, PkgCfg, Strategy};
 use super::ddr::{DdrChannelCl, DdrPorts, DdrReq, DdrResp};
-use super::iodie::{IoDieCfg, IoDiePorts, IoDieSchedulerCl, OrderPolicy, SchedMsgCl};
+use super::iodie::{IoDieCfg, IoDieFactory, IoDieModel, IoDiePorts, IoDieSchedulerCl, LayerStart, OrderPolicy, SchedMsgCl};
 use super::ni::{D2dEngineCl, NiPorts, PacketKind, PayloadPools};
 use super::pe_array::{PeArrayCl, PeJob};
 use super::plan::LayerPlan;
@@ -340,7 +340,8 @@ pub struct ChipletTile {
 
 /// The IO die.
 pub struct IoDieTile {
-    pub sched: IoDieSchedulerCl,
+    /// The CL model, or its stand-in (`--rtl scheduler`).
+    pub sched: Box<dyn IoDieModel>,
     /// A4: the Rule-5 load arbiter beside the scheduler.
     pub rule5: Option<LoadArbiterCl>,
     /// Ticks at which the scheduler's messages land.
@@ -813,6 +814,12 @@ fn policy(s: Strategy) -> OrderPolicy {
 impl Package {
     /// Builds the package for `layer` under `strategy`; `functional` moves real int8 data.
     pub fn new(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool) -> Result<Package, PkgError> {
+        Self::new_with(cfg, strategy, layer, functional, None)
+    }
+
+    /// As [`Package::new`], with the IO-die scheduler built by `rtl_iodie` in place of the CL
+    /// model (`--rtl scheduler`).
+    pub fn new_with(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool, rtl_iodie: Option<IoDieFactory>) -> Result<Package, PkgError> {
         cfg.validate()?;
         cfg.validate_for(layer.d_ffn)?;
         let n = cfg.chiplets() as usize;
@@ -938,17 +945,25 @@ impl Package {
         // scheduler's messages go to all of them.
         let sharded = cfg.loaders == Loaders::All && strategy.streams_experts();
         let io_cfg = IoDieCfg { policy: policy(strategy), experts: layer.experts as u32, done_fifo: 32, token_buffer: tb_cfg, broadcast: sharded };
-        let mut io = IoDieSchedulerCl::new(rows, cols, &io_cfg, core, IoDiePorts { msg_out: msg_in.clone(), done_in: done_in.clone() })?;
-        match (&buffering, &layer.requests) {
+        let io_ports = IoDiePorts { msg_out: msg_in.clone(), done_in: done_in.clone() };
+        let mut io = IoDieSchedulerCl::new(rows, cols, &io_cfg, core, io_ports.clone())?;
+        let start = match (&buffering, &layer.requests) {
             (Some(b), Some(rq)) => {
                 io.load_qos(&rq.bank.t_qos, &rq.bank.c_fw).map_err(|e| PkgError::Input(e.to_string()))?;
                 io.begin_layer_requests(0, &b.reqs).map_err(|e| PkgError::Input(e.to_string()))?;
+                LayerStart::Requests { t_qos: rq.bank.t_qos.clone(), c_fw: rq.bank.c_fw.clone(), reqs: b.reqs.clone() }
             }
             _ => {
                 let eit = eit_fl(plan.counts(), n).map_err(|e| PkgError::Input(e.to_string()))?;
                 io.begin_layer(0, &eit).map_err(|e| PkgError::Input(e.to_string()))?;
+                LayerStart::Eit(eit)
             }
-        }
+        };
+        // The CL model checked the layer; a stand-in gets the same start.
+        let io: Box<dyn IoDieModel> = match rtl_iodie {
+            Some(f) => f(rows, cols, &io_cfg, core, io_ports, &start).map_err(|e| PkgError::Input(format!("--rtl scheduler: {e}")))?,
+            None => Box::new(io),
+        };
         // --- chiplets
         let knobs = CtrlKnobs { helpers: sharded, ..strategy.knobs(cfg.ddr_reserve) };
         let m_of: Vec<u16> = (0..layer.experts).map(|e| if plan.tokens(e) > 0 { m as u16 } else { 0 }).collect();
@@ -1133,8 +1148,8 @@ impl Package {
         self.parts.iter().flat_map(|p| p.tiles.iter())
     }
 
-    pub fn iodie(&self) -> &IoDieSchedulerCl {
-        &self.parts[0].iodie.as_ref().expect("the IO die rides in partition 0").sched
+    pub fn iodie(&self) -> &dyn IoDieModel {
+        self.parts[0].iodie.as_ref().expect("the IO die rides in partition 0").sched.as_ref()
     }
 
     /// Harness tick, ps (the waveform timescale).
@@ -1237,7 +1252,7 @@ impl Package {
         let mut blocked = Vec::new();
         let mut waiting = Vec::new();
         let io = self.iodie();
-        blocked.push((0, format!("top.pkg.iodie: state {:?}, icv {:#b}, order list {} experts left", io.state, io.icv, io.order().len())));
+        blocked.push((0, format!("top.pkg.iodie: {}", io.report())));
         for t in self.tiles() {
             let mut lines = Vec::new();
             t.ctrl.blocked_report(&format!("{}.ctrl", t.scope), &mut lines);
@@ -1266,11 +1281,11 @@ impl Package {
     fn check_buffering(&self) -> Result<(), PkgError> {
         let Some(b) = &self.buffering else { return Ok(()) };
         let io = self.iodie();
-        if io.deferred() != b.deferred.as_slice() {
+        if io.deferred() != b.deferred {
             return Err(PkgError::Check(format!("IO die deferred {:?}, Algorithm 2 (FL) {:?}", io.deferred(), b.deferred)));
         }
         let (t, c) = io.qos_bank();
-        if t != b.bank_after.t_qos.as_slice() || c != b.bank_after.c_fw.as_slice() {
+        if t != b.bank_after.t_qos || c != b.bank_after.c_fw {
             return Err(PkgError::Check("IO die QoS timer bank differs from Algorithm 2 (FL)".into()));
         }
         Ok(())
@@ -1365,7 +1380,7 @@ impl Package {
             ddr_bytes,
             d2d_bytes: d2d,
             macs,
-            sched_decision_cycles_max: self.iodie().stats.decision_cycles_max,
+            sched_decision_cycles_max: self.iodie().stats().decision_cycles_max,
             roofline_cycles: roof.cycles,
             roofline: roof,
             roofline_ratio: latency as f64 / roof.cycles.max(1) as f64,

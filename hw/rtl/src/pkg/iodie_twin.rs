@@ -191,7 +191,8 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieRtlPor
 }
 
 /// Builds a connected block with 16-bit masks, `slots` QoS slots and `fifo` done-FIFO entries
-/// for `p.experts` experts. `None` for a size without a monomorphized variant.
+/// for `p.experts` experts. `None` for a size without a monomorphized variant (built: the
+/// package's 256 or 64 slots with 32 entries, and the small sizes the tests use).
 pub fn build_block(p: &IoDieRtlParams, slots: usize, fifo: usize) -> Option<Box<dyn IoDieRtlPorts>> {
     fn mk<const P: usize, const S: usize, const D: usize>(p: &IoDieRtlParams) -> Box<dyn IoDieRtlPorts> {
         let mut b = IoDieSchedulerRtl::<16, P, S, D>::new(p);
@@ -215,7 +216,9 @@ pub fn build_block(p: &IoDieRtlParams, slots: usize, fifo: usize) -> Option<Box<
     }
     Some(match (slots, fifo) {
         (64, 32) => by_lanes!(64, 32),
+        (256, 32) => by_lanes!(256, 32),
         (4, 2) => by_lanes!(4, 2),
+        (4, 32) => by_lanes!(4, 32),
         (8, 1) => by_lanes!(8, 1),
         _ => return None,
     })
@@ -280,6 +283,11 @@ impl IoDieDriver {
         self.src.reqs = reqs.to_vec();
         self.src.deferred = none;
         self.pending_start = Some(tb && !reqs.is_empty());
+    }
+
+    /// A layer start is waiting for the next edge.
+    pub fn start_pending(&self) -> bool {
+        self.pending_start.is_some()
     }
 
     /// Requests deferred at the current layer (valid once `TBUF` is over).

@@ -3,6 +3,7 @@
 
 pub mod done_fifo;
 pub mod iodie;
+pub mod iodie_swap;
 pub mod iodie_twin;
 pub mod qos;
 pub mod sorter;
