@@ -3,7 +3,9 @@
 //! lockstep against it by the `tests/rtl_<area>_<block>.rs` suites.
 //!
 //! Blocks: [`rr_arbiter::RrArbiterRtl`] (twin of `hw::noc::arbiter::RrArbiterCl`),
-//! [`credit_counter::CreditCounterRtl`] (twin of `hw::noc::credit::CreditCounterCl`).
+//! [`credit_counter::CreditCounterRtl`] (twin of `hw::noc::credit::CreditCounterCl`),
+//! [`pkg::ucie_replay::UcieReplayRtl`] (twin of the replay controller of
+//! `hw::pkg::ucie::UcieAdapterCl`) and [`pkg::ucie_crc::UcieCrc32Rtl`] (its CRC-32).
 
 pub mod credit_counter;
 pub mod export;
@@ -39,6 +41,8 @@ pub mod prelude {
     pub use crate::export::{
         blocks, export_all, verilog_of, BlockInfo, Manifest, PortDir, PortInfo,
     };
+    pub use crate::pkg::ucie_crc::{UcieCrc32Rtl, UcieCrc32x1088Rtl, UcieCrc32x64Rtl};
+    pub use crate::pkg::ucie_replay::{UcieReplay8Rtl, UcieReplayRtl, UcieReplayState};
     pub use crate::rr_arbiter::{RrArbiter10Rtl, RrArbiter5Rtl, RrArbiterRtl};
     pub use crate::RtlError;
 }

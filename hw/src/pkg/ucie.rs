@@ -47,6 +47,8 @@ pub const FLIT_DATA_BYTES: usize = 256;
 /// Header fields carried with the data and covered by the CRC.
 const HEADER_BYTES: usize = 16;
 const CRC_BITS: u64 = 32;
+/// Bytes the CRC covers: the header fields and the data (the CRC field follows them).
+pub const CRC_COVERED_BYTES: usize = HEADER_BYTES + FLIT_DATA_BYTES;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -440,6 +442,100 @@ impl UcieAdapterCl {
     pub fn bytes_per_tick(&self) -> f64 {
         FLIT_DATA_BYTES as f64 / self.flit_ticks
     }
+
+    // --- Read-only views for the RTL twin's lockstep test (`hw/rtl/tests/rtl_pkg_ucie_replay.rs`,
+    // twin `rtl::pkg::ucie_replay::UcieReplayRtl`). None of them changes a register.
+
+    /// The replay controller's registers as of the last evaluation.
+    pub fn ctrl_view(&self) -> UcieCtrlView {
+        let head_seq = self.next_seq - self.retry.len() as u64;
+        UcieCtrlView {
+            head_seq,
+            send_seq: head_seq + self.send_idx as u64,
+            next_seq: self.next_seq,
+            tx_queue: self.tx_q.len(),
+            expect: self.expect,
+            nak_sent: self.nak_sent,
+            timer: self.timer,
+            sideband: self.back.len(),
+        }
+    }
+
+    /// The wire can start a flit at edge `now` (the serializer has finished the previous one:
+    /// the same test `eval` makes before it sends; the start tick itself is fractional and
+    /// stays outside the controller).
+    pub fn wire_ready(&self, now: Cycle) -> bool {
+        self.wire_free <= now as f64
+    }
+
+    /// Acknowledgements that reach the transmitter at edge `now`, oldest first:
+    /// `(is_nak, seq)`.
+    pub fn acks_due(&self, now: Cycle) -> Vec<(bool, u64)> {
+        self.back
+            .iter()
+            .take_while(|&&(t, _)| t <= now)
+            .map(|&(_, a)| match a {
+                Ack::Ack(s) => (false, s),
+                Ack::Nak(s) => (true, s),
+            })
+            .collect()
+    }
+
+    /// Flits that reach the receiver at edge `now`, oldest first: `(seq, crc_fails)`.
+    pub fn flits_due(&self, now: Cycle) -> Vec<(u64, bool)> {
+        self.wire.iter().take_while(|&&(t, ..)| t <= now).map(|&(_, seq, _, flipped)| (seq, flipped)).collect()
+    }
+
+    /// Sequence number of the newest flit on the wire (the one sent last).
+    pub fn last_sent_seq(&self) -> Option<u64> {
+        self.wire.back().map(|&(_, seq, ..)| seq)
+    }
+
+    /// The newest acknowledgement on the sideband: `(is_nak, seq)`.
+    pub fn last_ack_out(&self) -> Option<(bool, u64)> {
+        self.back.back().map(|&(_, a)| match a {
+            Ack::Ack(s) => (false, s),
+            Ack::Nak(s) => (true, s),
+        })
+    }
+
+    /// Replay timeout, ticks (the timer is restarted to `now +` this).
+    pub fn replay_timeout(&self) -> u64 {
+        self.timeout
+    }
+
+    /// Ticks one flit occupies the wire (fractional).
+    pub fn flit_ticks(&self) -> f64 {
+        self.flit_ticks
+    }
+}
+
+/// The UCIe adapter's replay-controller registers ([`UcieAdapterCl::ctrl_view`]), with the
+/// CL's unbounded sequence numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UcieCtrlView {
+    /// Oldest sent, not yet acknowledged sequence number (the retry buffer's head).
+    pub head_seq: u64,
+    /// Next sequence number to (re)send.
+    pub send_seq: u64,
+    /// Sequence number the next new flit gets (the retry buffer's tail).
+    pub next_seq: u64,
+    /// Flits waiting in the TX queue (not yet in the retry buffer).
+    pub tx_queue: usize,
+    /// RX: the next sequence number it accepts.
+    pub expect: u64,
+    /// RX: a NAK for `expect` was sent and the replay has not arrived intact yet.
+    pub nak_sent: bool,
+    /// Replay timer deadline, ticks ([`NEVER`]: stopped).
+    pub timer: Cycle,
+    /// Acknowledgements in flight on the sideband.
+    pub sideband: usize,
+}
+
+/// CRC-32 (ISO-HDLC) of a frame, the function the adapter's transmitter and receiver use
+/// (public for the RTL CRC unit's test).
+pub fn frame_crc(frame: &[u8]) -> u32 {
+    CRC32.checksum(frame)
 }
 
 /// Bits before the next flipped one when each flips with probability `p` (NEVER-like for 0).

@@ -1,5 +1,12 @@
-//! RTL twins of the FSE-DP package's controllers (hw::pkg): the IO-die scheduler top and
-//! its blocks.
+//! RTL twins of the FSE-DP package's controllers (`hw::pkg`).
+//!
+//! * [`iodie::IoDieSchedulerRtl`] — the IO-die scheduler top `iodie_scheduler`, built from
+//!   [`sorter`], [`qos`], [`done_fifo`] and rust-hdl's RAM (the EIT); [`iodie_twin`] drives it,
+//!   [`iodie_swap`] runs it inside the package (`--rtl scheduler`).
+//! * [`ucie_replay::UcieReplayRtl`]: the UCIe D2D adapter's go-back-N replay controller
+//!   (twin of the controller part of `hw::pkg::ucie::UcieAdapterCl`).
+//! * [`ucie_crc::UcieCrc32Rtl`]: the adapter's CRC-32 (ISO-HDLC) unit, checked against
+//!   `hw::pkg::ucie::frame_crc`.
 
 pub mod done_fifo;
 pub mod iodie;
@@ -7,3 +14,5 @@ pub mod iodie_swap;
 pub mod iodie_twin;
 pub mod qos;
 pub mod sorter;
+pub mod ucie_crc;
+pub mod ucie_replay;
