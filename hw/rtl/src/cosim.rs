@@ -416,12 +416,13 @@ impl PortTrace {
         for p in self.inputs.iter().chain(&self.outputs) {
             let _ = writeln!(t, "        reg {}{};", range(p.width), p.name);
         }
-        let _ = writeln!(t, "        always @(*) if (sample_en) begin");
+        // Testbench nets by full name: a probe register named like a port must not shadow them.
+        let _ = writeln!(t, "        always @(*) if (tb_{m}.sample_en) begin");
         for p in &self.inputs {
-            let _ = writeln!(t, "            {0} = in_{0};", p.name);
+            let _ = writeln!(t, "            {0} = tb_{m}.in_{0};", p.name);
         }
         for p in &self.outputs {
-            let _ = writeln!(t, "            {0} = out_{0};", p.name);
+            let _ = writeln!(t, "            {0} = tb_{m}.out_{0};", p.name);
         }
         let _ = writeln!(t, "        end\n    end endgenerate");
         let _ = writeln!(
