@@ -199,7 +199,13 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             ],
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
         ),
-        "export-verilog" => (&[("--out", OUT)], &["--help"]),
+        "export-verilog" => (
+            &[
+                ("--out", OUT), ("--block", &["rr_arbiter", "credit_counter", "rr_arbiter_5", "nosuch", ""]),
+                ("--param", &["n=5", "n=7", "n=x", "width=4", "n", "=5", ""]), ("--cycles", NUMS), ("--seed", NUMS),
+            ],
+            &["--help"],
+        ),
         "sweep" => (
             &[("--out", OUT), ("--shard", &["1/1", "1/2", "2/2", "3/7", "0/2", "3/2", "1/0", "x", "1/", "/2", "-1/2", "1/18446744073709551616", ""]), ("--threads", NUMS)],
             &["--list", "--quiet", "--help"],

@@ -11,7 +11,13 @@
 //! sticky `err` output goes high until reset. The lockstep tests drive illegal traffic too
 //! and compare `err` every cycle.
 
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use rust_hdl::prelude::*;
+
+use crate::cosim::{record, PortTrace};
+use crate::export::{boxed, BlockDef, ParamSet};
+use crate::RtlError;
 
 /// Credit counter of width `W` bits for a downstream buffer of `depth` flits
 /// (`1 <= depth < 2^W`).
@@ -129,6 +135,79 @@ macro_rules! declare_credit_counter {
 declare_credit_counter!(CreditCounter4Rtl, 4);
 // Wide counter for the UCIe die-to-die link, whose buffers cover the long round trip.
 declare_credit_counter!(CreditCounter8Rtl, 8);
+
+/// One wish per cycle: `(reset, want_send, want_credit, illegal)`. A legal wish becomes a send
+/// only when a credit is available and a credit only when a flit is downstream; an illegal one
+/// is applied as is (exercising the guard). Phases of heavy sending (drain to 0 credits) and
+/// heavy returning (refill to depth); `illegal_p` of the cycles skip the legality check.
+/// Shared by the lockstep tests (legalized by the CL model) and the co-sim recorder
+/// (legalized by the RTL's own `can_send`).
+pub fn wishes(cycles: usize, seed: u64, illegal_p: f64) -> Vec<(bool, bool, bool, bool)> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut p_send = 0.5;
+    (0..cycles)
+        .map(|c| {
+            if c % 29 == 0 {
+                p_send = [0.1, 0.5, 0.9][rng.gen_range(0..3)];
+            }
+            (
+                rng.gen_bool(0.005),
+                rng.gen_bool(p_send),
+                rng.gen_bool(1.0 - p_send),
+                rng.gen_bool(illegal_p),
+            )
+        })
+        .collect()
+}
+
+/// Co-sim recorder: [`wishes`] with 2 % illegal cycles on a fresh counter, legalized against
+/// the counter's registered `can_send` and a local count of flits in flight (reset at cycle 0).
+pub fn record_credit_counter<const W: usize>(
+    module: &str,
+    depth: u64,
+    cycles: usize,
+    seed: u64,
+) -> Result<PortTrace, RtlError> {
+    let wishes = wishes(cycles, seed, 0.02);
+    let mut in_flight = 0u64;
+    record(
+        module,
+        CreditCounterRtl::<W>::new(depth),
+        cycles,
+        |u| &mut u.clock,
+        move |c, u| {
+            let (reset, want_send, want_credit, illegal) = wishes[c];
+            let reset = reset || c == 0;
+            // `can_send` is registered: already settled for this cycle.
+            let send = want_send && (illegal || u.can_send.val());
+            let credit = want_credit && (illegal || in_flight > 0);
+            u.reset.next = reset;
+            u.send.next = send;
+            u.credit.next = credit;
+            in_flight = if reset {
+                0
+            } else {
+                in_flight.saturating_sub(credit as u64) + send as u64
+            };
+        },
+    )
+}
+
+/// Export registration: the router's per-VC counter (8-flit buffers).
+pub const EXPORT: BlockDef = BlockDef {
+    name: "credit_counter",
+    top: false,
+    cosim_cycles: 4096,
+    sets: &[ParamSet {
+        module: "credit_counter_8",
+        rust_type: "CreditCounter4Rtl",
+        params: &[("width", 4), ("depth", 8)],
+        build: || boxed(CreditCounter4Rtl::new(8)),
+        recorder: Some(|cycles, seed| {
+            record_credit_counter::<4>("credit_counter_8", 8, cycles, seed)
+        }),
+    }],
+};
 
 #[cfg(test)]
 mod tests {

@@ -1,12 +1,35 @@
-//! Verilog export of the standard block configurations (S3: per block, never the wafer top).
+//! Verilog export of the registered block configurations (S3: per block or composed top,
+//! never the wafer top), and the registry other blocks plug into.
 //!
-//! `export_all(dir)` writes one self-contained Verilog file per block plus `manifest.json`
-//! (module name, file, parameters, ports) and `verilator_waivers.vlt` (the lint waivers for
-//! rust-hdl's code generator, each with its reason). The CLI's `export-verilog --out DIR`
-//! calls it.
+//! `export_all(dir, filter)` writes, for each selected module, `<module>.v` and, when its block
+//! registered a recorder, the co-simulation files of [`crate::cosim`] (stimulus/expect hex,
+//! self-checking Icarus testbench, the Rust trace as VCD); plus `manifest.json` (per module:
+//! name, file, block, top, params, ports, co-sim files) and `verilator_waivers.vlt` (the lint
+//! waivers for rust-hdl's code generator, each with its reason). The CLI's
+//! `export-verilog --out DIR [--block NAME] [--param KEY=VALUE ...]` calls it, and
+//! `scripts/verilog-check.sh DIR` checks the result (lint, co-sim, wave diff, yosys).
+//!
+//! # Registering a block
+//! Const generics fix the widths, so a *parameter set* is one monomorphized alias with its
+//! constructor. A block module declares one [`BlockDef`] constant and adds it to [`REGISTRY`]:
+//!
+//! ```ignore
+//! pub const EXPORT: BlockDef = BlockDef {
+//!     name: "rr_arbiter",
+//!     top: false,
+//!     cosim_cycles: 4096,
+//!     sets: &[ParamSet {
+//!         module: "rr_arbiter_5",
+//!         rust_type: "RrArbiter5Rtl",
+//!         params: &[("n", 5)],
+//!         build: || boxed(RrArbiter5Rtl::new(5)),
+//!         recorder: Some(|cycles, seed| record_rr_arbiter::<5>("rr_arbiter_5", cycles, seed)),
+//!     }],
+//! };
+//! ```
 //!
 //! rust-hdl names the top module `top` and each sub-block `top$<field>`; we rename that root
-//! to the block's export name (`rr_arbiter_5`, `rr_arbiter_5$ptr_oh`) so several exported
+//! to the module's export name (`rr_arbiter_5`, `rr_arbiter_5$ptr_oh`) so several exported
 //! files can be read into one FPGA project without module-name clashes.
 
 use std::collections::BTreeMap;
@@ -16,8 +39,7 @@ use std::path::{Path, PathBuf};
 use rust_hdl::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::credit_counter::CreditCounterRtl;
-use crate::rr_arbiter::RrArbiterRtl;
+use crate::cosim::{CosimFiles, PortTrace};
 use crate::RtlError;
 
 /// Direction of a top-level port.
@@ -46,12 +68,19 @@ pub struct BlockInfo {
     pub name: String,
     /// File name inside the output directory.
     pub file: String,
+    /// Registered block it belongs to (`--block` name); one row per parameter set.
+    pub block: String,
+    /// A composed top (lint must be clean, co-sim runs >= [`TOP_COSIM_CYCLES`]) vs a leaf block.
+    pub top: bool,
     /// The Rust type it was generated from.
     pub rust_type: String,
-    /// Configuration values baked into the Verilog (widths, depth).
-    pub parameters: BTreeMap<String, u64>,
+    /// Configuration values baked into the Verilog (widths, depth): the parameter set.
+    pub params: BTreeMap<String, u64>,
     /// Top-level ports in declaration order (S3: clock, reset, inputs, outputs).
     pub ports: Vec<PortInfo>,
+    /// Co-simulation files, for blocks that registered a recorder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cosim: Option<CosimFiles>,
 }
 
 /// Contents of `manifest.json`.
@@ -79,13 +108,8 @@ pub const VERILATOR_WAIVERS: &str = "\
 lint_off -rule DECLFILENAME
 ";
 
-/// A block prepared for export: its info and its Verilog text (already renamed).
-struct Exported {
-    info: BlockInfo,
-    verilog: String,
-}
-
-fn ports_of<U: Block>(uut: &U) -> Vec<PortInfo> {
+/// Top-level ports of a block in declaration order (rust-hdl's probe at depth 1).
+pub fn ports_of<U: Block + ?Sized>(uut: &U) -> Vec<PortInfo> {
     struct PortProbe {
         depth: usize,
         ports: Vec<PortInfo>,
@@ -101,11 +125,8 @@ fn ports_of<U: Block>(uut: &U) -> Vec<PortInfo> {
             if self.depth != 1 {
                 return;
             }
-            let direction = match signal.kind() {
-                AtomKind::InputParameter => PortDir::Input,
-                AtomKind::OutputParameter | AtomKind::OutputPassthrough => PortDir::Output,
-                AtomKind::InOutParameter => PortDir::Inout,
-                _ => return,
+            let Some(direction) = port_dir(signal.kind()) else {
+                return;
             };
             self.ports.push(PortInfo {
                 name: name.to_string(),
@@ -120,6 +141,21 @@ fn ports_of<U: Block>(uut: &U) -> Vec<PortInfo> {
     };
     uut.accept("top", &mut probe);
     probe.ports
+}
+
+/// Direction of a top-level atom, `None` for anything that is not a port.
+fn port_dir(kind: AtomKind) -> Option<PortDir> {
+    match kind {
+        AtomKind::InputParameter => Some(PortDir::Input),
+        AtomKind::OutputParameter | AtomKind::OutputPassthrough => Some(PortDir::Output),
+        AtomKind::InOutParameter => Some(PortDir::Inout),
+        _ => None,
+    }
+}
+
+/// Whether a depth-1 atom is a port (the selection `ports_of` and the trace reader share).
+pub(crate) fn is_port(kind: AtomKind) -> bool {
+    port_dir(kind).is_some()
 }
 
 /// Renames rust-hdl's root module `top` (and its sub-modules `top$x`) to `name`.
@@ -147,88 +183,357 @@ fn rename_top(verilog: &str, name: &str) -> String {
     out
 }
 
-fn export_block<U: Block>(
-    mut uut: U,
-    name: &str,
-    rust_type: &str,
-    parameters: &[(&str, u64)],
+/// Minimum co-simulation length of a composed top: long enough to leave reset, fill the
+/// queues and wrap the counters of a scheduler-sized design several times.
+pub const TOP_COSIM_CYCLES: usize = 10_000;
+
+/// Longest co-simulation the exporter records (`ExportFilter::cycles`): a million cycles is
+/// ~10 MB of hex per module and minutes of Icarus; more is a typo, not a test.
+pub const MAX_COSIM_CYCLES: usize = 1_000_000;
+
+/// Seed of the recorders' stimulus unless the filter sets one.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// A block's trace recorder: `(cycles, seed) -> trace` of one parameter set, usually a call
+/// of [`crate::cosim::record`] with the block's stimulus generator.
+pub type Recorder = fn(usize, u64) -> Result<PortTrace, RtlError>;
+
+/// What the exporter needs from a block, object-safe so parameter sets of different
+/// (monomorphized) types fit in one registry. Implemented for every rust-hdl [`Block`].
+pub trait Exportable {
+    /// `connect_all` (required before checks, generation and probing).
+    fn connect(&mut self);
+    /// rust-hdl's structural checks (connectivity, write-before-read).
+    fn check(&self) -> Result<(), String>;
+    /// Verilog text with rust-hdl's root name `top`.
+    fn verilog(&self) -> String;
+    /// Top-level ports in declaration order.
+    fn ports(&self) -> Vec<PortInfo>;
+}
+
+impl<U: Block> Exportable for U {
+    fn connect(&mut self) {
+        self.connect_all();
+    }
+    fn check(&self) -> Result<(), String> {
+        check_all(self).map_err(|e| format!("{e:?}"))
+    }
+    fn verilog(&self) -> String {
+        generate_verilog(self)
+    }
+    fn ports(&self) -> Vec<PortInfo> {
+        ports_of(self)
+    }
+}
+
+/// Boxes a block for [`ParamSet::build`] (a non-capturing closure `|| boxed(X::new(..))`).
+pub fn boxed<U: Block + 'static>(uut: U) -> Box<dyn Exportable> {
+    Box::new(uut)
+}
+
+/// One parameter set of a block: a monomorphized alias, its constructor and its recorder.
+#[derive(Debug)]
+pub struct ParamSet {
+    /// Verilog module name and file stem; unique over the registry.
+    pub module: &'static str,
+    /// The Rust alias it is built from (for the manifest and the Verilog header).
+    pub rust_type: &'static str,
+    /// Parameter values; every set of a block has the same keys.
+    pub params: &'static [(&'static str, u64)],
+    /// Fresh, unconnected instance.
+    pub build: fn() -> Box<dyn Exportable>,
+    /// Trace recorder; `None` exports the Verilog without co-simulation files.
+    pub recorder: Option<Recorder>,
+}
+
+/// A registered block: a leaf block or a composed top, with its parameter sets.
+#[derive(Debug)]
+pub struct BlockDef {
+    /// `--block` name, e.g. `rr_arbiter`.
+    pub name: &'static str,
+    /// A composed top (see [`BlockInfo::top`]).
+    pub top: bool,
+    /// Default co-simulation length; tops use at least [`TOP_COSIM_CYCLES`].
+    pub cosim_cycles: usize,
+    pub sets: &'static [ParamSet],
+}
+
+/// Every exported block, in export order. A new block adds its `EXPORT` constant here.
+pub const REGISTRY: &[&BlockDef] = &[&crate::rr_arbiter::EXPORT, &crate::credit_counter::EXPORT];
+
+/// Which modules `export_all` writes and how long they are co-simulated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportFilter {
+    /// Registered block name (or one module name); `None` = all blocks.
+    pub block: Option<String>,
+    /// `KEY=VALUE` selections among the block's parameter sets (needs `block`).
+    pub params: Vec<(String, String)>,
+    /// Co-simulation cycles instead of each block's default (tests keep runs short).
+    pub cycles: Option<usize>,
+    /// Stimulus seed instead of [`DEFAULT_SEED`].
+    pub seed: Option<u64>,
+}
+
+impl ExportFilter {
+    /// Parses one `--param KEY=VALUE` argument.
+    pub fn parse_param(text: &str) -> Result<(String, String), RtlError> {
+        match text.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => Err(RtlError::ParamSyntax(text.to_string())),
+        }
+    }
+}
+
+fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    items
+        .into_iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The (block, parameter set) pairs `filter` selects, in registry order. Refuses an unknown
+/// block, an unknown parameter key or value (naming it and listing what is allowed), and a
+/// combination no set has, before anything is written.
+pub fn select(
+    filter: &ExportFilter,
+) -> Result<Vec<(&'static BlockDef, &'static ParamSet)>, RtlError> {
+    if let Some(cycles) = filter.cycles {
+        if !(1..=MAX_COSIM_CYCLES).contains(&cycles) {
+            return Err(RtlError::Cycles {
+                cycles,
+                max: MAX_COSIM_CYCLES,
+            });
+        }
+    }
+    let Some(name) = &filter.block else {
+        if let Some((key, _)) = filter.params.first() {
+            return Err(RtlError::ParamWithoutBlock { key: key.clone() });
+        }
+        return Ok(REGISTRY
+            .iter()
+            .flat_map(|b| b.sets.iter().map(move |s| (*b, s)))
+            .collect());
+    };
+    // A module name selects exactly its set (`--block rr_arbiter_5`).
+    if let Some((b, s)) = REGISTRY
+        .iter()
+        .flat_map(|b| b.sets.iter().map(move |s| (*b, s)))
+        .find(|(_, s)| s.module == name)
+    {
+        if let Some((key, _)) = filter.params.first() {
+            return Err(RtlError::UnknownParam {
+                block: name.clone(),
+                key: key.clone(),
+                allowed: "none (a module name is one parameter set; use its block name)".into(),
+            });
+        }
+        return Ok(vec![(b, s)]);
+    }
+    let block = REGISTRY
+        .iter()
+        .find(|b| b.name == name)
+        .ok_or_else(|| RtlError::UnknownBlock {
+            name: name.clone(),
+            known: list(REGISTRY.iter().map(|b| b.name)),
+        })?;
+    let mut sets: Vec<&ParamSet> = block.sets.iter().collect();
+    for (key, value) in &filter.params {
+        let mut keys: Vec<&str> = block
+            .sets
+            .iter()
+            .flat_map(|s| s.params.iter().map(|p| p.0))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        if !keys.contains(&key.as_str()) {
+            return Err(RtlError::UnknownParam {
+                block: block.name.into(),
+                key: key.clone(),
+                allowed: list(keys),
+            });
+        }
+        let mut values: Vec<u64> = block
+            .sets
+            .iter()
+            .flat_map(|s| s.params.iter().filter(|p| p.0 == key).map(|p| p.1))
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        let bad = || RtlError::BadParamValue {
+            block: block.name.into(),
+            key: key.clone(),
+            value: value.clone(),
+            allowed: list(&values),
+        };
+        let v: u64 = value.parse().map_err(|_| bad())?;
+        if !values.contains(&v) {
+            return Err(bad());
+        }
+        sets.retain(|s| s.params.iter().any(|p| p.0 == key && p.1 == v));
+    }
+    if sets.is_empty() {
+        let show = |s: &ParamSet| {
+            format!(
+                "{} ({})",
+                s.module,
+                list(s.params.iter().map(|(k, v)| format!("{k}={v}")))
+            )
+        };
+        return Err(RtlError::NoParamSet {
+            block: block.name.into(),
+            wanted: list(filter.params.iter().map(|(k, v)| format!("{k}={v}"))),
+            sets: list(block.sets.iter().map(show)),
+        });
+    }
+    Ok(sets.into_iter().map(|s| (*block, s)).collect())
+}
+
+/// A parameter set prepared for export: its info and its Verilog text (already renamed).
+struct Exported {
+    info: BlockInfo,
+    verilog: String,
+}
+
+/// Builds, checks and generates one parameter set. `cosim` is the file list the manifest will
+/// show (`None` for a set without recorder).
+fn generate(
+    block: &BlockDef,
+    set: &ParamSet,
+    cosim: Option<CosimFiles>,
 ) -> Result<Exported, RtlError> {
-    uut.connect_all();
-    check_all(&uut).map_err(|e| RtlError::Check {
+    let name = set.module;
+    let mut uut = (set.build)();
+    uut.connect();
+    uut.check().map_err(|detail| RtlError::Check {
         block: name.to_string(),
-        detail: format!("{e:?}"),
+        detail,
     })?;
-    let verilog = rename_top(&generate_verilog(&uut), name);
+    let verilog = rename_top(&uut.verilog(), name);
     let header = format!(
-        "// {name}: generated by waferstream-rtl from {rust_type} with rust-hdl 0.46.0.\n\
-         // Do not edit; regenerate with `waferstream export-verilog --out DIR`.\n"
+        "// {name}: generated by waferstream-rtl from {} with rust-hdl 0.46.0.\n\
+         // Do not edit; regenerate with `waferstream export-verilog --out DIR`.\n",
+        set.rust_type
     );
     Ok(Exported {
         info: BlockInfo {
             name: name.to_string(),
             file: format!("{name}.v"),
-            rust_type: rust_type.to_string(),
-            parameters: parameters
+            block: block.name.to_string(),
+            top: block.top,
+            rust_type: set.rust_type.to_string(),
+            params: set
+                .params
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
-            ports: ports_of(&uut),
+            ports: uut.ports(),
+            cosim,
         },
         verilog: header + &verilog,
     })
 }
 
-/// Standard configurations exported to Verilog.
-fn build_all() -> Result<Vec<Exported>, RtlError> {
-    Ok(vec![
-        export_block(
-            RrArbiterRtl::<5>::new(5),
-            "rr_arbiter_5",
-            "RrArbiterRtl<5>",
-            &[("n", 5)],
-        )?,
-        export_block(
-            RrArbiterRtl::<10>::new(10),
-            "rr_arbiter_10",
-            "RrArbiterRtl<10>",
-            &[("n", 10)],
-        )?,
-        export_block(
-            CreditCounterRtl::<4>::new(8),
-            "credit_counter_8",
-            "CreditCounterRtl<4>",
-            &[("width", 4), ("depth", 8)],
-        )?,
-    ])
+/// Co-simulation length and seed of one block under `filter`.
+fn cosim_plan(block: &BlockDef, filter: &ExportFilter) -> (usize, u64) {
+    (
+        filter.cycles.unwrap_or(block.cosim_cycles),
+        filter.seed.unwrap_or(DEFAULT_SEED),
+    )
 }
 
-/// The exported blocks (names, files, parameters, ports) without writing anything.
+/// The exported modules (names, files, parameters, ports, co-sim file names) without writing
+/// or recording anything.
 pub fn blocks() -> Vec<BlockInfo> {
-    build_all()
-        .expect("standard RTL configurations must pass rust-hdl checks")
+    let filter = ExportFilter::default();
+    select(&filter)
+        .expect("the unfiltered selection cannot fail")
         .into_iter()
-        .map(|e| e.info)
+        .map(|(b, s)| {
+            let (cycles, seed) = cosim_plan(b, &filter);
+            let cosim = s.recorder.map(|_| CosimFiles::of(s.module, cycles, seed));
+            generate(b, s, cosim)
+                .expect("registered RTL configurations must pass rust-hdl checks")
+                .info
+        })
         .collect()
 }
 
-/// Verilog text of one standard block by export name (e.g. `"rr_arbiter_5"`).
+/// Verilog text of one registered module by export name (e.g. `"rr_arbiter_5"`).
 pub fn verilog_of(name: &str) -> Result<String, RtlError> {
-    build_all()?
-        .into_iter()
-        .find(|e| e.info.name == name)
-        .map(|e| e.verilog)
-        .ok_or_else(|| RtlError::UnknownBlock(name.to_string()))
+    let (b, s) = REGISTRY
+        .iter()
+        .flat_map(|b| b.sets.iter().map(move |s| (*b, s)))
+        .find(|(_, s)| s.module == name)
+        .ok_or_else(|| RtlError::UnknownBlock {
+            name: name.to_string(),
+            known: list(
+                REGISTRY
+                    .iter()
+                    .flat_map(|b| b.sets.iter().map(|s| s.module)),
+            ),
+        })?;
+    Ok(generate(b, s, None)?.verilog)
 }
 
-/// Writes every standard block as `<name>.v`, plus `manifest.json` and the verilator waiver
-/// file, into `out_dir` (created if missing). Returns the manifest that was written.
-pub fn export_all(out_dir: &Path) -> Result<Manifest, RtlError> {
+/// Records the trace of one parameter set and checks it describes the exported module.
+pub fn record_set(
+    set: &ParamSet,
+    ports: &[PortInfo],
+    cycles: usize,
+    seed: u64,
+) -> Result<Option<PortTrace>, RtlError> {
+    let Some(recorder) = set.recorder else {
+        return Ok(None);
+    };
+    let trace = recorder(cycles, seed)?;
+    let traced: Vec<&str> = trace
+        .inputs
+        .iter()
+        .chain(&trace.outputs)
+        .map(|p| p.name.as_str())
+        .collect();
+    let exported: Vec<&str> = ports
+        .iter()
+        .filter(|p| p.name != "clock")
+        .map(|p| p.name.as_str())
+        .collect();
+    if trace.module != set.module || traced != exported {
+        return Err(RtlError::Trace {
+            module: set.module.to_string(),
+            detail: format!(
+                "recorder traced module {} with ports [{}], export has [{}]",
+                trace.module,
+                traced.join(", "),
+                exported.join(", ")
+            ),
+        });
+    }
+    Ok(Some(trace))
+}
+
+/// Writes each module `filter` selects as `<module>.v` (plus its co-simulation files when the
+/// block has a recorder), `manifest.json` and the verilator waiver file into `out_dir`
+/// (created if missing). The filter is checked and the directory probed for writability
+/// before anything is recorded or written. Returns the manifest that was written.
+pub fn export_all(out_dir: &Path, filter: &ExportFilter) -> Result<Manifest, RtlError> {
+    let selected = select(filter)?;
     let io = |path: PathBuf| move |source| RtlError::Io { path, source };
     fs::create_dir_all(out_dir).map_err(io(out_dir.to_path_buf()))?;
+    let probe = out_dir.join(".waferstream-write-test");
+    fs::write(&probe, b"").map_err(io(probe.clone()))?;
+    fs::remove_file(&probe).map_err(io(probe.clone()))?;
     let mut modules = vec![];
-    for e in build_all()? {
+    for (block, set) in selected {
+        let (cycles, seed) = cosim_plan(block, filter);
+        let mut e = generate(block, set, None)?;
         let path = out_dir.join(&e.info.file);
         fs::write(&path, &e.verilog).map_err(io(path.clone()))?;
+        if let Some(trace) = record_set(set, &e.info.ports, cycles, seed)? {
+            e.info.cosim = Some(trace.write_cosim(out_dir, seed)?);
+        }
         modules.push(e.info);
     }
     let waivers = out_dir.join(WAIVER_FILE);
@@ -245,4 +550,93 @@ pub fn export_all(out_dir: &Path) -> Result<Manifest, RtlError> {
     let json = serde_json::to_string_pretty(&manifest)?;
     fs::write(&path, json + "\n").map_err(io(path.clone()))?;
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(block: &str, params: &[(&str, &str)]) -> ExportFilter {
+        ExportFilter {
+            block: Some(block.into()),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn registry_is_consistent() {
+        let mut modules = std::collections::HashSet::new();
+        for b in REGISTRY {
+            assert!(!b.sets.is_empty(), "{}: no parameter set", b.name);
+            if b.top {
+                assert!(
+                    b.cosim_cycles >= TOP_COSIM_CYCLES,
+                    "{}: top co-sim too short",
+                    b.name
+                );
+            }
+            let keys: Vec<&str> = b.sets[0].params.iter().map(|p| p.0).collect();
+            for s in b.sets {
+                assert!(
+                    modules.insert(s.module),
+                    "module {} registered twice",
+                    s.module
+                );
+                let k: Vec<&str> = s.params.iter().map(|p| p.0).collect();
+                assert_eq!(k, keys, "{}: parameter keys differ between sets", s.module);
+            }
+        }
+    }
+
+    #[test]
+    fn select_by_block_and_param() {
+        let sel = select(&filter("rr_arbiter", &[("n", "10")])).unwrap();
+        assert_eq!(sel.len(), 1);
+        assert_eq!(sel[0].1.module, "rr_arbiter_10");
+        assert_eq!(select(&filter("rr_arbiter", &[])).unwrap().len(), 2);
+        assert_eq!(
+            select(&filter("rr_arbiter_5", &[])).unwrap()[0].1.module,
+            "rr_arbiter_5"
+        );
+    }
+
+    #[test]
+    fn select_refuses_unknowns_naming_them() {
+        let e = select(&filter("router_top", &[])).unwrap_err().to_string();
+        assert!(
+            e.contains("router_top") && e.contains("rr_arbiter") && e.contains("credit_counter"),
+            "{e}"
+        );
+        let e = select(&filter("rr_arbiter", &[("width", "5")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("width") && e.contains("allowed: n"), "{e}");
+        let e = select(&filter("rr_arbiter", &[("n", "7")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("n = \"7\"") && e.contains("5, 10"), "{e}");
+        let e = select(&filter("rr_arbiter", &[("n", "five")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("five") && e.contains("5, 10"), "{e}");
+        let e = select(&ExportFilter {
+            params: vec![("n".into(), "5".into())],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--block"), "{e}");
+        assert!(matches!(
+            ExportFilter::parse_param("n"),
+            Err(RtlError::ParamSyntax(_))
+        ));
+        assert_eq!(
+            ExportFilter::parse_param("n=5").unwrap(),
+            ("n".into(), "5".into())
+        );
+    }
 }

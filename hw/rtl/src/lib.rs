@@ -7,6 +7,7 @@
 //! [`pkg::ucie_replay::UcieReplayRtl`] (twin of the replay controller of
 //! `hw::pkg::ucie::UcieAdapterCl`) and [`pkg::ucie_crc::UcieCrc32Rtl`] (its CRC-32).
 
+pub mod cosim;
 pub mod credit_counter;
 pub mod export;
 pub mod pkg;
@@ -20,9 +21,50 @@ pub enum RtlError {
     /// rust-hdl's structural checks (connectivity, write-before-read) rejected a block.
     #[error("rust-hdl check failed for block {block}: {detail}")]
     Check { block: String, detail: String },
-    /// No standard block with this export name.
-    #[error("unknown RTL block {0:?}")]
-    UnknownBlock(String),
+    /// No registered block (or module) with this name; `known` lists the registered ones.
+    #[error("unknown RTL block {name:?}; known: {known}")]
+    UnknownBlock { name: String, known: String },
+    /// `--param` names a key the block's parameter sets do not have.
+    #[error("block {block}: unknown parameter {key:?}; allowed: {allowed}")]
+    UnknownParam {
+        block: String,
+        key: String,
+        allowed: String,
+    },
+    /// `--param KEY=VALUE` with a value no registered parameter set has.
+    #[error("block {block}: parameter {key} = {value:?} is not registered; allowed values of {key}: {allowed}")]
+    BadParamValue {
+        block: String,
+        key: String,
+        value: String,
+        allowed: String,
+    },
+    /// Every value exists, but no single parameter set has them all.
+    #[error("block {block}: no parameter set has {wanted}; registered sets: {sets}")]
+    NoParamSet {
+        block: String,
+        wanted: String,
+        sets: String,
+    },
+    /// `--param` without `--block`: parameter keys are per block.
+    #[error("--param {key}=...: parameters select among one block's sets; add --block NAME")]
+    ParamWithoutBlock { key: String },
+    /// `--cycles` outside 1..=max.
+    #[error("--cycles {cycles}: co-simulation length must be in 1..={max}")]
+    Cycles { cycles: usize, max: usize },
+    /// A `--param` argument that is not `KEY=VALUE`.
+    #[error("--param expects KEY=VALUE, got {0:?}")]
+    ParamSyntax(String),
+    /// A recorded port trace cannot be co-simulated (width, inout, mismatch with the export).
+    #[error("co-sim trace of {module}: {detail}")]
+    Trace { module: String, detail: String },
+    /// Writing the Rust-side VCD of a trace failed.
+    #[error("cannot write waveform {path}: {source}")]
+    Wave {
+        path: PathBuf,
+        #[source]
+        source: waves::WaveError,
+    },
     /// Writing an exported file failed.
     #[error("cannot write {path}: {source}")]
     Io {
@@ -37,9 +79,11 @@ pub enum RtlError {
 
 /// Curated prelude: the blocks, their standard aliases and the export API.
 pub mod prelude {
+    pub use crate::cosim::{record, CosimFiles, CycleIo, PortTrace};
     pub use crate::credit_counter::{CreditCounter4Rtl, CreditCounter8Rtl, CreditCounterRtl};
     pub use crate::export::{
-        blocks, export_all, verilog_of, BlockInfo, Manifest, PortDir, PortInfo,
+        blocks, boxed, export_all, select, verilog_of, BlockDef, BlockInfo, ExportFilter, Manifest,
+        ParamSet, PortDir, PortInfo, Recorder, REGISTRY,
     };
     pub use crate::pkg::ucie_crc::{UcieCrc32Rtl, UcieCrc32x1088Rtl, UcieCrc32x64Rtl};
     pub use crate::pkg::ucie_replay::{UcieReplay8Rtl, UcieReplayRtl, UcieReplayState};

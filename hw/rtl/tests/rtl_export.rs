@@ -1,4 +1,5 @@
-//! Verilog export: files, manifest and port order (S3: clock, reset, inputs, outputs).
+//! Verilog export: files, manifest, port order (S3: clock, reset, inputs, outputs), the
+//! registry's selection by block and parameter, and the co-simulation files (no tools needed).
 
 use rtl::prelude::*;
 
@@ -6,12 +7,22 @@ use rtl::prelude::*;
 fn export_all_writes_files_and_manifest() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("rtl/export_all");
     let _ = std::fs::remove_dir_all(&dir);
-    let manifest = export_all(&dir).unwrap();
+    let filter = ExportFilter {
+        cycles: Some(64),
+        ..Default::default()
+    };
+    let manifest = export_all(&dir, &filter).unwrap();
     let names: Vec<_> = manifest.modules.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["rr_arbiter_5", "rr_arbiter_10", "credit_counter_8"]);
+    let mut listed = blocks();
+    for b in &mut listed {
+        // blocks() shows the default co-sim length; the export above was shortened.
+        if let Some(c) = &mut b.cosim {
+            c.cycles = 64;
+        }
+    }
     assert_eq!(
-        manifest.modules,
-        blocks(),
+        manifest.modules, listed,
         "blocks() must list exactly what export_all writes"
     );
 
@@ -22,6 +33,21 @@ fn export_all_writes_files_and_manifest() {
     assert!(dir.join(&manifest.verilator_waivers).is_file());
 
     for m in &manifest.modules {
+        assert!(!m.top, "{}: the standard blocks are leaves", m.name);
+        // Every standard block registered a recorder: all co-sim files exist.
+        let c = m.cosim.as_ref().expect("co-sim files");
+        for f in [&c.stim, &c.expect, &c.testbench, &c.rust_vcd] {
+            assert!(dir.join(f).is_file(), "{}: {f} missing", m.name);
+        }
+        let stim = std::fs::read_to_string(dir.join(&c.stim)).unwrap();
+        assert_eq!(
+            stim.lines().count(),
+            64,
+            "{}: one stimulus word per cycle",
+            m.name
+        );
+        let tb = std::fs::read_to_string(dir.join(&c.testbench)).unwrap();
+        assert!(tb.contains(&format!("{} dut(", m.name)) && tb.contains("!=="));
         let v = std::fs::read_to_string(dir.join(&m.file)).unwrap();
         assert!(
             v.contains(&format!("module {}(", m.name)),
@@ -55,7 +81,7 @@ fn export_all_writes_files_and_manifest() {
         );
     }
     let arb10 = &manifest.modules[1];
-    assert_eq!(arb10.parameters["n"], 10);
+    assert_eq!(arb10.params["n"], 10);
     let widths: Vec<_> = arb10
         .ports
         .iter()
@@ -73,15 +99,25 @@ fn export_all_writes_files_and_manifest() {
         ]
     );
     let cc = &manifest.modules[2];
-    assert_eq!((cc.parameters["width"], cc.parameters["depth"]), (4, 8));
+    assert_eq!((cc.params["width"], cc.params["depth"]), (4, 8));
 }
 
 #[test]
 fn unknown_block_is_an_error() {
-    assert!(matches!(
-        verilog_of("router_top"),
-        Err(RtlError::UnknownBlock(_))
-    ));
+    let e = verilog_of("router_top").unwrap_err();
+    assert!(matches!(e, RtlError::UnknownBlock { .. }));
+    assert!(e.to_string().contains("rr_arbiter_5"), "{e}");
+    // A bad selection is refused before the directory is created.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("rtl/export_refused");
+    let _ = std::fs::remove_dir_all(&dir);
+    let filter = ExportFilter {
+        block: Some("rr_arbiter".into()),
+        params: vec![("n".into(), "7".into())],
+        ..Default::default()
+    };
+    let e = export_all(&dir, &filter).unwrap_err().to_string();
+    assert!(e.contains("allowed values of n: 5, 10"), "{e}");
+    assert!(!dir.exists(), "a refused export must not write anything");
 }
 
 #[test]
@@ -91,5 +127,45 @@ fn export_into_a_file_path_fails_cleanly() {
     std::fs::create_dir_all(&base).unwrap();
     let file = base.join("not_a_dir");
     std::fs::write(&file, "x").unwrap();
-    assert!(matches!(export_all(&file), Err(RtlError::Io { .. })));
+    assert!(matches!(
+        export_all(&file, &ExportFilter::default()),
+        Err(RtlError::Io { .. })
+    ));
+}
+
+#[test]
+fn export_one_block_by_param() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("rtl/export_one");
+    let _ = std::fs::remove_dir_all(&dir);
+    let filter = ExportFilter {
+        block: Some("rr_arbiter".into()),
+        params: vec![ExportFilter::parse_param("n=10").unwrap()],
+        cycles: Some(16),
+        seed: Some(3),
+    };
+    let m = export_all(&dir, &filter).unwrap();
+    let names: Vec<_> = m.modules.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["rr_arbiter_10"]);
+    assert_eq!(m.modules[0].cosim.as_ref().unwrap().seed, 3);
+    assert!(!dir.join("rr_arbiter_5.v").exists());
+}
+
+/// The recorded trace follows the cycle convention: the reset in cycle 0 shows its effect in
+/// the registered outputs of cycle 1, not before.
+#[test]
+fn trace_registered_outputs_lag_one_cycle() {
+    let t = rtl::credit_counter::record_credit_counter::<4>("credit_counter_8", 8, 4, 1).unwrap();
+    let names: Vec<_> = t.outputs.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["can_send", "credits", "err"]);
+    assert_eq!(t.inputs[0].name, "reset");
+    assert_eq!(t.cycles[0].inputs[0], 1, "recorder resets in cycle 0");
+    assert_eq!(
+        t.cycles[0].outputs,
+        [0, 0, 0],
+        "power-up value before the first edge"
+    );
+    assert_eq!(
+        t.cycles[1].outputs[1], 8,
+        "reset loaded the depth at the edge of cycle 0"
+    );
 }
