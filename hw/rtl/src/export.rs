@@ -259,6 +259,9 @@ pub struct BlockDef {
 }
 
 /// Every exported block, in export order. A new block adds its `EXPORT` constant here.
+/// `crate::pkg::sorter::EXPORT` and `crate::pkg::iodie::EXPORT` are defined but not listed yet:
+/// their Verilog still has WIDTH lint warnings (unsized `0` literals on >32-bit registers) and
+/// the scheduler's yosys/nextpnr run does not fit the check's time budget (docs/rtl.md).
 pub const REGISTRY: &[&BlockDef] = &[&crate::rr_arbiter::EXPORT, &crate::credit_counter::EXPORT];
 
 /// Which modules `export_all` writes and how long they are co-simulated.

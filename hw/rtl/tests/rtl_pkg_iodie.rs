@@ -222,3 +222,47 @@ proptest! {
         lockstep(&s, 3_000, seed);
     }
 }
+
+/// Decision latency measured on the RTL block (docs/rtl.md "Decision latency"): a layer with
+/// every expert active, each on one chiplet, chiplets busy 40 cycles per grant. Prints the
+/// cycles from layer start to the first grant and the worst done-to-grant latency.
+#[test]
+fn iodie_decision_latency_table() {
+    println!("experts chiplets first_grant release_max decision_mean");
+    for &(rows, cols) in &[(2usize, 2usize), (3, 3), (4, 4)] {
+        for &e in &[16usize, 32, 64, 128] {
+            let n = rows * cols;
+            let p = IoDieRtlParams { rows, cols, experts: e, policy: POLICY_PAIRED, theta_min: 0, n_threshold: 1, t_qos_init: 0, stale_window: 4 };
+            let mut d = IoDieDriver::new(build_block(&p, 64, 32).unwrap(), n, e);
+            let eit: Vec<EitEntryFl> = (0..e).map(|x| EitEntryFl { mask: 1 << (x % n), count: 1 + (x as u32 * 7919) % 97 }).collect();
+            d.begin_layer(&eit);
+            let mut busy = vec![None; n];
+            let mut t = 0u32;
+            while d.stats.decisions < e as u64 {
+                let o = *d.out();
+                if o.grant_valid {
+                    for (c, b) in busy.iter_mut().enumerate() {
+                        if o.grant_mask >> c & 1 == 1 {
+                            *b = Some(t + 40);
+                        }
+                    }
+                }
+                let mut i = IoDieIn { stamp: t, ..IoDieIn::default() };
+                for (c, b) in busy.iter_mut().enumerate() {
+                    if b.is_some_and(|x| x <= t) {
+                        *b = None;
+                        i.done |= 1 << c;
+                    }
+                }
+                d.edge(i);
+                t += 1;
+                assert!(t < 1_000_000, "layer did not finish");
+            }
+            let s = d.stats;
+            println!("{e:>7} {n:>8} {:>11} {:>11} {:>13.1}", s.first_grant_cycles_max, s.release_decision_cycles_max, s.decision_cycles_sum as f64 / s.decisions as f64);
+            if e == 128 && n == 16 {
+                assert!(s.release_decision_cycles_max < 200, "done-to-grant latency {} cycles", s.release_decision_cycles_max);
+            }
+        }
+    }
+}

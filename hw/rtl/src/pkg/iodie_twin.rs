@@ -245,6 +245,8 @@ pub struct IoDieDriver {
     layer_start_stamp: u32,
     first_grant_done: bool,
     pending_start: Option<bool>,
+    /// The inputs applied at the last edge (the co-simulation recorder replays them).
+    pub last_in: (IoDieIn, GateIn),
 }
 
 impl IoDieDriver {
@@ -258,6 +260,7 @@ impl IoDieDriver {
             layer_start_stamp: 0,
             first_grant_done: true,
             pending_start: None,
+            last_in: Default::default(),
         };
         d.uut.set_inputs(&IoDieIn { reset: true, ..IoDieIn::default() }, &GateIn::default());
         d.uut.clock_edge();
@@ -327,6 +330,7 @@ impl IoDieDriver {
         let g = self.gate(starting.is_some());
         let tbuf_req = (self.out.state as u64 == st::TBUF).then_some(self.out.req_idx as usize);
         self.uut.set_inputs(&i, &g);
+        self.last_in = (i, g);
         self.uut.clock_edge();
         let o = self.uut.outputs();
         self.out = o;
@@ -370,4 +374,64 @@ impl IoDieDriver {
         }
         &self.out
     }
+}
+
+/// Closed-loop stimulus for the co-simulation vectors: random layers (EIT or, with token
+/// buffering, requests), chiplets that report done a random while after each grant, spurious
+/// done pulses and QoS host writes — the inputs the block saw at each edge after its reset.
+pub fn closed_loop_stimulus(p: &IoDieRtlParams, cycles: usize, seed: u64) -> Vec<(IoDieIn, GateIn)> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n = p.rows * p.cols;
+    let block = build_block(p, 64, 32).expect("the 64-slot, 32-entry build exists for every size");
+    let mut drv = IoDieDriver::new(block, n, p.experts);
+    let mut busy: Vec<Option<u32>> = vec![None; n];
+    let mut out = Vec::with_capacity(cycles);
+    for t in 0..cycles as u32 {
+        let o = *drv.out();
+        if o.grant_valid {
+            for (c, b) in busy.iter_mut().enumerate() {
+                if o.grant_mask >> c & 1 == 1 {
+                    *b = Some(t + rng.gen_range(2..24));
+                }
+            }
+        }
+        let mut i = IoDieIn { stamp: t, ..IoDieIn::default() };
+        for (c, b) in busy.iter_mut().enumerate() {
+            if b.is_some_and(|d| d <= t) || rng.gen_bool(0.005) {
+                *b = None;
+                i.done |= 1 << c;
+            }
+        }
+        if p.theta_min > 0 && o.state as u64 != st::TBUF && rng.gen_bool(0.03) {
+            i.host_op = rng.gen_range(2..4);
+            i.host_slot = rng.gen_range(0..4);
+        }
+        if o.state as u64 == st::DONE && !drv.start_pending() && rng.gen_bool(0.2) {
+            if p.theta_min > 0 && rng.gen_bool(0.5) {
+                let reqs: Vec<RequestGatingFl> = (0..rng.gen_range(1..6))
+                    .map(|_| RequestGatingFl {
+                        slot: rng.gen_range(0..4),
+                        counts: (0..rng.gen_range(1..4)).map(|_| (rng.gen_range(0..p.experts) as u16, rng.gen_range(0..n) as u8, rng.gen_range(1..4))).collect(),
+                    })
+                    .collect();
+                drv.begin_layer_requests(&reqs, true);
+            } else {
+                let eit: Vec<EitEntryFl> = (0..p.experts)
+                    .map(|_| {
+                        if rng.gen_bool(0.5) {
+                            let mask = rng.gen_range(1..(1u32 << n)) as u16;
+                            EitEntryFl { mask, count: mask.count_ones() + rng.gen_range(0..20) }
+                        } else {
+                            EitEntryFl::default()
+                        }
+                    })
+                    .collect();
+                drv.begin_layer(&eit);
+            }
+        }
+        drv.edge(i);
+        out.push(drv.last_in);
+    }
+    out
 }

@@ -352,3 +352,21 @@ impl<const P: usize> Logic for BitonicSorterRtl<P> {
         }
     }
 }
+
+/// Export registration: the sorter alone at 16 lanes (lint and synthesis; its behaviour is
+/// co-simulated inside `iodie_scheduler`). Wider sorters are not in the standard export:
+/// yosys `synth` of the 128-lane one ran over 7 minutes (docs/rtl.md).
+pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
+    name: "bitonic_sorter",
+    top: false,
+    cosim_cycles: 0,
+    sets: &[
+        crate::export::ParamSet {
+            module: "bitonic_sorter_16",
+            rust_type: "BitonicSorterRtl<16>",
+            params: &[("lanes", 16)],
+            build: || crate::export::boxed(BitonicSorterRtl::<16>::new()),
+            recorder: None,
+        },
+    ],
+};
