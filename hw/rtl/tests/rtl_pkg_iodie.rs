@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rtl::pkg::iodie::{IoDieRtlParams, POLICY_BY_ID, POLICY_HOT_FIRST, POLICY_PAIRED};
-use rtl::pkg::iodie_twin::{build_block, IoDieDriver, IoDieIn};
-use sched::pkg::iodie::{EitEntryFl, OrderPolicy, RequestGatingFl, TokenBufferCfgFl};
+use rtl::pkg::iodie_twin::{build_block, random_eit, random_reqs, BusyChiplets, IoDieDriver, IoDieIn};
+use sched::pkg::iodie::{EitEntryFl, OrderPolicy, TokenBufferCfgFl};
 
 #[derive(Debug, Clone)]
 struct Scenario {
@@ -28,32 +28,6 @@ const PORTS: [&str; 20] = [
     "preload_valid", "preload_expert", "grant_valid", "grant_expert", "grant_mask", "grant_start", "grant_icv", "grants", "done_fifo_occ",
     "defer_valid",
 ];
-
-fn random_eit(rng: &mut Xoshiro256PlusPlus, n: usize, e: usize) -> Vec<EitEntryFl> {
-    let density = [0.1, 0.4, 0.9][rng.gen_range(0..3)];
-    (0..e)
-        .map(|_| {
-            if rng.gen_bool(density) {
-                let mask = rng.gen_range(1..(1u32 << n)) as u16;
-                // Few distinct counts: ties exercise the id tie-break.
-                let hi = [3, 40][rng.gen_range(0..2)];
-                let count = mask.count_ones() + rng.gen_range(0..hi);
-                EitEntryFl { mask, count }
-            } else {
-                EitEntryFl::default()
-            }
-        })
-        .collect()
-}
-
-fn random_reqs(rng: &mut Xoshiro256PlusPlus, n: usize, e: usize, slots: u32) -> Vec<RequestGatingFl> {
-    (0..rng.gen_range(1..10))
-        .map(|_| RequestGatingFl {
-            slot: rng.gen_range(0..slots),
-            counts: (0..rng.gen_range(1..5)).map(|_| (rng.gen_range(0..e) as u16, rng.gen_range(0..n) as u8, rng.gen_range(1..4))).collect(),
-        })
-        .collect()
-}
 
 /// Runs `cycles` edges of random traffic; panics with edge/port/values on the first mismatch.
 fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
@@ -82,7 +56,7 @@ fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
     let block = build_block(&params, sc.tb.slots as usize, sc.fifo).expect("a built size");
     let mut rtl = IoDieDriver::new(block, n, sc.experts);
     // Chiplets: busy until a cycle, then report done on their link.
-    let mut busy_until = vec![u64::MAX; n];
+    let mut chips = BusyChiplets::new(n);
     let mut gap = 0u64;
     let mut edge_trace: Vec<String> = Vec::new();
     for t in 0..cycles {
@@ -91,22 +65,16 @@ fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
             // Grants reach the chiplets: every member works for a while.
             if let Some(m) = msgs.recv(out, t) {
                 if let sched::pkg::iodie::SchedMsg::Grant { mask, .. } = m.msg {
-                    for c in 0..n {
-                        if mask >> c & 1 == 1 {
-                            let hi = [3u64, 30][rng.gen_range(0..2)];
-                            busy_until[c] = t + rng.gen_range(1..hi);
-                        }
-                    }
+                    chips.grant(mask, || {
+                        let hi = [3u64, 30][rng.gen_range(0..2)];
+                        t + rng.gen_range(1..hi)
+                    });
                 }
             }
-            for c in 0..n {
-                let finished = busy_until[c] <= t;
-                // Spurious pulses (a chiplet re-reporting idle) exercise the stale rule and the FIFO.
-                if finished || rng.gen_bool(0.01) {
-                    if finished {
-                        busy_until[c] = u64::MAX;
-                    }
-                    done.send(din[c], t, 1 << c);
+            let d = chips.done(t, || rng.gen_bool(0.01));
+            for (c, &l) in din.iter().enumerate() {
+                if d >> c & 1 == 1 {
+                    done.send(l, t, 1 << c);
                 }
             }
             // What arrives at this edge (the RTL gets the OR; the CL reads its links).
@@ -236,24 +204,14 @@ fn iodie_decision_latency_table() {
             let mut d = IoDieDriver::new(build_block(&p, 64, 32).unwrap(), n, e);
             let eit: Vec<EitEntryFl> = (0..e).map(|x| EitEntryFl { mask: 1 << (x % n), count: 1 + (x as u32 * 7919) % 97 }).collect();
             d.begin_layer(&eit);
-            let mut busy = vec![None; n];
+            let mut chips = BusyChiplets::new(n);
             let mut t = 0u32;
             while d.stats.decisions < e as u64 {
                 let o = *d.out();
                 if o.grant_valid {
-                    for (c, b) in busy.iter_mut().enumerate() {
-                        if o.grant_mask >> c & 1 == 1 {
-                            *b = Some(t + 40);
-                        }
-                    }
+                    chips.grant(o.grant_mask, || t as u64 + 40);
                 }
-                let mut i = IoDieIn { stamp: t, ..IoDieIn::default() };
-                for (c, b) in busy.iter_mut().enumerate() {
-                    if b.is_some_and(|x| x <= t) {
-                        *b = None;
-                        i.done |= 1 << c;
-                    }
-                }
+                let i = IoDieIn { stamp: t, done: chips.done(t as u64, || false), ..IoDieIn::default() };
                 d.edge(i);
                 t += 1;
                 assert!(t < 1_000_000, "layer did not finish");

@@ -61,20 +61,6 @@ fn check<T: PartialEq + std::fmt::Debug>(cycle: u64, port: &str, rtl: T, cl: T) 
 /// Runs the CL adapter and the `W`-bit RTL controller in lockstep for `run.cycles` adapter
 /// cycles; the first mismatch fails with its cycle, port and both values.
 fn lockstep<const W: usize>(run: &Run) -> Result<Coverage, TestCaseError> {
-    lockstep_traced::<W>(run, None)
-}
-
-/// One cycle for the Icarus co-simulation: the input word and the CL's expected outputs.
-struct TraceRow {
-    /// {tx_valid, wire_ready, ack_valid, ack_nak, ack_seq, rx_valid, rx_seq, rx_crc_ok}.
-    inputs: u64,
-    /// "tx_take tx_send tx_replay tx_seq tx_full replays timeouts rx_accept ack_out_valid
-    /// ack_out_nak ack_out_seq" as the testbench prints them (`%h`).
-    outputs: String,
-}
-
-/// [`lockstep`], also recording each cycle's inputs and the CL's outputs into `trace`.
-fn lockstep_traced<const W: usize>(run: &Run, mut trace: Option<&mut Vec<TraceRow>>) -> Result<Coverage, TestCaseError> {
     let m = (1u64 << W) - 1;
     let clocks = ClockSet::new(vec![ClockDomain::new("ucie", 625).with_phase(run.phase_ps), ClockDomain::new("aux", run.aux_ps)])
         .map_err(TestCaseError::fail)?;
@@ -166,36 +152,6 @@ fn lockstep_traced<const W: usize>(run: &Run, mut trace: Option<&mut Vec<TraceRo
         check(cycle, "ack_out_valid", uut.ack_out_valid.val(), pushed == 1)?;
         check(cycle, "ack_out_nak", uut.ack_out_nak.val(), out_nak)?;
         check(cycle, "ack_out_seq", uut.ack_out_seq.val().to_u64(), out_seq & m)?;
-        if let Some(t) = trace.as_deref_mut() {
-            let b = |x: bool| x as u64;
-            let inputs = [
-                (b(uut.tx_valid.val()), 1),
-                (b(uut.wire_ready.val()), 1),
-                (b(!acks.is_empty()), 1),
-                (b(nak), 1),
-                (aseq & m, W),
-                (b(!rx.is_empty()), 1),
-                (rseq & m, W),
-                (b(!rfail), 1),
-            ]
-            .iter()
-            .fold(0u64, |acc, &(v, w)| acc << w | v);
-            let outputs = format!(
-                "{:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x}",
-                b(take == 1),
-                b(send),
-                b(replay == 1),
-                tx_seq & m,
-                b(len_after_ack >= cap),
-                s0.replays & 0xffff_ffff,
-                s0.timeouts & 0xffff_ffff,
-                b(accept == 1),
-                b(pushed == 1),
-                b(out_nak),
-                out_seq & m
-            );
-            t.push(TraceRow { inputs, outputs });
-        }
         cov.sends += send as u64;
         cov.replays_sent += replay;
         cov.naks += (pushed == 1 && out_nak) as u64;

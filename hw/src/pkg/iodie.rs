@@ -418,16 +418,7 @@ impl IoDieSchedulerCl {
                 }
             }
         }
-        self.req_sets = reqs
-            .iter()
-            .map(|r| {
-                let mut b = [0u64; 4];
-                for x in r.experts() {
-                    b[x as usize / 64] |= 1 << (x % 64);
-                }
-                (r.slot, b)
-            })
-            .collect();
+        self.req_sets = reqs.iter().map(|r| (r.slot, r.expert_set())).collect();
         self.reqs = if theta > 0 { reqs.to_vec() } else { Vec::new() };
         self.deferred = no_defer;
         self.start(now, all);

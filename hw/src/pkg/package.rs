@@ -951,18 +951,18 @@ impl Package {
             (Some(b), Some(rq)) => {
                 io.load_qos(&rq.bank.t_qos, &rq.bank.c_fw).map_err(|e| PkgError::Input(e.to_string()))?;
                 io.begin_layer_requests(0, &b.reqs).map_err(|e| PkgError::Input(e.to_string()))?;
-                LayerStart::Requests { t_qos: rq.bank.t_qos.clone(), c_fw: rq.bank.c_fw.clone(), reqs: b.reqs.clone() }
+                rtl_iodie.map(|_| LayerStart::Requests { t_qos: rq.bank.t_qos.clone(), c_fw: rq.bank.c_fw.clone(), reqs: b.reqs.clone() })
             }
             _ => {
                 let eit = eit_fl(plan.counts(), n).map_err(|e| PkgError::Input(e.to_string()))?;
                 io.begin_layer(0, &eit).map_err(|e| PkgError::Input(e.to_string()))?;
-                LayerStart::Eit(eit)
+                rtl_iodie.map(|_| LayerStart::Eit(eit))
             }
         };
-        // The CL model checked the layer; a stand-in gets the same start.
-        let io: Box<dyn IoDieModel> = match rtl_iodie {
-            Some(f) => f(rows, cols, &io_cfg, core, io_ports, &start).map_err(|e| PkgError::Input(format!("--rtl scheduler: {e}")))?,
-            None => Box::new(io),
+        // The CL model checked the layer; a stand-in gets the same start (built only for one).
+        let io: Box<dyn IoDieModel> = match (rtl_iodie, start) {
+            (Some(f), Some(start)) => f(rows, cols, &io_cfg, core, io_ports, &start).map_err(|e| PkgError::Input(format!("--rtl scheduler: {e}")))?,
+            _ => Box::new(io),
         };
         // --- chiplets
         let knobs = CtrlKnobs { helpers: sharded, ..strategy.knobs(cfg.ddr_reserve) };

@@ -571,6 +571,16 @@ impl RequestGatingFl {
         v.dedup();
         v
     }
+
+    /// A(r) as the scheduler's bitmap: bit e of word e / 64 (the QoS step ANDs it with the
+    /// cold vector; experts < 256).
+    pub fn expert_set(&self) -> [u64; 4] {
+        let mut b = [0u64; 4];
+        for x in self.experts() {
+            b[x as usize / 64] |= 1 << (x % 64);
+        }
+        b
+    }
 }
 
 /// Checks the records' ranges and returns n_e over all requests.

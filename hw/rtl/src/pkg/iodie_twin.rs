@@ -230,6 +230,8 @@ pub fn build_block(p: &IoDieRtlParams, slots: usize, fifo: usize) -> Option<Box<
 struct Source {
     first: Vec<EitEntryFl>,
     reqs: Vec<RequestGatingFl>,
+    /// A(r) bitmap of each request, built once per layer (the source drives one per edge).
+    sets: Vec<[u64; 4]>,
     deferred: Vec<bool>,
     rewrite: Vec<EitEntryFl>,
     chiplets: usize,
@@ -274,6 +276,7 @@ impl IoDieDriver {
         first.resize(self.src.experts, EitEntryFl::default());
         self.src.first = first;
         self.src.reqs.clear();
+        self.src.sets.clear();
         self.src.deferred.clear();
         self.pending_start = Some(false);
     }
@@ -284,6 +287,7 @@ impl IoDieDriver {
         let none = vec![false; reqs.len()];
         self.src.first = eit_fl(&layer_counts_fl(reqs, &none, e, n).expect("checked by the CL"), n).expect("checked by the CL");
         self.src.reqs = reqs.to_vec();
+        self.src.sets = reqs.iter().map(RequestGatingFl::expert_set).collect();
         self.src.deferred = none;
         self.pending_start = Some(tb && !reqs.is_empty());
     }
@@ -312,9 +316,7 @@ impl IoDieDriver {
         let mut g = GateIn { gate_mask: x.mask, gate_count: x.count, ..GateIn::default() };
         if let Some(r) = self.src.reqs.get(o.req_idx as usize) {
             g.req_slot = r.slot as u8;
-            for e in r.experts() {
-                g.req_set[e as usize / 64] |= 1 << (e % 64);
-            }
+            g.req_set = self.src.sets[o.req_idx as usize];
             g.req_last = o.req_idx as usize + 1 == self.src.reqs.len();
         }
         g
@@ -376,6 +378,73 @@ impl IoDieDriver {
     }
 }
 
+/// The chiplets as the scheduler sees them: the members of a grant's trajectory work until a
+/// cycle, then report done; a chiplet may also re-report idle (a spurious pulse, which
+/// exercises the stale-done rule and the done FIFO).
+pub struct BusyChiplets {
+    /// Cycle each chiplet's work ends (`u64::MAX`: idle).
+    until: Vec<u64>,
+}
+
+impl BusyChiplets {
+    pub fn new(chiplets: usize) -> Self {
+        BusyChiplets { until: vec![u64::MAX; chiplets] }
+    }
+
+    /// The members of `mask` start work ending at the cycle `end` gives (called per member).
+    pub fn grant(&mut self, mask: u16, mut end: impl FnMut() -> u64) {
+        for (c, u) in self.until.iter_mut().enumerate() {
+            if mask >> c & 1 == 1 {
+                *u = end();
+            }
+        }
+    }
+
+    /// Done bits at cycle `t`: the chiplets whose work ended, and those `spurious` picks among
+    /// the others (asked once per such chiplet).
+    pub fn done(&mut self, t: u64, mut spurious: impl FnMut() -> bool) -> u16 {
+        let mut d = 0u16;
+        for (c, u) in self.until.iter_mut().enumerate() {
+            let finished = *u <= t;
+            if finished || spurious() {
+                if finished {
+                    *u = u64::MAX;
+                }
+                d |= 1 << c;
+            }
+        }
+        d
+    }
+}
+
+/// A random EIT of `e` experts on `n` chiplets: a density drawn per layer, and few distinct
+/// counts so ties exercise the id tie-break.
+pub fn random_eit(rng: &mut impl rand::Rng, n: usize, e: usize) -> Vec<EitEntryFl> {
+    let density = [0.1, 0.4, 0.9][rng.gen_range(0..3)];
+    (0..e)
+        .map(|_| {
+            if rng.gen_bool(density) {
+                let mask = rng.gen_range(1..(1u32 << n)) as u16;
+                let hi = [3, 40][rng.gen_range(0..2)];
+                let count = mask.count_ones() + rng.gen_range(0..hi);
+                EitEntryFl { mask, count }
+            } else {
+                EitEntryFl::default()
+            }
+        })
+        .collect()
+}
+
+/// 1–9 random requests' gating results over `e` experts, `n` chiplets and `slots` QoS slots.
+pub fn random_reqs(rng: &mut impl rand::Rng, n: usize, e: usize, slots: u32) -> Vec<RequestGatingFl> {
+    (0..rng.gen_range(1..10))
+        .map(|_| RequestGatingFl {
+            slot: rng.gen_range(0..slots),
+            counts: (0..rng.gen_range(1..5)).map(|_| (rng.gen_range(0..e) as u16, rng.gen_range(0..n) as u8, rng.gen_range(1..4))).collect(),
+        })
+        .collect()
+}
+
 /// Closed-loop stimulus for the co-simulation vectors: random layers (EIT or, with token
 /// buffering, requests), chiplets that report done a random while after each grant, spurious
 /// done pulses and QoS host writes — the inputs the block saw at each edge after its reset.
@@ -385,49 +454,24 @@ pub fn closed_loop_stimulus(p: &IoDieRtlParams, cycles: usize, seed: u64) -> Vec
     let n = p.rows * p.cols;
     let block = build_block(p, 64, 32).expect("the 64-slot, 32-entry build exists for every size");
     let mut drv = IoDieDriver::new(block, n, p.experts);
-    let mut busy: Vec<Option<u32>> = vec![None; n];
+    let mut chips = BusyChiplets::new(n);
     let mut out = Vec::with_capacity(cycles);
     for t in 0..cycles as u32 {
         let o = *drv.out();
         if o.grant_valid {
-            for (c, b) in busy.iter_mut().enumerate() {
-                if o.grant_mask >> c & 1 == 1 {
-                    *b = Some(t + rng.gen_range(2..24));
-                }
-            }
+            chips.grant(o.grant_mask, || t as u64 + rng.gen_range(2..24));
         }
-        let mut i = IoDieIn { stamp: t, ..IoDieIn::default() };
-        for (c, b) in busy.iter_mut().enumerate() {
-            if b.is_some_and(|d| d <= t) || rng.gen_bool(0.005) {
-                *b = None;
-                i.done |= 1 << c;
-            }
-        }
+        let done = chips.done(t as u64, || rng.gen_bool(0.005));
+        let mut i = IoDieIn { stamp: t, done, ..IoDieIn::default() };
         if p.theta_min > 0 && o.state as u64 != st::TBUF && rng.gen_bool(0.03) {
             i.host_op = rng.gen_range(2..4);
             i.host_slot = rng.gen_range(0..4);
         }
         if o.state as u64 == st::DONE && !drv.start_pending() && rng.gen_bool(0.2) {
             if p.theta_min > 0 && rng.gen_bool(0.5) {
-                let reqs: Vec<RequestGatingFl> = (0..rng.gen_range(1..6))
-                    .map(|_| RequestGatingFl {
-                        slot: rng.gen_range(0..4),
-                        counts: (0..rng.gen_range(1..4)).map(|_| (rng.gen_range(0..p.experts) as u16, rng.gen_range(0..n) as u8, rng.gen_range(1..4))).collect(),
-                    })
-                    .collect();
-                drv.begin_layer_requests(&reqs, true);
+                drv.begin_layer_requests(&random_reqs(&mut rng, n, p.experts, 4), true);
             } else {
-                let eit: Vec<EitEntryFl> = (0..p.experts)
-                    .map(|_| {
-                        if rng.gen_bool(0.5) {
-                            let mask = rng.gen_range(1..(1u32 << n)) as u16;
-                            EitEntryFl { mask, count: mask.count_ones() + rng.gen_range(0..20) }
-                        } else {
-                            EitEntryFl::default()
-                        }
-                    })
-                    .collect();
-                drv.begin_layer(&eit);
+                drv.begin_layer(&random_eit(&mut rng, n, p.experts));
             }
         }
         drv.edge(i);

@@ -158,200 +158,92 @@ impl<const P: usize> Default for BitonicSorterRtl<P> {
     }
 }
 
-impl<const P: usize> Logic for BitonicSorterRtl<P> {
-    #[hdl_gen]
-    fn update(&mut self) {
-        dff_setup!(self, clock, stage_q, k_oh, j_oh);
-        for i in 0..P {
-            self.lane[i].clock.next = self.clock.val();
-            self.lane[i].d.next = self.lane[i].q.val();
-        }
-        self.stage.next = self.stage_q.q.val();
-        self.last.next = self.stage_q.q.val() == self.s_last.val();
-        // Read ports.
-        self.rd_a_key.next = 0.into();
-        self.rd_b_key.next = 0.into();
-        for i in 0..P {
-            if self.rd_a_addr.val().index() == i {
-                self.rd_a_key.next = self.lane[i].q.val();
-            }
-            if self.rd_b_addr.val().index() == i {
-                self.rd_b_key.next = self.lane[i].q.val();
-            }
-        }
-        // Descending lanes of stage (k, j): bit a of the lane index, k = 2^a.
-        self.desc.next = 0.into();
-        if self.k_oh.q.val().get_bit(1) {
-            self.desc.next = self.lb1.val();
-        }
-        if self.k_oh.q.val().get_bit(2) {
-            self.desc.next = self.lb2.val();
-        }
-        if self.k_oh.q.val().get_bit(3) {
-            self.desc.next = self.lb3.val();
-        }
-        if self.k_oh.q.val().get_bit(4) {
-            self.desc.next = self.lb4.val();
-        }
-        if self.k_oh.q.val().get_bit(5) {
-            self.desc.next = self.lb5.val();
-        }
-        if self.k_oh.q.val().get_bit(6) {
-            self.desc.next = self.lb6.val();
-        }
-        if self.k_oh.q.val().get_bit(7) {
-            self.desc.next = self.lb7.val();
-        }
-        if self.k_oh.q.val().get_bit(8) {
-            self.desc.next = self.lb8.val();
-        }
-        // Stage application: one comparator bank per stride, selected by j_oh.
-        if self.step.val() {
-            if self.j_oh.q.val().get_bit(0) {
-                for blk in 0..blocks(P, 1) {
-                    for t in 0..1 {
-                        if self.desc.val().get_bit(blk * 2 + t) {
-                            if self.lane[blk * 2 + t].q.val() > self.lane[blk * 2 + t + 1].q.val() {
-                                self.lane[blk * 2 + t].d.next = self.lane[blk * 2 + t + 1].q.val();
-                                self.lane[blk * 2 + t + 1].d.next = self.lane[blk * 2 + t].q.val();
-                            }
-                        } else if self.lane[blk * 2 + t].q.val() < self.lane[blk * 2 + t + 1].q.val() {
-                            self.lane[blk * 2 + t].d.next = self.lane[blk * 2 + t + 1].q.val();
-                            self.lane[blk * 2 + t + 1].d.next = self.lane[blk * 2 + t].q.val();
-                        }
+/// The update logic, written once per stride and per direction mask. `#[hdl_gen]` sees the
+/// expanded tokens, so each stride's loop nest has literal strides (`blk * 2J + t`), which
+/// rust-hdl's `evalexpr` index evaluation needs (see the module doc). The numbers are `tt`
+/// fragments: a `literal` fragment reaches the proc macro wrapped in an invisible group, which
+/// `#[hdl_gen]` does not translate.
+macro_rules! sorter_logic {
+    (dirs: [$(($a:tt, $lb:ident)),*], strides: [$(($b:tt, $j:tt, $jj:tt)),*]) => {
+        impl<const P: usize> Logic for BitonicSorterRtl<P> {
+            #[hdl_gen]
+            fn update(&mut self) {
+                dff_setup!(self, clock, stage_q, k_oh, j_oh);
+                for i in 0..P {
+                    self.lane[i].clock.next = self.clock.val();
+                    self.lane[i].d.next = self.lane[i].q.val();
+                }
+                self.stage.next = self.stage_q.q.val();
+                self.last.next = self.stage_q.q.val() == self.s_last.val();
+                // Read ports.
+                self.rd_a_key.next = 0.into();
+                self.rd_b_key.next = 0.into();
+                for i in 0..P {
+                    if self.rd_a_addr.val().index() == i {
+                        self.rd_a_key.next = self.lane[i].q.val();
+                    }
+                    if self.rd_b_addr.val().index() == i {
+                        self.rd_b_key.next = self.lane[i].q.val();
                     }
                 }
-            }
-            if self.j_oh.q.val().get_bit(1) {
-                for blk in 0..blocks(P, 2) {
-                    for t in 0..2 {
-                        if self.desc.val().get_bit(blk * 4 + t) {
-                            if self.lane[blk * 4 + t].q.val() > self.lane[blk * 4 + t + 2].q.val() {
-                                self.lane[blk * 4 + t].d.next = self.lane[blk * 4 + t + 2].q.val();
-                                self.lane[blk * 4 + t + 2].d.next = self.lane[blk * 4 + t].q.val();
+                // Descending lanes of stage (k, j): bit a of the lane index, k = 2^a.
+                self.desc.next = 0.into();
+                $(
+                    if self.k_oh.q.val().get_bit($a) {
+                        self.desc.next = self.$lb.val();
+                    }
+                )*
+                // Stage application: one comparator bank per stride J = 2^b, selected by j_oh.
+                if self.step.val() {
+                    $(
+                        if self.j_oh.q.val().get_bit($b) {
+                            for blk in 0..blocks(P, $j) {
+                                for t in 0..$j {
+                                    if self.desc.val().get_bit(blk * $jj + t) {
+                                        if self.lane[blk * $jj + t].q.val() > self.lane[blk * $jj + t + $j].q.val() {
+                                            self.lane[blk * $jj + t].d.next = self.lane[blk * $jj + t + $j].q.val();
+                                            self.lane[blk * $jj + t + $j].d.next = self.lane[blk * $jj + t].q.val();
+                                        }
+                                    } else if self.lane[blk * $jj + t].q.val() < self.lane[blk * $jj + t + $j].q.val() {
+                                        self.lane[blk * $jj + t].d.next = self.lane[blk * $jj + t + $j].q.val();
+                                        self.lane[blk * $jj + t + $j].d.next = self.lane[blk * $jj + t].q.val();
+                                    }
+                                }
                             }
-                        } else if self.lane[blk * 4 + t].q.val() < self.lane[blk * 4 + t + 2].q.val() {
-                            self.lane[blk * 4 + t].d.next = self.lane[blk * 4 + t + 2].q.val();
-                            self.lane[blk * 4 + t + 2].d.next = self.lane[blk * 4 + t].q.val();
                         }
+                    )*
+                    // Next stage: j halves; after j = 1, k doubles and j = k_old (= k_new / 2).
+                    self.stage_q.d.next = self.stage_q.q.val() + 1;
+                    if self.j_oh.q.val().get_bit(0) {
+                        self.k_oh.d.next = self.k_oh.q.val() << 1;
+                        self.j_oh.d.next = self.k_oh.q.val();
+                    } else {
+                        self.j_oh.d.next = self.j_oh.q.val() >> 1;
                     }
                 }
-            }
-            if self.j_oh.q.val().get_bit(2) {
-                for blk in 0..blocks(P, 4) {
-                    for t in 0..4 {
-                        if self.desc.val().get_bit(blk * 8 + t) {
-                            if self.lane[blk * 8 + t].q.val() > self.lane[blk * 8 + t + 4].q.val() {
-                                self.lane[blk * 8 + t].d.next = self.lane[blk * 8 + t + 4].q.val();
-                                self.lane[blk * 8 + t + 4].d.next = self.lane[blk * 8 + t].q.val();
-                            }
-                        } else if self.lane[blk * 8 + t].q.val() < self.lane[blk * 8 + t + 4].q.val() {
-                            self.lane[blk * 8 + t].d.next = self.lane[blk * 8 + t + 4].q.val();
-                            self.lane[blk * 8 + t + 4].d.next = self.lane[blk * 8 + t].q.val();
-                        }
+                // Loads (the EIT write stream); clear first, then the written lane.
+                for i in 0..P {
+                    if self.clear.val() {
+                        self.lane[i].d.next = 0.into();
+                    }
+                    if self.wr_en.val() & (self.wr_addr.val().index() == i) {
+                        self.lane[i].d.next = self.wr_key.val();
                     }
                 }
-            }
-            if self.j_oh.q.val().get_bit(3) {
-                for blk in 0..blocks(P, 8) {
-                    for t in 0..8 {
-                        if self.desc.val().get_bit(blk * 16 + t) {
-                            if self.lane[blk * 16 + t].q.val() > self.lane[blk * 16 + t + 8].q.val() {
-                                self.lane[blk * 16 + t].d.next = self.lane[blk * 16 + t + 8].q.val();
-                                self.lane[blk * 16 + t + 8].d.next = self.lane[blk * 16 + t].q.val();
-                            }
-                        } else if self.lane[blk * 16 + t].q.val() < self.lane[blk * 16 + t + 8].q.val() {
-                            self.lane[blk * 16 + t].d.next = self.lane[blk * 16 + t + 8].q.val();
-                            self.lane[blk * 16 + t + 8].d.next = self.lane[blk * 16 + t].q.val();
-                        }
-                    }
+                if self.restart.val() {
+                    self.stage_q.d.next = 0.into();
+                    self.k_oh.d.next = self.k_init.val();
+                    self.j_oh.d.next = self.j_init.val();
                 }
-            }
-            if self.j_oh.q.val().get_bit(4) {
-                for blk in 0..blocks(P, 16) {
-                    for t in 0..16 {
-                        if self.desc.val().get_bit(blk * 32 + t) {
-                            if self.lane[blk * 32 + t].q.val() > self.lane[blk * 32 + t + 16].q.val() {
-                                self.lane[blk * 32 + t].d.next = self.lane[blk * 32 + t + 16].q.val();
-                                self.lane[blk * 32 + t + 16].d.next = self.lane[blk * 32 + t].q.val();
-                            }
-                        } else if self.lane[blk * 32 + t].q.val() < self.lane[blk * 32 + t + 16].q.val() {
-                            self.lane[blk * 32 + t].d.next = self.lane[blk * 32 + t + 16].q.val();
-                            self.lane[blk * 32 + t + 16].d.next = self.lane[blk * 32 + t].q.val();
-                        }
-                    }
-                }
-            }
-            if self.j_oh.q.val().get_bit(5) {
-                for blk in 0..blocks(P, 32) {
-                    for t in 0..32 {
-                        if self.desc.val().get_bit(blk * 64 + t) {
-                            if self.lane[blk * 64 + t].q.val() > self.lane[blk * 64 + t + 32].q.val() {
-                                self.lane[blk * 64 + t].d.next = self.lane[blk * 64 + t + 32].q.val();
-                                self.lane[blk * 64 + t + 32].d.next = self.lane[blk * 64 + t].q.val();
-                            }
-                        } else if self.lane[blk * 64 + t].q.val() < self.lane[blk * 64 + t + 32].q.val() {
-                            self.lane[blk * 64 + t].d.next = self.lane[blk * 64 + t + 32].q.val();
-                            self.lane[blk * 64 + t + 32].d.next = self.lane[blk * 64 + t].q.val();
-                        }
-                    }
-                }
-            }
-            if self.j_oh.q.val().get_bit(6) {
-                for blk in 0..blocks(P, 64) {
-                    for t in 0..64 {
-                        if self.desc.val().get_bit(blk * 128 + t) {
-                            if self.lane[blk * 128 + t].q.val() > self.lane[blk * 128 + t + 64].q.val() {
-                                self.lane[blk * 128 + t].d.next = self.lane[blk * 128 + t + 64].q.val();
-                                self.lane[blk * 128 + t + 64].d.next = self.lane[blk * 128 + t].q.val();
-                            }
-                        } else if self.lane[blk * 128 + t].q.val() < self.lane[blk * 128 + t + 64].q.val() {
-                            self.lane[blk * 128 + t].d.next = self.lane[blk * 128 + t + 64].q.val();
-                            self.lane[blk * 128 + t + 64].d.next = self.lane[blk * 128 + t].q.val();
-                        }
-                    }
-                }
-            }
-            if self.j_oh.q.val().get_bit(7) {
-                for blk in 0..blocks(P, 128) {
-                    for t in 0..128 {
-                        if self.desc.val().get_bit(blk * 256 + t) {
-                            if self.lane[blk * 256 + t].q.val() > self.lane[blk * 256 + t + 128].q.val() {
-                                self.lane[blk * 256 + t].d.next = self.lane[blk * 256 + t + 128].q.val();
-                                self.lane[blk * 256 + t + 128].d.next = self.lane[blk * 256 + t].q.val();
-                            }
-                        } else if self.lane[blk * 256 + t].q.val() < self.lane[blk * 256 + t + 128].q.val() {
-                            self.lane[blk * 256 + t].d.next = self.lane[blk * 256 + t + 128].q.val();
-                            self.lane[blk * 256 + t + 128].d.next = self.lane[blk * 256 + t].q.val();
-                        }
-                    }
-                }
-            }
-            // Next stage: j halves; after j = 1, k doubles and j = k_old (= k_new / 2).
-            self.stage_q.d.next = self.stage_q.q.val() + 1;
-            if self.j_oh.q.val().get_bit(0) {
-                self.k_oh.d.next = self.k_oh.q.val() << 1;
-                self.j_oh.d.next = self.k_oh.q.val();
-            } else {
-                self.j_oh.d.next = self.j_oh.q.val() >> 1;
             }
         }
-        // Loads (the EIT write stream); clear first, then the written lane.
-        for i in 0..P {
-            if self.clear.val() {
-                self.lane[i].d.next = 0.into();
-            }
-            if self.wr_en.val() & (self.wr_addr.val().index() == i) {
-                self.lane[i].d.next = self.wr_key.val();
-            }
-        }
-        if self.restart.val() {
-            self.stage_q.d.next = 0.into();
-            self.k_oh.d.next = self.k_init.val();
-            self.j_oh.d.next = self.j_init.val();
-        }
-    }
+    };
 }
+
+sorter_logic!(
+    dirs: [(1, lb1), (2, lb2), (3, lb3), (4, lb4), (5, lb5), (6, lb6), (7, lb7), (8, lb8)],
+    strides: [(0, 1, 2), (1, 2, 4), (2, 4, 8), (3, 8, 16), (4, 16, 32), (5, 32, 64), (6, 64, 128), (7, 128, 256)]
+);
 
 /// Export registration: the sorter alone at 16 lanes (lint and synthesis; its behaviour is
 /// co-simulated inside `iodie_scheduler`). Wider sorters are not in the standard export:
