@@ -37,7 +37,13 @@ fn standard_blocks_pass_verilog_check() {
     let (ok, out) = verilog_check(&dir);
     assert!(ok, "verilog-check failed:\n{out}");
     for m in &manifest.modules {
-        let c = m.cosim.as_ref().unwrap();
+        // A leaf block without a recorder (the sorter: co-simulated inside the scheduler
+        // top) is linted and synthesized only.
+        let Some(c) = m.cosim.as_ref() else {
+            assert!(!m.top, "{}: a top without co-sim", m.name);
+            assert!(out.contains(&format!("ok   {}: lint ok, no co-sim", m.name)), "{}:\n{out}", m.name);
+            continue;
+        };
         assert!(
             out.contains(&format!(
                 "ok   {}: lint ok, cosim PASS {} cycles, wave same",

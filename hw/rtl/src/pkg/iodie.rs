@@ -153,6 +153,17 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
 
     // --- blocks
     eit: RAM<Bits<N>, 8>,
+    /// Next values of the sub-block control inputs (see the end of `update`).
+    sorter_restart_n: Signal<Local, Bit>,
+    sorter_wr_en_n: Signal<Local, Bit>,
+    sorter_step_n: Signal<Local, Bit>,
+    sorter_clear_n: Signal<Local, Bit>,
+    qos_step_n: Signal<Local, Bit>,
+    fifo_push_n: Signal<Local, Bit>,
+    fifo_pop_n: Signal<Local, Bit>,
+    fifo_clear_n: Signal<Local, Bit>,
+    eit_write_enable_n: Signal<Local, Bit>,
+    eit_read_address_n: Signal<Local, Bits<8>>,
     sorter: BitonicSorterRtl<P>,
     qos: QosTimerBankRtl<S>,
     fifo: DoneFifoRtl<N, D>,
@@ -194,7 +205,6 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
     grant_start_q: DFF<Bits<4>>,
     grant_icv_q: DFF<Bits<N>>,
     grants_q: DFF<Bits<16>>,
-    defer_valid_q: DFF<Bit>,
     grant_latency_q: DFF<Bits<32>>,
     grant_release_q: DFF<Bit>,
     ev_busy_q: DFF<Bit>,
@@ -230,6 +240,8 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
     scan_e: Signal<Local, Bits<8>>,
     icv_s: Signal<Local, Bits<N>>,
     hit: Signal<Local, Bits<N>>,
+    /// ~wr_ptr (the sorter key's expert field).
+    wr_inv: Signal<Local, Bits<8>>,
     start_c: Signal<Local, Bits<4>>,
     cold_hit: Signal<Local, Bit>,
     len_m1: Signal<Local, Bits<9>>,
@@ -238,13 +250,14 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
     cold_e: Signal<Local, Bits<256>>,
 
     // --- constants
-    experts: Constant<Bits<9>>,
     e_last: Constant<Bits<8>>,
     all_mask: Constant<Bits<N>>,
     policy: Constant<Bits<2>>,
     theta: Constant<Bits<32>>,
     window: Constant<Bits<32>>,
     snake_rev: Constant<Bits<64>>,
+    /// 1 in N bits (bit 0 of a shifted chiplet vector, without an index wider than log2 N).
+    lsb_n: Constant<Bits<N>>,
     sort_on: Constant<Bit>,
 }
 
@@ -316,6 +329,16 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieSchedu
             ev_stale_latch: Default::default(),
             ev_stale_pop: Default::default(),
             eit: Default::default(),
+            sorter_restart_n: Default::default(),
+            sorter_wr_en_n: Default::default(),
+            sorter_step_n: Default::default(),
+            sorter_clear_n: Default::default(),
+            qos_step_n: Default::default(),
+            fifo_push_n: Default::default(),
+            fifo_pop_n: Default::default(),
+            fifo_clear_n: Default::default(),
+            eit_write_enable_n: Default::default(),
+            eit_read_address_n: Default::default(),
             sorter: BitonicSorterRtl::new(),
             qos: QosTimerBankRtl::new(p.t_qos_init, p.n_threshold),
             fifo: DoneFifoRtl::new(),
@@ -352,7 +375,6 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieSchedu
             grant_start_q: Default::default(),
             grant_icv_q: Default::default(),
             grants_q: Default::default(),
-            defer_valid_q: Default::default(),
             grant_latency_q: Default::default(),
             grant_release_q: Default::default(),
             ev_busy_q: Default::default(),
@@ -385,18 +407,19 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieSchedu
             scan_e: Default::default(),
             icv_s: Default::default(),
             hit: Default::default(),
+            wr_inv: Default::default(),
             start_c: Default::default(),
             cold_hit: Default::default(),
             len_m1: Default::default(),
             icv_g: Default::default(),
             cold_e: Default::default(),
-            experts: Constant::new((p.experts as u64).into()),
             e_last: Constant::new(((p.experts - 1) as u64).into()),
             all_mask: Constant::new(all.into()),
             policy: Constant::new(p.policy.into()),
             theta: Constant::new((p.theta_min as u64).into()),
             window: Constant::new((p.stale_window as u64).into()),
             snake_rev: Constant::new(snake_rev.into()),
+            lsb_n: Constant::new(1u64.into()),
             sort_on: Constant::new(p.experts > 1),
         }
     }
@@ -419,7 +442,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         dff_setup!(
             self, clock, state_q, icv_q, wr_ptr, tb_ptr, tb_q, kcnt, len, pre_ptr, scan_q, head, tail, g_e, g_m, g_s, lg_valid,
             trigger, trig_rel, cold, eit_wr_valid_q, eit_wr_addr_q, eit_rd_valid_q, eit_rd_addr_q, eit_rd_mask_q, preload_valid_q,
-            preload_expert_q, grant_valid_q, grant_expert_q, grant_mask_q, grant_start_q, grant_icv_q, grants_q, defer_valid_q,
+            preload_expert_q, grant_valid_q, grant_expert_q, grant_mask_q, grant_start_q, grant_icv_q, grants_q,
             grant_latency_q, grant_release_q, ev_busy_q, ev_scan_start_q, ev_scan_q, ev_release_q, ev_merge_q, ev_stale_latch_q,
             ev_stale_pop_q
         );
@@ -459,7 +482,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         self.grant_icv.next = self.grant_icv_q.q.val();
         self.grants.next = self.grants_q.q.val();
         self.done_fifo_occ.next = self.fifo.occ.val();
-        self.defer_valid.next = self.defer_valid_q.q.val();
+        self.defer_valid.next = self.qos.defer.val();
         self.grant_latency.next = self.grant_latency_q.q.val();
         self.grant_release.next = self.grant_release_q.q.val();
         self.ev_busy.next = self.ev_busy_q.q.val();
@@ -475,7 +498,6 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         self.eit_rd_valid_q.d.next = false;
         self.preload_valid_q.d.next = false;
         self.grant_valid_q.d.next = false;
-        self.defer_valid_q.d.next = false;
         self.ev_busy_q.d.next = false;
         self.ev_scan_start_q.d.next = false;
         self.ev_scan_q.d.next = false;
@@ -485,15 +507,18 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         self.ev_stale_pop_q.d.next = 0.into();
 
         // ---- block port defaults
-        self.eit.write_enable.next = false;
+        self.eit_write_enable_n.next = false;
         self.eit.write_address.next = self.wr_ptr.q.val();
         self.eit.write_data.next = self.gate_mask.val();
-        self.sorter.clear.next = false;
-        self.sorter.wr_en.next = false;
+        self.sorter_clear_n.next = false;
+        self.sorter_wr_en_n.next = false;
         self.sorter.wr_addr.next = self.wr_ptr.q.val();
-        self.sorter.wr_key.next = (bit_cast::<40, 32>(self.gate_count.val()) << 8) | bit_cast::<40, 8>(!self.wr_ptr.q.val());
-        self.sorter.step.next = false;
-        self.sorter.restart.next = false;
+        // Invert in 8 bits, then widen: `~` inside the widening cast would invert the
+        // extension bits too in Verilog (context-determined width), setting the count field.
+        self.wr_inv.next = !self.wr_ptr.q.val();
+        self.sorter.wr_key.next = (bit_cast::<40, 32>(self.gate_count.val()) << 8) | bit_cast::<40, 8>(self.wr_inv.val());
+        self.sorter_step_n.next = false;
+        self.sorter_restart_n.next = false;
         self.sorter.rd_a_addr.next = self.head.q.val();
         self.sorter.rd_b_addr.next = self.tail.q.val();
         self.qos.reset.next = self.reset.val();
@@ -501,11 +526,10 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         self.qos.host_slot.next = self.host_slot.val();
         self.qos.host_t.next = self.host_t.val();
         self.qos.host_c.next = self.host_c.val();
-        self.qos.step.next = false;
+        self.qos_step_n.next = false;
         self.qos.step_slot.next = self.req_slot.val();
-        self.qos.obs_slot.next = 0.into();
-        self.fifo.clear.next = self.start.val();
-        self.fifo.pop.next = false;
+        self.fifo_clear_n.next = self.start.val();
+        self.fifo_pop_n.next = false;
 
         // ---- effective state of this edge (a layer start writes entry 0 now)
         self.cur.next = self.state_q.q.val();
@@ -532,7 +556,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         }
         self.arrive.next = self.done.val() & self.all_mask.val() & !self.stale_latch.val();
         self.ev_stale_latch_q.d.next = self.done.val() & self.all_mask.val() & self.stale_latch.val();
-        self.fifo.push.next = self.arrive.val().any();
+        self.fifo_push_n.next = self.arrive.val().any();
         self.fifo.push_mask.next = self.arrive.val();
         self.fifo.push_at.next = self.stamp.val();
         self.merge.next = self.arrive.val().any() & self.fifo.full.val() & !self.start.val();
@@ -569,8 +593,8 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             }
         }
         // Paired-load sequencer: entry pre_ptr from the head or (odd, paired) the tail.
-        self.head_e.next = !self.sorter.rd_a_key.val().get_bits::<8>(0);
-        self.tail_e.next = !self.sorter.rd_b_key.val().get_bits::<8>(0);
+        self.head_e.next = self.sorter.rd_a_expert.val();
+        self.tail_e.next = self.sorter.rd_b_expert.val();
         self.pre_e.next = self.head_e.val();
         if (self.policy.val() == 0) & self.pre_ptr.q.val().get_bit(0) {
             self.pre_e.next = self.tail_e.val();
@@ -578,12 +602,12 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         if self.policy.val() == 2 {
             self.pre_e.next = self.order_pre.val();
         }
-        self.eit.read_address.next = self.order_head.val();
+        self.eit_read_address_n.next = self.order_head.val();
         if self.state_q.q.val() == 7 {
-            self.eit.read_address.next = self.scan_e.val();
+            self.eit_read_address_n.next = self.scan_e.val();
         }
         if self.state_q.q.val() == 6 {
-            self.eit.read_address.next = self.pre_e.val();
+            self.eit_read_address_n.next = self.pre_e.val();
         }
 
         // ---- E–C matcher datapath
@@ -594,7 +618,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         self.hit.next = self.eit.read_data.val() & self.icv_s.val();
         self.start_c.next = 0.into();
         for q in 0..N {
-            if self.hit.val().get_bit(self.snake_rev.val().get_bits::<4>(q * 4).index()) {
+            if ((self.hit.val() >> self.snake_rev.val().get_bits::<4>(q * 4)) & self.lsb_n.val()).any() {
                 self.start_c.next = self.snake_rev.val().get_bits::<4>(q * 4);
             }
         }
@@ -605,6 +629,8 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             | ((self.req_set2.val() & self.cold.q.val().get_bits::<64>(128)).any())
             | ((self.req_set3.val() & self.cold.q.val().get_bits::<64>(192)).any());
         self.nz.next = self.gate_count.val().any();
+        // Stepped only in TBUF; driven every cycle so the input is never a latch.
+        self.qos.cold_hit.next = self.cold_hit.val();
 
         // ---- layer start
         if self.start.val() {
@@ -619,8 +645,8 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             self.trigger.d.next = self.stamp.val();
             self.trig_rel.d.next = false;
             self.cold.d.next = 0.into();
-            self.sorter.clear.next = true;
-            self.sorter.restart.next = true;
+            self.sorter_clear_n.next = true;
+            self.sorter_restart_n.next = true;
         }
         if (self.cur.val() != 0) & (self.cur.val() != 9) {
             self.ev_busy_q.d.next = true;
@@ -629,7 +655,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         // ---- the state machine
         // DONE / IDLE: release the oldest done mask; in IDLE a new idle chiplet starts a scan.
         if self.can_pop.val() {
-            self.fifo.pop.next = true;
+            self.fifo_pop_n.next = true;
             self.ev_release_q.d.next = true;
             self.ev_stale_pop_q.d.next = self.fifo.front_mask.val() & self.killed.val();
             self.icv_q.d.next = self.icv_pop.val();
@@ -641,14 +667,17 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         }
         // WEIT / REIT: one EIT entry per edge.
         if (self.cur.val() == 1) | (self.cur.val() == 3) {
-            self.eit.write_enable.next = true;
-            self.sorter.wr_en.next = true;
+            self.eit_write_enable_n.next = true;
+            self.sorter_wr_en_n.next = true;
             self.eit_wr_valid_q.d.next = true;
             self.eit_wr_addr_q.d.next = self.wr_ptr.q.val();
             if (self.cur.val() == 1) & self.nz.val() & (self.gate_count.val() < self.theta.val()) {
                 self.cold.d.next = self.cold_e.val().replace_bit(self.wr_ptr.q.val().index(), true);
             }
-            self.kcnt.d.next = self.kcnt_e.val() + self.nz.val();
+            self.kcnt.d.next = self.kcnt_e.val();
+            if self.nz.val() {
+                self.kcnt.d.next = self.kcnt_e.val() + 1;
+            }
             self.len.d.next = self.len_e.val();
             if (self.policy.val() == 2) & self.nz.val() {
                 self.len.d.next = self.len_e.val() + 1;
@@ -666,13 +695,13 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
                 } else if self.policy.val() == 2 {
                     self.pre_ptr.d.next = 0.into();
                     self.scan_q.d.next = 0.into();
-                    if (self.len_e.val() + self.nz.val()).any() {
+                    if self.len_e.val().any() | self.nz.val() {
                         self.state_q.d.next = 6.into();
                     } else {
                         self.state_q.d.next = 0.into();
                     }
                 } else {
-                    self.sorter.restart.next = true;
+                    self.sorter_restart_n.next = true;
                     if self.sort_on.val() {
                         self.state_q.d.next = 4.into();
                     } else {
@@ -685,9 +714,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         }
         // TBUF: Algorithm 2 for request tb_ptr.
         if self.cur.val() == 2 {
-            self.qos.step.next = true;
-            self.defer_valid_q.d.next = self.qos.defer.val();
-            self.qos.cold_hit.next = self.cold_hit.val();
+            self.qos_step_n.next = true;
             self.tb_ptr.d.next = self.tb_ptr.q.val() + 1;
             if self.req_last.val() {
                 self.tb_ptr.d.next = 0.into();
@@ -698,7 +725,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         }
         // SORT: one network stage.
         if self.cur.val() == 4 {
-            self.sorter.step.next = true;
+            self.sorter_step_n.next = true;
             if self.sorter.last.val() {
                 self.state_q.d.next = 5.into();
             }
@@ -814,10 +841,23 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             self.scan_q.d.next = 0.into();
             self.lg_valid.d.next = 0.into();
             self.grants_q.d.next = 0.into();
-            self.fifo.clear.next = true;
-            self.fifo.push.next = false;
-            self.sorter.restart.next = true;
+            self.fifo_clear_n.next = true;
+            self.fifo_push_n.next = false;
+            self.sorter_restart_n.next = true;
         }
+        // Sub-block inputs written once, from their locals: a default-then-override write
+        // straight to a sub-block port glitches it, and Icarus can re-run the parent's
+        // always block on the glitch forever (rust-hdl's own simulator does not show it).
+        self.sorter.restart.next = self.sorter_restart_n.val();
+        self.sorter.wr_en.next = self.sorter_wr_en_n.val();
+        self.sorter.step.next = self.sorter_step_n.val();
+        self.sorter.clear.next = self.sorter_clear_n.val();
+        self.qos.step.next = self.qos_step_n.val();
+        self.fifo.push.next = self.fifo_push_n.val();
+        self.fifo.pop.next = self.fifo_pop_n.val();
+        self.fifo.clear.next = self.fifo_clear_n.val();
+        self.eit.write_enable.next = self.eit_write_enable_n.val();
+        self.eit.read_address.next = self.eit_read_address_n.val();
     }
 }
 
@@ -837,7 +877,7 @@ pub fn export_params(rows: usize, cols: usize, experts: usize) -> IoDieRtlParams
 /// Co-simulation vectors: a reset edge, then the closed-loop stimulus.
 fn record_iodie<const N: usize, const P: usize>(module: &str, p: IoDieRtlParams, cycles: usize, seed: u64) -> Result<PortTrace, RtlError> {
     let stim = closed_loop_stimulus(&p, cycles.saturating_sub(1), seed);
-    record(module, IoDieSchedulerRtl::<N, P, 64, 32>::new(&p), cycles, |u| &mut u.clock, |c, u| {
+    record(module, IoDieSchedulerRtl::<N, P, 4, 32>::new(&p), cycles, |u| &mut u.clock, |c, u| {
         if c == 0 {
             u.set_inputs(&IoDieIn { reset: true, ..IoDieIn::default() }, &GateIn::default());
         } else {
@@ -847,10 +887,10 @@ fn record_iodie<const N: usize, const P: usize>(module: &str, p: IoDieRtlParams,
     })
 }
 
-/// Export registration: the scheduler top at 2×2 / 16 experts (64 QoS slots, 32 done-FIFO
-/// entries). The package's 4×4 / 128-expert size is lockstep-tested and runs in the package
-/// (`--rtl scheduler`), but its yosys synthesis does not finish in the check's time budget
-/// (docs/rtl.md), so it is not in the standard export yet.
+/// Export registration: the scheduler top at 2×2 / 16 experts with token buffering (4 QoS
+/// slots — the stimulus has 4 requests per layer — and 32 done-FIFO entries). Larger sizes
+/// are lockstep-tested and run in the package (`--rtl scheduler`); their synthesis is the
+/// scaling table of docs/rtl.md (scripts/yosys-scaling.sh), too slow for every check run.
 pub const EXPORT: BlockDef = BlockDef {
     name: "iodie_scheduler",
     top: true,
@@ -858,10 +898,47 @@ pub const EXPORT: BlockDef = BlockDef {
     sets: &[
         ParamSet {
             module: "iodie_scheduler_c4_e16",
-            rust_type: "IoDieSchedulerRtl<4, 16, 64, 32>",
+            rust_type: "IoDieSchedulerRtl<4, 16, 4, 32>",
             params: &[("chiplets", 4), ("experts", 16)],
-            build: || boxed(IoDieSchedulerRtl::<4, 16, 64, 32>::new(&export_params(2, 2, 16))),
+            build: || boxed(IoDieSchedulerRtl::<4, 16, 4, 32>::new(&export_params(2, 2, 16))),
             recorder: Some(|cycles, seed| record_iodie::<4, 16>("iodie_scheduler_c4_e16", export_params(2, 2, 16), cycles, seed)),
         },
+    ],
+};
+
+/// One point of the synthesis sweep: `C` chiplets, `E` experts (= sorter lanes), the export's
+/// 4 QoS slots and 32 done-FIFO entries. No co-simulation (the lockstep tests cover these
+/// sizes against the CL).
+macro_rules! sweep_set {
+    ($rows:literal, $cols:literal, $c:literal, $e:literal, $module:literal) => {
+        ParamSet {
+            module: $module,
+            rust_type: concat!("IoDieSchedulerRtl<", $c, ", ", $e, ", 4, 32>"),
+            params: &[("chiplets", $c), ("experts", $e)],
+            build: || boxed(IoDieSchedulerRtl::<$c, $e, 4, 32>::new(&export_params($rows, $cols, $e))),
+            recorder: None,
+        }
+    };
+}
+
+/// The scheduler's scaling sweep (docs/rtl.md, scripts/yosys-scaling.sh): 4, 9 and 16
+/// chiplets × 16, 32, 64 and 128 experts. Not in the standard export (`crate::export::SWEEP`).
+pub const SWEEP: BlockDef = BlockDef {
+    name: "iodie_scheduler_sweep",
+    top: true,
+    cosim_cycles: crate::export::TOP_COSIM_CYCLES,
+    sets: &[
+        sweep_set!(2, 2, 4, 16, "iodie_sweep_c4_e16"),
+        sweep_set!(2, 2, 4, 32, "iodie_sweep_c4_e32"),
+        sweep_set!(2, 2, 4, 64, "iodie_sweep_c4_e64"),
+        sweep_set!(2, 2, 4, 128, "iodie_sweep_c4_e128"),
+        sweep_set!(3, 3, 9, 16, "iodie_sweep_c9_e16"),
+        sweep_set!(3, 3, 9, 32, "iodie_sweep_c9_e32"),
+        sweep_set!(3, 3, 9, 64, "iodie_sweep_c9_e64"),
+        sweep_set!(3, 3, 9, 128, "iodie_sweep_c9_e128"),
+        sweep_set!(4, 4, 16, 16, "iodie_sweep_c16_e16"),
+        sweep_set!(4, 4, 16, 32, "iodie_sweep_c16_e32"),
+        sweep_set!(4, 4, 16, 64, "iodie_sweep_c16_e64"),
+        sweep_set!(4, 4, 16, 128, "iodie_sweep_c16_e128"),
     ],
 };

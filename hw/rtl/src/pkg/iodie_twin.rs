@@ -448,11 +448,12 @@ pub fn random_reqs(rng: &mut impl rand::Rng, n: usize, e: usize, slots: u32) -> 
 /// Closed-loop stimulus for the co-simulation vectors: random layers (EIT or, with token
 /// buffering, requests), chiplets that report done a random while after each grant, spurious
 /// done pulses and QoS host writes — the inputs the block saw at each edge after its reset.
+/// Built with the export's 4 QoS slots (the layers have 4 requests; host writes go to slots 0..3).
 pub fn closed_loop_stimulus(p: &IoDieRtlParams, cycles: usize, seed: u64) -> Vec<(IoDieIn, GateIn)> {
     use rand::{Rng, SeedableRng};
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
     let n = p.rows * p.cols;
-    let block = build_block(p, 64, 32).expect("the 64-slot, 32-entry build exists for every size");
+    let block = build_block(p, 4, 32).expect("the 4-slot, 32-entry build exists for every size");
     let mut drv = IoDieDriver::new(block, n, p.experts);
     let mut chips = BusyChiplets::new(n);
     let mut out = Vec::with_capacity(cycles);

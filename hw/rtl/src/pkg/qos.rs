@@ -5,8 +5,9 @@
 //! One (T_QoS, C_fw) pair of 32-bit registers per request slot. A `step` is one request's
 //! read-modify-write, one per cycle as in the CL's `TokenBuf` state:
 //! `C_fw ≥ N_threshold → T_QoS + 1 (saturating), C_fw = 0`; then a request that uses a cold
-//! expert (`cold_hit`) with `T_QoS > 0` is deferred (`defer`, combinational) and
-//! `T_QoS − 1`. The host port is the package's request tracker: `load` (a slot's pair, as the
+//! expert (`cold_hit`) with `T_QoS > 0` is deferred (`defer`, registered: it reports the
+//! previous edge's step, so the scheduler's own `defer_valid` register is this one and no
+//! combinational path runs from the scheduler into the bank and back) and `T_QoS − 1`. The host port is the package's request tracker: `load` (a slot's pair, as the
 //! CL's `load_qos`), `fwd_done` (C_fw + 1, saturating) and `admit` (T_QoS = T_init, C_fw = 0).
 //! The host port and `step` share the slot's write port: a host write in a `step` cycle is
 //! dropped (the package writes the bank before a layer starts; the CL has the same order).
@@ -22,8 +23,8 @@ pub const QOS_ADMIT: u64 = 3;
 
 /// QoS timer bank with `S` slots (1..=256).
 ///
-/// Port coupling: `defer`: comb(step, step_slot, cold_hit, registers); `obs_t`/`obs_c`:
-/// comb(obs_slot, registers); everything else sampled at the rising edge.
+/// Port coupling: `defer`: registered (the step of the previous edge); everything else
+/// sampled at the rising edge. The lockstep tests read the registers with [`Self::slot`].
 #[derive(LogicBlock)]
 pub struct QosTimerBankRtl<const S: usize> {
     pub clock: Signal<In, Clock>,
@@ -38,13 +39,11 @@ pub struct QosTimerBankRtl<const S: usize> {
     pub step_slot: Signal<In, Bits<8>>,
     /// The request uses a cold expert (A(r) ∧ cold ≠ 0).
     pub cold_hit: Signal<In, Bit>,
-    /// The stepped request is deferred. comb.
+    /// The request stepped at the previous edge was deferred. registered.
     pub defer: Signal<Out, Bit>,
-    pub obs_slot: Signal<In, Bits<8>>,
-    pub obs_t: Signal<Out, Bits<32>>,
-    pub obs_c: Signal<Out, Bits<32>>,
     t_qos: [DFF<Bits<32>>; S],
     c_fw: [DFF<Bits<32>>; S],
+    defer_q: DFF<Bit>,
     /// T_QoS and C_fw of the stepped slot, after the N_threshold rule.
     t_mid: Signal<Local, Bits<32>>,
     c_mid: Signal<Local, Bits<32>>,
@@ -67,11 +66,9 @@ impl<const S: usize> QosTimerBankRtl<S> {
             step_slot: Default::default(),
             cold_hit: Default::default(),
             defer: Default::default(),
-            obs_slot: Default::default(),
-            obs_t: Default::default(),
-            obs_c: Default::default(),
             t_qos: std::array::from_fn(|_| Default::default()),
             c_fw: std::array::from_fn(|_| Default::default()),
+            defer_q: Default::default(),
             t_mid: Default::default(),
             c_mid: Default::default(),
             t_init: Constant::new((t_qos_init as u64).into()),
@@ -89,17 +86,16 @@ impl<const S: usize> QosTimerBankRtl<S> {
 impl<const S: usize> Logic for QosTimerBankRtl<S> {
     #[hdl_gen]
     fn update(&mut self) {
+        dff_setup!(self, clock, defer_q);
         for i in 0..S {
             self.t_qos[i].clock.next = self.clock.val();
             self.c_fw[i].clock.next = self.clock.val();
             self.t_qos[i].d.next = self.t_qos[i].q.val();
             self.c_fw[i].d.next = self.c_fw[i].q.val();
         }
-        // Read ports: the stepped slot and the observed slot.
+        // Read port: the stepped slot.
         self.t_mid.next = 0.into();
         self.c_mid.next = 0.into();
-        self.obs_t.next = 0.into();
-        self.obs_c.next = 0.into();
         for i in 0..S {
             if self.step_slot.val().index() == i {
                 self.t_mid.next = self.t_qos[i].q.val();
@@ -111,12 +107,9 @@ impl<const S: usize> Logic for QosTimerBankRtl<S> {
                     }
                 }
             }
-            if self.obs_slot.val().index() == i {
-                self.obs_t.next = self.t_qos[i].q.val();
-                self.obs_c.next = self.c_fw[i].q.val();
-            }
         }
-        self.defer.next = self.step.val() & self.cold_hit.val() & self.t_mid.val().any();
+        self.defer.next = self.defer_q.q.val();
+        self.defer_q.d.next = self.step.val() & self.cold_hit.val() & self.t_mid.val().any();
         for i in 0..S {
             if self.step.val() {
                 if self.step_slot.val().index() == i {

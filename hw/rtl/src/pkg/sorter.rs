@@ -20,7 +20,8 @@
 //!   order) where bit `a` of `lo` is set (swap when lo > hi there, when lo < hi elsewhere), `k = 2^a`: the constants `lb1..lb8` hold those lane
 //!   masks and `desc` picks the one of the current `k`.
 //! * Read ports `rd_a`/`rd_b` are combinational muxes over the lanes (the paired-load
-//!   sequencer's head and tail pointers read them).
+//!   sequencer's head and tail pointers read them); they return the lane's expert id, the
+//!   only field the sequencer uses.
 
 use rust_hdl::prelude::*;
 
@@ -65,7 +66,7 @@ fn lane_bit_mask<const P: usize>(a: usize) -> Bits<P> {
 
 /// Bitonic sorter over `P` lanes (`P` a power of two, 2..=256).
 ///
-/// Port coupling: `rd_a_key`/`rd_b_key`: comb(rd_*_addr, lanes); `stage`/`last`: registered;
+/// Port coupling: `rd_a_expert`/`rd_b_expert`: comb(rd_*_addr, lanes); `stage`/`last`: registered;
 /// `clear`, `wr_*`, `step`, `restart`: sampled at the rising edge (`clear` before `wr_*`).
 #[derive(LogicBlock)]
 pub struct BitonicSorterRtl<const P: usize> {
@@ -85,9 +86,13 @@ pub struct BitonicSorterRtl<const P: usize> {
     /// The next stage is the network's last one. registered.
     pub last: Signal<Out, Bit>,
     pub rd_a_addr: Signal<In, Bits<8>>,
-    pub rd_a_key: Signal<Out, Bits<KEY_BITS>>,
+    /// Expert id of lane `rd_a_addr` (255 for an address past the lanes).
+    pub rd_a_expert: Signal<Out, Bits<8>>,
     pub rd_b_addr: Signal<In, Bits<8>>,
-    pub rd_b_key: Signal<Out, Bits<KEY_BITS>>,
+    pub rd_b_expert: Signal<Out, Bits<8>>,
+    /// The read lanes' key byte `~e` (the count field is not read).
+    rd_a_lo: Signal<Local, Bits<8>>,
+    rd_b_lo: Signal<Local, Bits<8>>,
     /// The lanes (the stage register).
     lane: [DFF<Bits<KEY_BITS>>; P],
     stage_q: DFF<Bits<6>>,
@@ -124,9 +129,11 @@ impl<const P: usize> BitonicSorterRtl<P> {
             stage: Default::default(),
             last: Default::default(),
             rd_a_addr: Default::default(),
-            rd_a_key: Default::default(),
+            rd_a_expert: Default::default(),
+            rd_a_lo: Default::default(),
             rd_b_addr: Default::default(),
-            rd_b_key: Default::default(),
+            rd_b_expert: Default::default(),
+            rd_b_lo: Default::default(),
             lane: std::array::from_fn(|_| Default::default()),
             stage_q: Default::default(),
             k_oh: Default::default(),
@@ -176,16 +183,18 @@ macro_rules! sorter_logic {
                 self.stage.next = self.stage_q.q.val();
                 self.last.next = self.stage_q.q.val() == self.s_last.val();
                 // Read ports.
-                self.rd_a_key.next = 0.into();
-                self.rd_b_key.next = 0.into();
+                self.rd_a_lo.next = 0.into();
+                self.rd_b_lo.next = 0.into();
                 for i in 0..P {
                     if self.rd_a_addr.val().index() == i {
-                        self.rd_a_key.next = self.lane[i].q.val();
+                        self.rd_a_lo.next = self.lane[i].q.val().get_bits::<8>(0);
                     }
                     if self.rd_b_addr.val().index() == i {
-                        self.rd_b_key.next = self.lane[i].q.val();
+                        self.rd_b_lo.next = self.lane[i].q.val().get_bits::<8>(0);
                     }
                 }
+                self.rd_a_expert.next = !self.rd_a_lo.val();
+                self.rd_b_expert.next = !self.rd_b_lo.val();
                 // Descending lanes of stage (k, j): bit a of the lane index, k = 2^a.
                 self.desc.next = 0.into();
                 $(
