@@ -10,6 +10,7 @@
 pub mod cosim;
 pub mod credit_counter;
 pub mod export;
+pub mod noc;
 pub mod pkg;
 pub mod rr_arbiter;
 
