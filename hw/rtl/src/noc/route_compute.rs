@@ -51,6 +51,10 @@ pub struct RouteComputeRtl<const CW: usize> {
     route_oh_q: DFF<Bits<5>>,
     /// One-hot of `port`.
     port_oh: Signal<Local, Bits<5>>,
+    /// Port codes (`Dir` order) and their one-hot forms, sized so the Verilog has no
+    /// width-mismatched literals.
+    dir: [Constant<Bits<3>>; 5],
+    dir_oh: [Constant<Bits<5>>; 5],
 }
 
 impl<const CW: usize> RouteComputeRtl<CW> {
@@ -75,6 +79,8 @@ impl<const CW: usize> RouteComputeRtl<CW> {
             route_q: Default::default(),
             route_oh_q: Default::default(),
             port_oh: Default::default(),
+            dir: std::array::from_fn(|d| Constant::new((d as u64).into())),
+            dir_oh: std::array::from_fn(|d| Constant::new((1u64 << d).into())),
         }
     }
 }
@@ -85,20 +91,20 @@ impl<const CW: usize> Logic for RouteComputeRtl<CW> {
         // 1. Clock the route register; hold by default.
         dff_setup!(self, clock, route_q, route_oh_q);
         // 2./3. Dimension order: x first, then y, local when both match (`route_xy_fl`).
-        self.port.next = 4.into();
-        self.port_oh.next = 16.into();
+        self.port.next = self.dir[4].val();
+        self.port_oh.next = self.dir_oh[4].val();
         if self.dest_x.val() > self.cur_x.val() {
-            self.port.next = 0.into();
-            self.port_oh.next = 1.into();
+            self.port.next = self.dir[0].val();
+            self.port_oh.next = self.dir_oh[0].val();
         } else if self.dest_x.val() < self.cur_x.val() {
-            self.port.next = 1.into();
-            self.port_oh.next = 2.into();
+            self.port.next = self.dir[1].val();
+            self.port_oh.next = self.dir_oh[1].val();
         } else if self.dest_y.val() > self.cur_y.val() {
-            self.port.next = 2.into();
-            self.port_oh.next = 4.into();
+            self.port.next = self.dir[2].val();
+            self.port_oh.next = self.dir_oh[2].val();
         } else if self.dest_y.val() < self.cur_y.val() {
-            self.port.next = 3.into();
-            self.port_oh.next = 8.into();
+            self.port.next = self.dir[3].val();
+            self.port_oh.next = self.dir_oh[3].val();
         }
         if self.rc_en.val() {
             self.route_q.d.next = self.port.val();
@@ -106,8 +112,8 @@ impl<const CW: usize> Logic for RouteComputeRtl<CW> {
         }
         if self.reset.val() {
             // Port 0, as the CL's `out_port` before any packet.
-            self.route_q.d.next = 0.into();
-            self.route_oh_q.d.next = 1.into();
+            self.route_q.d.next = self.dir[0].val();
+            self.route_oh_q.d.next = self.dir_oh[0].val();
         }
         // 4. Registered outputs.
         self.route.next = self.route_q.q.val();

@@ -190,6 +190,13 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     rd_m1: Constant<Bits<4>>,
     one4: Constant<Bits<4>>,
     zero_nv: Constant<Bits<NV>>,
+    /// Sized zeros and one-hot bits (no width-mismatched literals in the Verilog).
+    bit_nv: [Constant<Bits<NV>>; NV],
+    bit5: [Constant<Bits<5>>; 5],
+    zero5: Constant<Bits<5>>,
+    zero_v: Constant<Bits<V>>,
+    zero3: Constant<Bits<3>>,
+    zero4: Constant<Bits<4>>,
     st_idle: Constant<Bits<2>>,
     st_routing: Constant<Bits<2>>,
     st_vcalloc: Constant<Bits<2>>,
@@ -302,6 +309,12 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             rd_m1: Constant::new((p.routing_delay - 1).into()),
             one4: Constant::new(1u64.into()),
             zero_nv: Constant::new(zero_nv),
+            bit_nv: std::array::from_fn(|i| Constant::new(zero_nv.replace_bit(i, true))),
+            bit5: std::array::from_fn(|i| Constant::new((1u64 << i).into())),
+            zero5: Constant::new(0u64.into()),
+            zero_v: Constant::new(0u64.into()),
+            zero3: Constant::new(0u64.into()),
+            zero4: Constant::new(0u64.into()),
             st_idle: Constant::new(VC_IDLE.into()),
             st_routing: Constant::new(VC_ROUTING.into()),
             st_vcalloc: Constant::new(VC_VCALLOC.into()),
@@ -378,7 +391,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         for i in 0..NV {
             for o in 0..5 {
                 if self.rc[i].route_oh.val().get_bit(o) {
-                    self.route_is[o].next = self.route_is[o].val().replace_bit(i, true);
+                    self.route_is[o].next = self.route_is[o].val() | self.bit_nv[i].val();
                 }
             }
         }
@@ -392,7 +405,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 | (self.vc_st[i].q.val() == self.st_vcalloc.val()))
                 & !self.rc_wait[i].q.val().any()
             {
-                self.va_elig.next = self.va_elig.val().replace_bit(i, true);
+                self.va_elig.next = self.va_elig.val() | self.bit_nv[i].val();
             }
         }
         for o in 0..5 {
@@ -416,7 +429,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         for j in 0..NV {
             for i in 0..NV {
                 if self.va_out[j].grant.val().get_bit(i) {
-                    self.va_gt[i].next = self.va_gt[i].val().replace_bit(j, true);
+                    self.va_gt[i].next = self.va_gt[i].val() | self.bit_nv[j].val();
                 }
             }
         }
@@ -428,11 +441,11 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             self.va_in[i].fire.next = true;
             self.va_acc.next = self.va_acc.val() | self.va_in[i].grant.val();
             if self.va_in[i].grant_valid.val() {
-                self.va_grant.next = self.va_grant.val().replace_bit(i, true);
+                self.va_grant.next = self.va_grant.val() | self.bit_nv[i].val();
             }
         }
         for j in 0..NV {
-            self.va_out[j].fire.next = self.va_acc.val().get_bit(j);
+            self.va_out[j].fire.next = self.va_acc.val().get_bit(j) & self.va_out[j].grant_valid.val();
         }
 
         // 4. SA: an Active VC with a flit and a downstream credit (a credit arriving now
@@ -442,7 +455,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         for j in 0..NV {
             self.cc[j].credit.next = self.credit_in.val().get_bit(j);
             if self.cc[j].can_send.val() {
-                self.cok.next = self.cok.val().replace_bit(j, true);
+                self.cok.next = self.cok.val() | self.bit_nv[j].val();
             }
         }
         self.sa_elig.next = self.zero_nv.val();
@@ -451,39 +464,39 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 & self.in_valid.val().get_bit(i)
                 & (self.ovc_oh[i].q.val() & self.cok.val()).any()
             {
-                self.sa_elig.next = self.sa_elig.val().replace_bit(i, true);
+                self.sa_elig.next = self.sa_elig.val() | self.bit_nv[i].val();
             }
         }
         for o in 0..5 {
-            self.sa_req[o].next = 0.into();
+            self.sa_req[o].next = self.zero5.val();
             for p in 0..5 {
                 if (self.sa_elig.val() & self.route_is[o].val() & self.port_mask[p].val()).any() {
-                    self.sa_req[o].next = self.sa_req[o].val().replace_bit(p, true);
+                    self.sa_req[o].next = self.sa_req[o].val() | self.bit5[p].val();
                 }
             }
             self.sa_out[o].req.next = self.sa_req[o].val();
         }
         for p in 0..5 {
-            self.sa_gt[p].next = 0.into();
+            self.sa_gt[p].next = self.zero5.val();
         }
         for o in 0..5 {
             for p in 0..5 {
                 if self.sa_out[o].grant.val().get_bit(p) {
-                    self.sa_gt[p].next = self.sa_gt[p].val().replace_bit(o, true);
+                    self.sa_gt[p].next = self.sa_gt[p].val() | self.bit5[o].val();
                 }
             }
         }
-        self.sa_acc.next = 0.into();
+        self.sa_acc.next = self.zero5.val();
         for p in 0..5 {
             self.sa_in[p].req.next = self.sa_gt[p].val();
             self.sa_in[p].fire.next = true;
             self.sa_acc.next = self.sa_acc.val() | self.sa_in[p].grant.val();
         }
         for o in 0..5 {
-            self.sa_out[o].fire.next = self.sa_acc.val().get_bit(o);
+            self.sa_out[o].fire.next = self.sa_acc.val().get_bit(o) & self.sa_out[o].grant_valid.val();
         }
         for p in 0..5 {
-            self.sa_vc_req[p].next = 0.into();
+            self.sa_vc_req[p].next = self.zero_v.val();
         }
         for i in 0..NV {
             for p in 0..5 {
@@ -497,7 +510,8 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         }
         for p in 0..5 {
             self.sa_vc[p].req.next = self.sa_vc_req[p].val();
-            self.sa_vc[p].fire.next = true;
+            // Used exactly when the port's accept fired (only then does it have requests).
+            self.sa_vc[p].fire.next = self.sa_in[p].grant_valid.val();
         }
         self.sa_go.next = self.zero_nv.val();
         self.send.next = self.zero_nv.val();
@@ -505,9 +519,10 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         for i in 0..NV {
             for p in 0..5 {
                 if (self.idx_port[i].val().index() == p)
+                    & self.sa_vc[p].grant_valid.val()
                     & (self.sa_vc[p].grant.val() & self.idx_vc_oh[i].val()).any()
                 {
-                    self.sa_go.next = self.sa_go.val().replace_bit(i, true);
+                    self.sa_go.next = self.sa_go.val() | self.bit_nv[i].val();
                     self.send.next = self.send.val() | self.ovc_oh[i].q.val();
                     if self.in_tail.val().get_bit(i) {
                         self.freed.next = self.freed.val() | self.ovc_oh[i].q.val();
@@ -527,8 +542,8 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         self.sa_grant.next = self.sa_go.val();
         self.st_valid.next = self.sa_acc.val();
         for o in 0..5 {
-            self.st_in_port[o].next = 0.into();
-            self.st_out_vc[o].next = 0.into();
+            self.st_in_port[o].next = self.zero3.val();
+            self.st_out_vc[o].next = self.zero4.val();
         }
         for i in 0..NV {
             if self.sa_go.val().get_bit(i) {
@@ -575,9 +590,9 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             }
             if self.reset.val() {
                 self.vc_st[i].d.next = self.st_idle.val();
-                self.rc_wait[i].d.next = 0.into();
+                self.rc_wait[i].d.next = self.zero4.val();
                 self.ovc_oh[i].d.next = self.zero_nv.val();
-                self.out_vc[i].d.next = 0.into();
+                self.out_vc[i].d.next = self.zero4.val();
             }
         }
         // Ownership: taken by accepted VA grants, released by tails (never the same VC in one
