@@ -28,7 +28,7 @@
 //! Supported delays: `routing_delay` 1..=15 (a per-VC countdown), `va_delay` = `sa_delay` = 1
 //! and serialization 1 (what the package and the NoC configs use). The CL's longer VA/SA
 //! (decisions re-checked `delay − 1` cycles later) and serialized mesh outputs are not
-//! modelled: [`RouterCtrlRtl::new`] refuses them. `st_delay` is a property of the crossbar and
+//! modelled: [`RouterCtrlParams::of`] returns `None` for them (and `new` takes only params). `st_delay` is a property of the crossbar and
 //! link pipeline outside this block; `credit_delay` of the credit link.
 //!
 //! Error flag: `err` is sticky (until reset) when a credit counter saw illegal traffic or a
