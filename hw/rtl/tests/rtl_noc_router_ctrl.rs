@@ -85,11 +85,11 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
         let before: Vec<VcState> = (0..NV).map(|iv| cl.vc_state(iv / V, iv % V)).collect();
         tb.drive(&mut u, cur, false);
         common::settle(&mut u);
-        for iv in 0..NV {
+        for (iv, &cl_state) in before.iter().enumerate() {
             let (p, vc) = (iv / V, iv % V);
             let (port, ovc) = cl.vc_route(p, vc);
             let rtl_state = u.vc_state[iv].val().to_u64();
-            assert_eq!(rtl_state, before[iv] as u64, "{tag} cycle {cycle} in port {p} vc {vc}: state RTL {rtl_state} CL {:?}", before[iv]);
+            assert_eq!(rtl_state, cl_state as u64, "{tag} cycle {cycle} in port {p} vc {vc}: state RTL {rtl_state} CL {cl_state:?}");
             let rtl_port = u.vc_port[iv].val().to_u64();
             assert_eq!(rtl_port, port as u64, "{tag} cycle {cycle} in port {p} vc {vc}: route RTL {rtl_port} CL {port}");
             let rtl_ovc = u.vc_ovc[iv].val().to_u64();
