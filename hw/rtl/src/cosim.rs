@@ -253,6 +253,13 @@ fn pack(ports: &[PortInfo], values: &[u64]) -> String {
         .collect()
 }
 
+/// Name of a port's probe signal in both VCDs. Ports of array fields are named `x$i` by
+/// rust-hdl; Icarus dumps such identifiers escaped (`\x$i`), so the probe uses `x_i` on both
+/// sides (the port itself keeps its name).
+fn probe_name(port: &str) -> String {
+    port.replace('$', "_")
+}
+
 /// `[w-1:0] ` for a vector, nothing for a single bit.
 fn range(width: usize) -> String {
     if width == 1 {
@@ -331,7 +338,7 @@ impl PortTrace {
             .iter()
             .chain(&self.outputs)
             .map(|p| {
-                waves::SignalDecl::new([tb.as_str(), PROBE_SCOPE], p.name.as_str(), p.width as u32)
+                waves::SignalDecl::new([tb.as_str(), PROBE_SCOPE], probe_name(&p.name).as_str(), p.width as u32)
             })
             .collect()
     }
@@ -414,15 +421,15 @@ impl PortTrace {
         // Probe: named generate scope, so the dump is `tb_<m>.probe.<port>` like the Rust VCD.
         let _ = writeln!(t, "    generate if (1) begin : {PROBE_SCOPE}");
         for p in self.inputs.iter().chain(&self.outputs) {
-            let _ = writeln!(t, "        reg {}{};", range(p.width), p.name);
+            let _ = writeln!(t, "        reg {}{};", range(p.width), probe_name(&p.name));
         }
         // Testbench nets by full name: a probe register named like a port must not shadow them.
         let _ = writeln!(t, "        always @(*) if (tb_{m}.sample_en) begin");
         for p in &self.inputs {
-            let _ = writeln!(t, "            {0} = tb_{m}.in_{0};", p.name);
+            let _ = writeln!(t, "            {} = tb_{m}.in_{};", probe_name(&p.name), p.name);
         }
         for p in &self.outputs {
-            let _ = writeln!(t, "            {0} = tb_{m}.out_{0};", p.name);
+            let _ = writeln!(t, "            {} = tb_{m}.out_{};", probe_name(&p.name), p.name);
         }
         let _ = writeln!(t, "        end\n    end endgenerate");
         let _ = writeln!(

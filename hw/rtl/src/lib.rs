@@ -4,12 +4,15 @@
 //!
 //! Blocks: [`rr_arbiter::RrArbiterRtl`] (twin of `hw::noc::arbiter::RrArbiterCl`),
 //! [`credit_counter::CreditCounterRtl`] (twin of `hw::noc::credit::CreditCounterCl`),
+//! [`noc::route_compute::RouteComputeRtl`] and [`noc::router_ctrl::RouterCtrlRtl`] (the
+//! route computation and allocator control of `hw::noc::router::RouterCl`),
 //! [`pkg::ucie_replay::UcieReplayRtl`] (twin of the replay controller of
 //! `hw::pkg::ucie::UcieAdapterCl`) and [`pkg::ucie_crc::UcieCrc32Rtl`] (its CRC-32).
 
 pub mod cosim;
 pub mod credit_counter;
 pub mod export;
+pub mod noc;
 pub mod pkg;
 pub mod rr_arbiter;
 
@@ -85,6 +88,8 @@ pub mod prelude {
         blocks, boxed, export_all, select, verilog_of, BlockDef, BlockInfo, ExportFilter, Manifest,
         ParamSet, PortDir, PortInfo, Recorder, REGISTRY,
     };
+    pub use crate::noc::route_compute::{RouteCompute3Rtl, RouteComputeRtl};
+    pub use crate::noc::router_ctrl::{RouterCtrl2Rtl, RouterCtrl4Rtl, RouterCtrlParams, RouterCtrlRtl};
     pub use crate::pkg::ucie_crc::{UcieCrc32Rtl, UcieCrc32x1088Rtl, UcieCrc32x64Rtl};
     pub use crate::pkg::ucie_replay::{UcieReplay8Rtl, UcieReplayRtl, UcieReplayState};
     pub use crate::rr_arbiter::{RrArbiter10Rtl, RrArbiter5Rtl, RrArbiterRtl};

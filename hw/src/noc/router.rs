@@ -226,6 +226,26 @@ impl RouterCl {
         self.ovc_credits[port * self.v + vc].credits
     }
 
+    /// Route register of an input VC: (output port, output VC). Read-only probe for the RTL
+    /// lockstep (`hw/rtl/tests/rtl_noc_router_ctrl.rs`).
+    pub fn vc_route(&self, port: usize, vc: usize) -> (u8, u8) {
+        let s = &self.ivc[port * self.v + vc];
+        (s.out_port, s.out_vc)
+    }
+
+    /// Whether output VC `vc` of output `port` is held by an input VC (VA until the tail).
+    pub fn ovc_busy(&self, port: usize, vc: usize) -> bool {
+        self.ovc_owner[port * self.v + vc] != NONE8
+    }
+
+    /// Allocator priority pointers, for the RTL lockstep: (VA accept per input VC, VA grant
+    /// per output VC, SA grant per output port, SA accept per input port, SA VC offset per
+    /// input port).
+    pub fn alloc_pointers(&self) -> [Vec<u32>; 5] {
+        let nv = NPORTS * self.v;
+        [self.va_aptr[..nv].to_vec(), self.va_gptr[..nv].to_vec(), self.sa_gptr.to_vec(), self.sa_aptr.to_vec(), self.sw_rr.to_vec()]
+    }
+
     /// Since when the longest-waiting front flit of any input VC has been waiting
     /// (`NEVER` if the buffers are empty).
     pub fn oldest_front(&self) -> Cycle {

@@ -1,0 +1,911 @@
+//! Allocator control of the input-queued VC mesh router: the RTL twin of the control half of
+//! `hw::noc::router::RouterCl` (BookSim2 `iq`), for P = 5 ports and V VCs per port.
+//!
+//! # What is in the block, what stays outside
+//! In: per input VC (index `iv = port·V + vc`, ports in `sched::noc::Dir` order) the VC state
+//! (Idle / Routing / VcAlloc / Active), the RC stage (one [`RouteComputeRtl`] per VC holding
+//! the route), the allocated output VC; the VC allocator and the switch allocator (separable
+//! single-iteration iSLIP built from [`RrArbiterRtl`], pointers moving only on accepted
+//! grants); output-VC ownership (busy from VA until the tail is sent); one
+//! [`CreditCounterRtl`] per output VC.
+//! Out (the data path): the VC buffers and the crossbar. The block sees the front of every
+//! buffer (`in_valid`, `in_multi`, `in_head`, `in_tail`, `in_dest_*`, a flit written this cycle
+//! included: buffer write bypasses to the front as in the CL) and drives the pops
+//! (`sa_grant`, which are also the credits returned upstream) and the crossbar selects
+//! (`st_valid`, `st_in_port`, `st_out_vc`, the VC to write into the outgoing flit).
+//!
+//! # Cycle semantics (default `RouterCfg`: routing 1, VA 1, SA 1)
+//! In-cycle order as in the CL (BookSim's `_InternalStep`): credits returned this cycle count
+//! before SA; VA then SA, both reading the registers of the previous edge. A head reaching
+//! the front of an Idle VC is routed in that cycle (RC), does VA `routing_delay` cycles later,
+//! SA from the cycle after its VA grant. A head queued behind a tail is routed in the cycle
+//! after the tail leaves (when it reaches the front) and does VA `routing_delay` cycles after
+//! that — the CL computes that route already when the tail leaves, so `vc_port` shows the RC
+//! result combinationally while the VC is in Routing; the first use of the route (VA) is in the
+//! same cycle in both models. VA of a cycle cannot take an output VC freed by a tail in the
+//! same cycle (the CL frees it in SA, after VA).
+//!
+//! Supported delays: `routing_delay` 1..=15 (a per-VC countdown), `va_delay` = `sa_delay` = 1
+//! and serialization 1 (what the package and the NoC configs use). The CL's longer VA/SA
+//! (decisions re-checked `delay − 1` cycles later) and serialized mesh outputs are not
+//! modelled: [`RouterCtrlParams::of`] returns `None` for them (and `new` takes only params). `st_delay` is a property of the crossbar and
+//! link pipeline outside this block; `credit_delay` of the credit link.
+//!
+//! Error flag: `err` is sticky (until reset) when a credit counter saw illegal traffic or a
+//! body flit reached the front of a VC waiting for a head (the CL panics on both: a bug in the
+//! neighbour, never silently absorbed here).
+
+use std::collections::VecDeque;
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rust_hdl::prelude::*;
+
+use super::route_compute::RouteComputeRtl;
+use crate::cosim::{record, settle, PortTrace};
+use crate::credit_counter::CreditCounterRtl;
+use crate::export::{boxed, BlockDef, ParamSet};
+use crate::rr_arbiter::RrArbiterRtl;
+use crate::RtlError;
+
+/// Router ports (N, E, S, W, local in `sched::noc::Dir` order: +x, −x, +y, −y, local).
+pub const NPORTS: usize = 5;
+
+/// VC state encodings, equal to `hw::noc::router::VcState as u8`. A 2-bit register rather than
+/// a `LogicState` enum, so the state is a plain bit vector on the ports and in co-sim traces.
+pub const VC_IDLE: u64 = 0;
+pub const VC_ROUTING: u64 = 1;
+pub const VC_VCALLOC: u64 = 2;
+pub const VC_ACTIVE: u64 = 3;
+
+/// Router allocator control: `V` VCs per port, `NV = 5·V` input (and output) VCs, `CW`-bit
+/// coordinates, `DW`-bit credit counters (downstream depth < 2^DW).
+///
+/// Port coupling: `va_grant`, `sa_grant`, `st_*`: comb(inputs, registers); `vc_state`,
+/// `vc_ovc`, `ovc_busy`, `credits`, `err`: registered; `vc_port`: registered, comb(in_dest)
+/// while the VC is in Routing (see the module doc).
+#[derive(LogicBlock)]
+pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const DW: usize> {
+    /// Single clock; every register is updated on its rising edge.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous, active-high reset: VCs idle, output VCs free, credits full, pointers 0.
+    pub reset: Signal<In, Bit>,
+    /// This router's coordinates (straps).
+    pub cur_x: Signal<In, Bits<CW>>,
+    pub cur_y: Signal<In, Bits<CW>>,
+    /// Bit iv: input VC iv holds at least one flit (its front is valid).
+    pub in_valid: Signal<In, Bits<NV>>,
+    /// Bit iv: input VC iv holds at least two flits (a packet may wait behind the front).
+    pub in_multi: Signal<In, Bits<NV>>,
+    /// Bit iv: the front flit is a head / a tail (a one-flit packet is both).
+    pub in_head: Signal<In, Bits<NV>>,
+    pub in_tail: Signal<In, Bits<NV>>,
+    /// Destination of the front flit of each input VC (read while it is a head).
+    pub in_dest_x: [Signal<In, Bits<CW>>; NV],
+    pub in_dest_y: [Signal<In, Bits<CW>>; NV],
+    /// Bit ov (= out port·V + vc): a credit for output VC ov arrives this cycle.
+    pub credit_in: Signal<In, Bits<NV>>,
+    /// Bit iv: input VC iv won an output VC this cycle (VA accept). comb.
+    pub va_grant: Signal<Out, Bits<NV>>,
+    /// Bit iv: the front flit of input VC iv crosses the switch this cycle: pop it and return
+    /// a credit upstream. At most one per input port and per output port. comb.
+    pub sa_grant: Signal<Out, Bits<NV>>,
+    /// Bit o: output port o sends a flit this cycle. comb.
+    pub st_valid: Signal<Out, Bits<5>>,
+    /// Per output port: the input port it takes the flit from (crossbar select). comb.
+    pub st_in_port: [Signal<Out, Bits<3>>; 5],
+    /// Per output port: the output VC the flit is sent on (written into the flit). comb.
+    pub st_out_vc: [Signal<Out, Bits<4>>; 5],
+    /// Per input VC: state (`VC_*`). registered.
+    pub vc_state: [Signal<Out, Bits<2>>; NV],
+    /// Per input VC: output port (the route). registered; the RC result while in Routing.
+    pub vc_port: [Signal<Out, Bits<3>>; NV],
+    /// Per input VC: allocated output VC (valid in Active). registered.
+    pub vc_ovc: [Signal<Out, Bits<4>>; NV],
+    /// Bit ov: output VC ov is held by an input VC. registered.
+    pub ovc_busy: Signal<Out, Bits<NV>>,
+    /// Per output VC: credits available. registered.
+    pub credits: [Signal<Out, Bits<DW>>; NV],
+    /// Sticky protocol error (illegal credit traffic, a body flit where a head must be).
+    /// registered.
+    pub err: Signal<Out, Bit>,
+
+    // --- blocks
+    /// RC stage and route register of each input VC.
+    rc: [RouteComputeRtl<CW>; NV],
+    /// VA accept arbiter of each input VC over all output VCs (CL `va_aptr`).
+    va_in: [RrArbiterRtl<NV>; NV],
+    /// VA grant arbiter of each output VC over all input VCs (CL `va_gptr`).
+    va_out: [RrArbiterRtl<NV>; NV],
+    /// SA grant arbiter of each output port over the input ports (CL `sa_gptr`).
+    sa_out: [RrArbiterRtl<5>; 5],
+    /// SA accept arbiter of each input port over the output ports (CL `sa_aptr`).
+    sa_in: [RrArbiterRtl<5>; 5],
+    /// Per input port: which of its VCs sends to the accepted output (CL `sw_rr`). One
+    /// arbiter per port, asked once the port's output is known, so its pointer is shared by
+    /// all outputs exactly as the CL's per-port offset is.
+    sa_vc: [RrArbiterRtl<V>; 5],
+    /// Upstream view of each downstream VC buffer.
+    cc: [CreditCounterRtl<DW>; NV],
+
+    // --- registers
+    /// VC state (`VC_*`).
+    vc_st: [DFF<Bits<2>>; NV],
+    /// Cycles left before a Routing VC may ask for VA (routing delay countdown).
+    rc_wait: [DFF<Bits<4>>; NV],
+    /// Output VC held by each input VC, one-hot over ov (0 when none).
+    ovc_oh: [DFF<Bits<NV>>; NV],
+    /// The same output VC as a VC number on its port (for `st_out_vc` and `vc_ovc`).
+    out_vc: [DFF<Bits<4>>; NV],
+    /// Output VCs held (ownership from VA until the tail is sent).
+    ovc_held: DFF<Bits<NV>>,
+    /// Sticky protocol error behind `err` (the counters keep their own).
+    err_q: DFF<Bit>,
+
+    // --- combinational locals (each defaulted before it is accumulated)
+    /// Input VCs whose route register names port o.
+    route_is: [Signal<Local, Bits<NV>>; 5],
+    /// Input VCs asking for VA this cycle (Routing/VcAlloc, routing delay over).
+    va_elig: Signal<Local, Bits<NV>>,
+    /// VA requesters towards output port o.
+    va_req: [Signal<Local, Bits<NV>>; 5],
+    /// Request of output VC j's grant arbiter (its port's requesters while it is free).
+    va_oreq: [Signal<Local, Bits<NV>>; NV],
+    /// Output VCs granting input VC iv (the transpose of the grant arbiters' outputs).
+    va_gt: [Signal<Local, Bits<NV>>; NV],
+    /// Output VCs whose grant was accepted.
+    va_acc: Signal<Local, Bits<NV>>,
+    /// Output VCs with a credit this cycle (counter or a credit arriving now).
+    cok: Signal<Local, Bits<NV>>,
+    /// Input VCs that may ask for the switch (Active, flit at the front, credit downstream).
+    sa_elig: Signal<Local, Bits<NV>>,
+    /// Per output port: input ports with an eligible VC routed to it.
+    sa_req: [Signal<Local, Bits<5>>; 5],
+    /// Per input port: output ports granting it.
+    sa_gt: [Signal<Local, Bits<5>>; 5],
+    /// Output ports whose grant was accepted.
+    sa_acc: Signal<Local, Bits<5>>,
+    /// Per input port: its eligible VCs routed to the output it accepted.
+    sa_vc_req: [Signal<Local, Bits<V>>; 5],
+    /// Input VCs whose front flit crosses the switch.
+    sa_go: Signal<Local, Bits<NV>>,
+    /// Output VCs a flit is sent on, and those a tail releases.
+    send: Signal<Local, Bits<NV>>,
+    freed: Signal<Local, Bits<NV>>,
+    /// A body flit at the front of a VC that waits for a head.
+    proto_err: Signal<Local, Bit>,
+    /// Any credit counter's sticky error.
+    cc_err: Signal<Local, Bit>,
+
+    // --- constants
+    /// Port and VC number of index i (input and output VCs share the numbering).
+    idx_port: [Constant<Bits<3>>; NV],
+    idx_vc: [Constant<Bits<4>>; NV],
+    /// One-hot of the VC number of index i, over V.
+    idx_vc_oh: [Constant<Bits<V>>; NV],
+    /// Input VCs of port p.
+    port_mask: [Constant<Bits<NV>>; 5],
+    /// Routing delay, and one less (the countdown after an arrival).
+    rd: Constant<Bits<4>>,
+    rd_m1: Constant<Bits<4>>,
+    one4: Constant<Bits<4>>,
+    zero_nv: Constant<Bits<NV>>,
+    /// Sized zeros and one-hot bits (no width-mismatched literals in the Verilog).
+    bit_nv: [Constant<Bits<NV>>; NV],
+    bit5: [Constant<Bits<5>>; 5],
+    zero5: Constant<Bits<5>>,
+    zero_v: Constant<Bits<V>>,
+    zero3: Constant<Bits<3>>,
+    zero4: Constant<Bits<4>>,
+    st_idle: Constant<Bits<2>>,
+    st_routing: Constant<Bits<2>>,
+    st_vcalloc: Constant<Bits<2>>,
+    st_active: Constant<Bits<2>>,
+}
+
+/// Configuration of a [`RouterCtrlRtl`] (the subset of `hw::noc::RouterCfg` it implements,
+/// plus the mesh size the coordinates must cover).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterCtrlParams {
+    pub vcs: usize,
+    pub vc_buf: u64,
+    pub routing_delay: u64,
+    /// Routers per side of the mesh (coordinates < k).
+    pub k: usize,
+}
+
+impl RouterCtrlParams {
+    /// From the CL's configuration; `None` when the RTL does not implement it (VA/SA longer
+    /// than one cycle, routing delay 0 or > 15, serialized outputs).
+    pub fn of(cfg: &hw::noc::RouterCfg, k: u32, ser: u32) -> Option<Self> {
+        let ok = cfg.va_delay == 1
+            && cfg.sa_delay == 1
+            && (1..=15).contains(&cfg.routing_delay)
+            && ser == 1;
+        ok.then_some(Self {
+            vcs: cfg.vcs as usize,
+            vc_buf: cfg.vc_buf as u64,
+            routing_delay: cfg.routing_delay as u64,
+            k: k as usize,
+        })
+    }
+}
+
+impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
+    RouterCtrlRtl<V, NV, CW, DW>
+{
+    /// Builds the control for `p`. Panics (a configuration bug of the instantiating code, not
+    /// user input: configs are checked by [`RouterCtrlParams::of`]) when the widths do not
+    /// match `p` or `p` is outside what the block implements.
+    pub fn new(p: &RouterCtrlParams) -> Self {
+        assert!((1..=12).contains(&V) && V == p.vcs, "{} VCs configured, RTL built for {V}", p.vcs);
+        assert_eq!(NV, NPORTS * V, "NV must be 5 x V");
+        assert!((1..=15).contains(&p.routing_delay), "routing delay {} outside 1..=15", p.routing_delay);
+        let zero_nv: Bits<NV> = 0u64.into();
+        let mut port_mask = [zero_nv; 5];
+        for (pi, m) in port_mask.iter_mut().enumerate() {
+            for v in 0..V {
+                *m = m.replace_bit(pi * V + v, true);
+            }
+        }
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            cur_x: Default::default(),
+            cur_y: Default::default(),
+            in_valid: Default::default(),
+            in_multi: Default::default(),
+            in_head: Default::default(),
+            in_tail: Default::default(),
+            in_dest_x: std::array::from_fn(|_| Default::default()),
+            in_dest_y: std::array::from_fn(|_| Default::default()),
+            credit_in: Default::default(),
+            va_grant: Default::default(),
+            sa_grant: Default::default(),
+            st_valid: Default::default(),
+            st_in_port: std::array::from_fn(|_| Default::default()),
+            st_out_vc: std::array::from_fn(|_| Default::default()),
+            vc_state: std::array::from_fn(|_| Default::default()),
+            vc_port: std::array::from_fn(|_| Default::default()),
+            vc_ovc: std::array::from_fn(|_| Default::default()),
+            ovc_busy: Default::default(),
+            credits: std::array::from_fn(|_| Default::default()),
+            err: Default::default(),
+            rc: std::array::from_fn(|_| RouteComputeRtl::new(p.k)),
+            va_in: std::array::from_fn(|_| RrArbiterRtl::new(NV)),
+            va_out: std::array::from_fn(|_| RrArbiterRtl::new(NV)),
+            sa_out: std::array::from_fn(|_| RrArbiterRtl::new(5)),
+            sa_in: std::array::from_fn(|_| RrArbiterRtl::new(5)),
+            sa_vc: std::array::from_fn(|_| RrArbiterRtl::new(V)),
+            cc: std::array::from_fn(|_| CreditCounterRtl::new(p.vc_buf)),
+            vc_st: std::array::from_fn(|_| Default::default()),
+            rc_wait: std::array::from_fn(|_| Default::default()),
+            ovc_oh: std::array::from_fn(|_| Default::default()),
+            out_vc: std::array::from_fn(|_| Default::default()),
+            ovc_held: Default::default(),
+            err_q: Default::default(),
+            route_is: std::array::from_fn(|_| Default::default()),
+            va_elig: Default::default(),
+            va_req: std::array::from_fn(|_| Default::default()),
+            va_oreq: std::array::from_fn(|_| Default::default()),
+            va_gt: std::array::from_fn(|_| Default::default()),
+            va_acc: Default::default(),
+            cok: Default::default(),
+            sa_elig: Default::default(),
+            sa_req: std::array::from_fn(|_| Default::default()),
+            sa_gt: std::array::from_fn(|_| Default::default()),
+            sa_acc: Default::default(),
+            sa_vc_req: std::array::from_fn(|_| Default::default()),
+            sa_go: Default::default(),
+            send: Default::default(),
+            freed: Default::default(),
+            proto_err: Default::default(),
+            cc_err: Default::default(),
+            idx_port: std::array::from_fn(|i| Constant::new(((i / V) as u64).into())),
+            idx_vc: std::array::from_fn(|i| Constant::new(((i % V) as u64).into())),
+            idx_vc_oh: std::array::from_fn(|i| Constant::new((1u64 << (i % V)).into())),
+            port_mask: port_mask.map(Constant::new),
+            rd: Constant::new(p.routing_delay.into()),
+            rd_m1: Constant::new((p.routing_delay - 1).into()),
+            one4: Constant::new(1u64.into()),
+            zero_nv: Constant::new(zero_nv),
+            bit_nv: std::array::from_fn(|i| Constant::new(zero_nv.replace_bit(i, true))),
+            bit5: std::array::from_fn(|i| Constant::new((1u64 << i).into())),
+            zero5: Constant::new(0u64.into()),
+            zero_v: Constant::new(0u64.into()),
+            zero3: Constant::new(0u64.into()),
+            zero4: Constant::new(0u64.into()),
+            st_idle: Constant::new(VC_IDLE.into()),
+            st_routing: Constant::new(VC_ROUTING.into()),
+            st_vcalloc: Constant::new(VC_VCALLOC.into()),
+            st_active: Constant::new(VC_ACTIVE.into()),
+        }
+    }
+
+    /// Priority pointers of the allocators, for lockstep comparison with the CL:
+    /// (VA accept per input VC, VA grant per output VC, SA grant per output port, SA accept
+    /// per input port, SA VC select per input port).
+    pub fn pointers(&self) -> [Vec<u32>; 5] {
+        [
+            self.va_in.iter().map(|a| a.ptr()).collect(),
+            self.va_out.iter().map(|a| a.ptr()).collect(),
+            self.sa_out.iter().map(|a| a.ptr()).collect(),
+            self.sa_in.iter().map(|a| a.ptr()).collect(),
+            self.sa_vc.iter().map(|a| a.ptr()).collect(),
+        ]
+    }
+}
+
+impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
+    for RouterCtrlRtl<V, NV, CW, DW>
+{
+    #[hdl_gen]
+    fn update(&mut self) {
+        // 1. Clocks and resets of the registers and sub-blocks; registers hold by default.
+        dff_setup!(self, clock, ovc_held, err_q);
+        for i in 0..NV {
+            self.vc_st[i].clock.next = self.clock.val();
+            self.rc_wait[i].clock.next = self.clock.val();
+            self.ovc_oh[i].clock.next = self.clock.val();
+            self.out_vc[i].clock.next = self.clock.val();
+            self.vc_st[i].d.next = self.vc_st[i].q.val();
+            self.rc_wait[i].d.next = self.rc_wait[i].q.val();
+            self.ovc_oh[i].d.next = self.ovc_oh[i].q.val();
+            self.out_vc[i].d.next = self.out_vc[i].q.val();
+            self.rc[i].clock.next = self.clock.val();
+            self.rc[i].reset.next = self.reset.val();
+            self.va_in[i].clock.next = self.clock.val();
+            self.va_in[i].reset.next = self.reset.val();
+            self.va_out[i].clock.next = self.clock.val();
+            self.va_out[i].reset.next = self.reset.val();
+            self.cc[i].clock.next = self.clock.val();
+            self.cc[i].reset.next = self.reset.val();
+        }
+        for p in 0..5 {
+            self.sa_out[p].clock.next = self.clock.val();
+            self.sa_out[p].reset.next = self.reset.val();
+            self.sa_in[p].clock.next = self.clock.val();
+            self.sa_in[p].reset.next = self.reset.val();
+            self.sa_vc[p].clock.next = self.clock.val();
+            self.sa_vc[p].reset.next = self.reset.val();
+        }
+
+        // 2. RC: a head at the front of an Idle VC (just arrived) or of a Routing VC (queued
+        //    behind a tail) is routed; the route register latches it.
+        self.proto_err.next = false;
+        for i in 0..NV {
+            self.rc[i].cur_x.next = self.cur_x.val();
+            self.rc[i].cur_y.next = self.cur_y.val();
+            self.rc[i].dest_x.next = self.in_dest_x[i].val();
+            self.rc[i].dest_y.next = self.in_dest_y[i].val();
+            self.rc[i].rc_en.next = self.in_valid.val().get_bit(i)
+                & ((self.vc_st[i].q.val() == self.st_idle.val())
+                    | (self.vc_st[i].q.val() == self.st_routing.val()));
+            if self.rc[i].rc_en.val() & !self.in_head.val().get_bit(i) {
+                self.proto_err.next = true;
+            }
+        }
+        for o in 0..5 {
+            self.route_is[o].next = self.zero_nv.val();
+        }
+        for i in 0..NV {
+            for o in 0..5 {
+                if self.rc[i].route_oh.val().get_bit(o) {
+                    self.route_is[o].next = self.route_is[o].val() | self.bit_nv[i].val();
+                }
+            }
+        }
+
+        // 3. VA (separable iSLIP, one iteration): every free output VC of a port grants one of
+        //    the VCs routed to that port (all free VCs of a port see the same requesters), each
+        //    requester accepts one grant; pointers move on accepted grants only.
+        self.va_elig.next = self.zero_nv.val();
+        for i in 0..NV {
+            if ((self.vc_st[i].q.val() == self.st_routing.val())
+                | (self.vc_st[i].q.val() == self.st_vcalloc.val()))
+                & !self.rc_wait[i].q.val().any()
+            {
+                self.va_elig.next = self.va_elig.val() | self.bit_nv[i].val();
+            }
+        }
+        for o in 0..5 {
+            self.va_req[o].next = self.va_elig.val() & self.route_is[o].val();
+        }
+        // Sub-block inputs are written exactly once per evaluation (the request is built in a
+        // local first): a default-then-override write glitches the input, the arbiter's
+        // output glitches back, and an event-driven simulator (Icarus) ping-pongs forever.
+        for j in 0..NV {
+            self.va_oreq[j].next = self.zero_nv.val();
+            for o in 0..5 {
+                if (self.idx_port[j].val().index() == o) & !self.ovc_held.q.val().get_bit(j) {
+                    self.va_oreq[j].next = self.va_req[o].val();
+                }
+            }
+            self.va_out[j].req.next = self.va_oreq[j].val();
+        }
+        for i in 0..NV {
+            self.va_gt[i].next = self.zero_nv.val();
+        }
+        for j in 0..NV {
+            for i in 0..NV {
+                if self.va_out[j].grant.val().get_bit(i) {
+                    self.va_gt[i].next = self.va_gt[i].val() | self.bit_nv[j].val();
+                }
+            }
+        }
+        self.va_acc.next = self.zero_nv.val();
+        self.va_grant.next = self.zero_nv.val();
+        for i in 0..NV {
+            self.va_in[i].req.next = self.va_gt[i].val();
+            // A requester always takes the grant it picks.
+            self.va_in[i].fire.next = true;
+            self.va_acc.next = self.va_acc.val() | self.va_in[i].grant.val();
+            if self.va_in[i].grant_valid.val() {
+                self.va_grant.next = self.va_grant.val() | self.bit_nv[i].val();
+            }
+        }
+        for j in 0..NV {
+            self.va_out[j].fire.next = self.va_acc.val().get_bit(j) & self.va_out[j].grant_valid.val();
+        }
+
+        // 4. SA: an Active VC with a flit and a downstream credit (a credit arriving now
+        //    counts) asks for its output; iSLIP over ports, then the accepted port's VC
+        //    arbiter picks which of its VCs routed there sends.
+        self.cok.next = self.credit_in.val();
+        for j in 0..NV {
+            self.cc[j].credit.next = self.credit_in.val().get_bit(j);
+            if self.cc[j].can_send.val() {
+                self.cok.next = self.cok.val() | self.bit_nv[j].val();
+            }
+        }
+        self.sa_elig.next = self.zero_nv.val();
+        for i in 0..NV {
+            if (self.vc_st[i].q.val() == self.st_active.val())
+                & self.in_valid.val().get_bit(i)
+                & (self.ovc_oh[i].q.val() & self.cok.val()).any()
+            {
+                self.sa_elig.next = self.sa_elig.val() | self.bit_nv[i].val();
+            }
+        }
+        for o in 0..5 {
+            self.sa_req[o].next = self.zero5.val();
+            for p in 0..5 {
+                if (self.sa_elig.val() & self.route_is[o].val() & self.port_mask[p].val()).any() {
+                    self.sa_req[o].next = self.sa_req[o].val() | self.bit5[p].val();
+                }
+            }
+            self.sa_out[o].req.next = self.sa_req[o].val();
+        }
+        for p in 0..5 {
+            self.sa_gt[p].next = self.zero5.val();
+        }
+        for o in 0..5 {
+            for p in 0..5 {
+                if self.sa_out[o].grant.val().get_bit(p) {
+                    self.sa_gt[p].next = self.sa_gt[p].val() | self.bit5[o].val();
+                }
+            }
+        }
+        self.sa_acc.next = self.zero5.val();
+        for p in 0..5 {
+            self.sa_in[p].req.next = self.sa_gt[p].val();
+            self.sa_in[p].fire.next = true;
+            self.sa_acc.next = self.sa_acc.val() | self.sa_in[p].grant.val();
+        }
+        for o in 0..5 {
+            self.sa_out[o].fire.next = self.sa_acc.val().get_bit(o) & self.sa_out[o].grant_valid.val();
+        }
+        for p in 0..5 {
+            self.sa_vc_req[p].next = self.zero_v.val();
+        }
+        for i in 0..NV {
+            for p in 0..5 {
+                if (self.idx_port[i].val().index() == p)
+                    & self.sa_elig.val().get_bit(i)
+                    & (self.rc[i].route_oh.val() & self.sa_in[p].grant.val()).any()
+                {
+                    self.sa_vc_req[p].next = self.sa_vc_req[p].val() | self.idx_vc_oh[i].val();
+                }
+            }
+        }
+        for p in 0..5 {
+            self.sa_vc[p].req.next = self.sa_vc_req[p].val();
+            // Used exactly when the port's accept fired (only then does it have requests).
+            self.sa_vc[p].fire.next = self.sa_in[p].grant_valid.val();
+        }
+        self.sa_go.next = self.zero_nv.val();
+        self.send.next = self.zero_nv.val();
+        self.freed.next = self.zero_nv.val();
+        for i in 0..NV {
+            for p in 0..5 {
+                if (self.idx_port[i].val().index() == p)
+                    & self.sa_vc[p].grant_valid.val()
+                    & (self.sa_vc[p].grant.val() & self.idx_vc_oh[i].val()).any()
+                {
+                    self.sa_go.next = self.sa_go.val() | self.bit_nv[i].val();
+                    self.send.next = self.send.val() | self.ovc_oh[i].q.val();
+                    if self.in_tail.val().get_bit(i) {
+                        self.freed.next = self.freed.val() | self.ovc_oh[i].q.val();
+                    }
+                }
+            }
+        }
+        self.cc_err.next = false;
+        for j in 0..NV {
+            self.cc[j].send.next = self.send.val().get_bit(j);
+            if self.cc[j].err.val() {
+                self.cc_err.next = true;
+            }
+        }
+
+        // 5. Switch traversal selects (the crossbar outside reads them this cycle).
+        self.sa_grant.next = self.sa_go.val();
+        self.st_valid.next = self.sa_acc.val();
+        for o in 0..5 {
+            self.st_in_port[o].next = self.zero3.val();
+            self.st_out_vc[o].next = self.zero4.val();
+        }
+        for i in 0..NV {
+            if self.sa_go.val().get_bit(i) {
+                for o in 0..5 {
+                    if self.rc[i].route_oh.val().get_bit(o) {
+                        self.st_in_port[o].next = self.idx_port[i].val();
+                        self.st_out_vc[o].next = self.out_vc[i].q.val();
+                    }
+                }
+            }
+        }
+
+        // 6. VC state next: arrival (Idle -> Routing), routing countdown, VA (-> VcAlloc, or
+        //    Active with the accepted output VC), tail sent (-> Routing for a head behind it,
+        //    else Idle).
+        for i in 0..NV {
+            if self.rc_wait[i].q.val().any() {
+                self.rc_wait[i].d.next = self.rc_wait[i].q.val() - self.one4.val();
+            }
+            if (self.vc_st[i].q.val() == self.st_idle.val()) & self.in_valid.val().get_bit(i) {
+                self.vc_st[i].d.next = self.st_routing.val();
+                self.rc_wait[i].d.next = self.rd_m1.val();
+            }
+            if self.va_elig.val().get_bit(i) {
+                self.vc_st[i].d.next = self.st_vcalloc.val();
+                if self.va_in[i].grant_valid.val() {
+                    self.vc_st[i].d.next = self.st_active.val();
+                    self.ovc_oh[i].d.next = self.va_in[i].grant.val();
+                    for j in 0..NV {
+                        if self.va_in[i].grant.val().get_bit(j) {
+                            self.out_vc[i].d.next = self.idx_vc[j].val();
+                        }
+                    }
+                }
+            }
+            if self.sa_go.val().get_bit(i) & self.in_tail.val().get_bit(i) {
+                self.ovc_oh[i].d.next = self.zero_nv.val();
+                if self.in_multi.val().get_bit(i) {
+                    self.vc_st[i].d.next = self.st_routing.val();
+                    self.rc_wait[i].d.next = self.rd.val();
+                } else {
+                    self.vc_st[i].d.next = self.st_idle.val();
+                }
+            }
+            if self.reset.val() {
+                self.vc_st[i].d.next = self.st_idle.val();
+                self.rc_wait[i].d.next = self.zero4.val();
+                self.ovc_oh[i].d.next = self.zero_nv.val();
+                self.out_vc[i].d.next = self.zero4.val();
+            }
+        }
+        // Ownership: taken by accepted VA grants, released by tails (never the same VC in one
+        // cycle: VA only grants free ones, only held ones are released).
+        self.ovc_held.d.next = (self.ovc_held.q.val() | self.va_acc.val()) & !self.freed.val();
+        if self.proto_err.val() {
+            self.err_q.d.next = true;
+        }
+        if self.reset.val() {
+            self.ovc_held.d.next = self.zero_nv.val();
+            self.err_q.d.next = false;
+        }
+
+        // 7. Registered state outputs.
+        for i in 0..NV {
+            self.vc_state[i].next = self.vc_st[i].q.val();
+            self.vc_port[i].next = self.rc[i].route.val();
+            if self.vc_st[i].q.val() == self.st_routing.val() {
+                self.vc_port[i].next = self.rc[i].port.val();
+            }
+            self.vc_ovc[i].next = self.out_vc[i].q.val();
+        }
+        self.ovc_busy.next = self.ovc_held.q.val();
+        for j in 0..NV {
+            self.credits[j].next = self.cc[j].credits.val();
+        }
+        self.err.next = self.err_q.q.val() | self.cc_err.val();
+    }
+}
+
+/// Declares a named alias for a standard router-control configuration (S3).
+#[macro_export]
+macro_rules! declare_router_ctrl {
+    ($name: ident, $v: expr, $cw: expr, $dw: expr) => {
+        #[doc = concat!("Router allocator control, ", stringify!($v), " VCs, ", stringify!($cw), "-bit coordinates, ", stringify!($dw), "-bit credits.")]
+        pub type $name = $crate::noc::router_ctrl::RouterCtrlRtl<$v, { 5 * $v }, $cw, $dw>;
+    };
+}
+
+// The package/NoC default: 2 VCs of 8 flits, meshes up to 8x8.
+declare_router_ctrl!(RouterCtrl2Rtl, 2, 3, 4);
+// 4 VCs (the lockstep's second configuration).
+declare_router_ctrl!(RouterCtrl4Rtl, 4, 3, 4);
+
+/// A flit as the control block sees it at the front of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TbFlit {
+    /// Unique per run (packet number × 4096 + flit index), to pair CL and RTL decisions.
+    pub id: u64,
+    pub head: bool,
+    pub tail: bool,
+    pub dest_x: u8,
+    pub dest_y: u8,
+}
+
+/// Knobs of [`RouterTb`]'s random traffic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrafficKnobs {
+    /// Per input port and cycle: probability that the upstream router offers a flit.
+    pub p_inject: f64,
+    /// Per output port and cycle: probability that downstream frees a slot (returns a credit).
+    pub p_drain: f64,
+    /// Packet length is uniform in 1..=max_pkt flits.
+    pub max_pkt: u32,
+}
+
+/// Random legal traffic around one router's control block: the upstream senders (per input
+/// VC credit view, packets of random length and destination, at most one flit per input link
+/// per cycle, a VC carries one packet at a time), the VC buffers (a mirror of the router's,
+/// popped by the switch grants) and the downstream buffers (filled by the router's sends,
+/// drained at random, one credit per output link per cycle). Shared by the co-sim recorder
+/// and the CL lockstep (which feeds the same arrivals and credits into `RouterCl`'s links).
+pub struct RouterTb {
+    pub params: RouterCtrlParams,
+    pub knobs: TrafficKnobs,
+    rng: Xoshiro256PlusPlus,
+    /// Flits in each input VC buffer (front first).
+    pub buf: Vec<VecDeque<TbFlit>>,
+    /// Upstream credits per input VC, and the packet being sent on it (flits left, dest).
+    up_credits: Vec<u64>,
+    up_left: Vec<u32>,
+    up_dest: Vec<(u8, u8)>,
+    up_seq: Vec<u64>,
+    /// Flits in each downstream VC buffer (per output VC).
+    down_occ: Vec<u64>,
+    next_pkt: u64,
+    /// Decided last cycle, delivered this cycle: a flit per input port (vc, flit) and a
+    /// credit per output port (vc).
+    pub arriving: [Option<(usize, TbFlit)>; NPORTS],
+    pub credit_arriving: [Option<usize>; NPORTS],
+}
+
+impl RouterTb {
+    pub fn new(params: RouterCtrlParams, knobs: TrafficKnobs, seed: u64) -> Self {
+        let nv = NPORTS * params.vcs;
+        Self {
+            params,
+            knobs,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            buf: vec![VecDeque::new(); nv],
+            up_credits: vec![params.vc_buf; nv],
+            up_left: vec![0; nv],
+            up_dest: vec![(0, 0); nv],
+            up_seq: vec![0; nv],
+            down_occ: vec![0; nv],
+            next_pkt: 1,
+            arriving: [None; NPORTS],
+            credit_arriving: [None; NPORTS],
+        }
+    }
+
+    /// Start of a cycle: this cycle's arrivals enter the VC buffers (write bypasses to the
+    /// front, as in the CL's input queuing).
+    pub fn arrive(&mut self) {
+        let v = self.params.vcs;
+        for p in 0..NPORTS {
+            if let Some((vc, f)) = self.arriving[p] {
+                self.buf[p * v + vc].push_back(f);
+            }
+        }
+    }
+
+    /// Credits arriving this cycle, bit ov.
+    pub fn credit_mask(&self) -> u64 {
+        let v = self.params.vcs;
+        (0..NPORTS)
+            .filter_map(|o| self.credit_arriving[o].map(|vc| 1u64 << (o * v + vc)))
+            .fold(0, |a, b| a | b)
+    }
+
+    /// Drives the block's inputs from the buffer fronts and this cycle's credits.
+    pub fn drive<const V: usize, const NV: usize, const CW: usize, const DW: usize>(
+        &self,
+        u: &mut RouterCtrlRtl<V, NV, CW, DW>,
+        cur: (u64, u64),
+        reset: bool,
+    ) {
+        let (mut valid, mut multi, mut head, mut tail) = (0u64, 0u64, 0u64, 0u64);
+        for (iv, b) in self.buf.iter().enumerate() {
+            let f = b.front().copied().unwrap_or_default();
+            valid |= (!b.is_empty() as u64) << iv;
+            multi |= ((b.len() >= 2) as u64) << iv;
+            head |= (f.head as u64) << iv;
+            tail |= (f.tail as u64) << iv;
+            u.in_dest_x[iv].next = (f.dest_x as u64).into();
+            u.in_dest_y[iv].next = (f.dest_y as u64).into();
+        }
+        u.reset.next = reset;
+        u.cur_x.next = cur.0.into();
+        u.cur_y.next = cur.1.into();
+        u.in_valid.next = valid.into();
+        u.in_multi.next = multi.into();
+        u.in_head.next = head.into();
+        u.in_tail.next = tail.into();
+        u.credit_in.next = self.credit_mask().into();
+    }
+
+    /// End of a cycle: the switch decisions (`pops` bit iv; `sends` per output port the output
+    /// VC) take effect, credits come back upstream, downstream drains, and the next cycle's
+    /// arrivals and credits are chosen. Returns the flits popped, per input VC.
+    pub fn step(&mut self, pops: u64, sends: [Option<usize>; NPORTS]) -> Vec<(usize, TbFlit)> {
+        let v = self.params.vcs;
+        let nv = NPORTS * v;
+        let k = self.params.k as u8;
+        let mut popped = vec![];
+        for iv in 0..nv {
+            if pops >> iv & 1 == 1 {
+                if let Some(f) = self.buf[iv].pop_front() {
+                    popped.push((iv, f));
+                }
+                // The freed slot's credit reaches the upstream sender.
+                self.up_credits[iv] += 1;
+            }
+        }
+        // Sent flits occupy the downstream buffers until drained.
+        for (o, s) in sends.iter().enumerate() {
+            if let Some(vc) = s {
+                self.down_occ[o * v + vc] += 1;
+            }
+        }
+        for o in 0..NPORTS {
+            self.credit_arriving[o] = None;
+            if self.rng.gen_bool(self.knobs.p_drain) {
+                let full: Vec<usize> = (0..v).filter(|&vc| self.down_occ[o * v + vc] > 0).collect();
+                if !full.is_empty() {
+                    let vc = full[self.rng.gen_range(0..full.len())];
+                    self.down_occ[o * v + vc] -= 1;
+                    self.credit_arriving[o] = Some(vc);
+                }
+            }
+        }
+        for p in 0..NPORTS {
+            self.arriving[p] = None;
+            if !self.rng.gen_bool(self.knobs.p_inject) {
+                continue;
+            }
+            let ready: Vec<usize> = (0..v).filter(|&vc| self.up_credits[p * v + vc] > 0).collect();
+            if ready.is_empty() {
+                continue;
+            }
+            let vc = ready[self.rng.gen_range(0..ready.len())];
+            let iv = p * v + vc;
+            let head = self.up_left[iv] == 0;
+            if head {
+                self.up_left[iv] = self.rng.gen_range(1..=self.knobs.max_pkt);
+                self.up_dest[iv] = (self.rng.gen_range(0..k), self.rng.gen_range(0..k));
+                self.up_seq[iv] = self.next_pkt << 12;
+                self.next_pkt += 1;
+            }
+            self.up_left[iv] -= 1;
+            let f = TbFlit {
+                id: self.up_seq[iv],
+                head,
+                tail: self.up_left[iv] == 0,
+                dest_x: self.up_dest[iv].0,
+                dest_y: self.up_dest[iv].1,
+            };
+            self.up_seq[iv] += 1;
+            self.up_credits[iv] -= 1;
+            self.arriving[p] = Some((vc, f));
+        }
+        popped
+    }
+}
+
+/// Reads the switch decisions of the settled block: (pops bit iv, output VC per output port).
+pub fn decisions<const V: usize, const NV: usize, const CW: usize, const DW: usize>(
+    u: &RouterCtrlRtl<V, NV, CW, DW>,
+) -> (u64, [Option<usize>; NPORTS]) {
+    let st = u.st_valid.val().to_u64();
+    let sends = std::array::from_fn(|o| {
+        (st >> o & 1 == 1).then(|| u.st_out_vc[o].val().to_u64() as usize)
+    });
+    (u.sa_grant.val().to_u64(), sends)
+}
+
+/// Co-sim recorder: a router at (1, 2) of a `k`x`k` mesh under [`RouterTb`] traffic (reset in
+/// cycle 0). The closed loop (pops and sends feed back into the traffic) is run once on its
+/// own to fix the input sequence, which [`record`] then replays on a fresh block.
+pub fn record_router_ctrl<const V: usize, const NV: usize, const CW: usize, const DW: usize>(
+    module: &str,
+    params: RouterCtrlParams,
+    cycles: usize,
+    seed: u64,
+) -> Result<PortTrace, RtlError> {
+    let knobs = TrafficKnobs { p_inject: 0.6, p_drain: 0.5, max_pkt: 4 };
+    let cur = (1u64, 2u64.min(params.k as u64 - 1));
+    let mut tb = RouterTb::new(params, knobs, seed);
+    let mut uut = RouterCtrlRtl::<V, NV, CW, DW>::new(&params);
+    uut.connect_all();
+    let mut inputs = Vec::with_capacity(cycles);
+    for c in 0..cycles {
+        tb.arrive();
+        inputs.push((tb.buf.clone(), tb.credit_mask()));
+        tb.drive(&mut uut, cur, c == 0);
+        settle(&mut uut).map_err(|d| RtlError::Trace { module: module.into(), detail: d })?;
+        let (pops, sends) = decisions(&uut);
+        tb.step(pops, sends);
+        uut.clock.next = true.into();
+        settle(&mut uut).map_err(|d| RtlError::Trace { module: module.into(), detail: d })?;
+        uut.clock.next = false.into();
+        settle(&mut uut).map_err(|d| RtlError::Trace { module: module.into(), detail: d })?;
+    }
+    let mut replay = RouterTb::new(params, knobs, seed);
+    record(
+        module,
+        RouterCtrlRtl::<V, NV, CW, DW>::new(&params),
+        cycles,
+        |u| &mut u.clock,
+        move |c, u| {
+            replay.buf.clone_from(&inputs[c].0);
+            let credits = inputs[c].1;
+            replay.credit_arriving = std::array::from_fn(|o| {
+                (0..params.vcs).find(|&vc| credits >> (o * params.vcs + vc) & 1 == 1)
+            });
+            replay.drive(u, cur, c == 0);
+        },
+    )
+}
+
+/// Export registration: 2 VCs of 8 flits, 3-bit coordinates (meshes up to 8x8).
+pub const EXPORT: BlockDef = BlockDef {
+    name: "router_ctrl",
+    top: false,
+    cosim_cycles: 4096,
+    sets: &[ParamSet {
+        module: "router_ctrl_v2",
+        rust_type: "RouterCtrl2Rtl",
+        params: &[("vcs", 2), ("vc_buf", 8), ("routing_delay", 1), ("coord_bits", 3)],
+        build: || boxed(RouterCtrl2Rtl::new(&EXPORT_PARAMS)),
+        recorder: Some(|cycles, seed| {
+            record_router_ctrl::<2, 10, 3, 4>("router_ctrl_v2", EXPORT_PARAMS, cycles, seed)
+        }),
+    }],
+};
+
+/// The registered parameter set (an 8x8 mesh's router with the default `RouterCfg`).
+pub const EXPORT_PARAMS: RouterCtrlParams =
+    RouterCtrlParams { vcs: 2, vc_buf: 8, routing_delay: 1, k: 8 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(
+        not(feature = "yosys"),
+        ignore = "needs yosys (enable feature `yosys`)"
+    )]
+    fn router_ctrl_synthesizable() {
+        let mut uut = RouterCtrl2Rtl::new(&EXPORT_PARAMS);
+        uut.connect_all();
+        let vlog = generate_verilog(&uut);
+        yosys_validate("waferstream_router_ctrl_v2", &vlog).unwrap();
+    }
+}
