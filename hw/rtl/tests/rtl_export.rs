@@ -33,9 +33,13 @@ fn export_all_writes_files_and_manifest() {
     assert!(dir.join(&manifest.verilator_waivers).is_file());
 
     for m in &manifest.modules {
-        assert!(!m.top, "{}: the standard blocks are leaves", m.name);
-        // Every standard block registered a recorder: all co-sim files exist.
-        let c = m.cosim.as_ref().expect("co-sim files");
+        // Every top and every leaf but the sorter (co-simulated inside the scheduler top)
+        // registered a recorder: all co-sim files exist.
+        assert_eq!(m.top, m.name.starts_with("iodie_scheduler") || m.name.starts_with("chiplet_ctrl"), "{}: top flag", m.name);
+        let Some(c) = m.cosim.as_ref() else {
+            assert_eq!(m.name, "bitonic_sorter_16", "only the sorter has no co-sim");
+            continue;
+        };
         for f in [&c.stim, &c.expect, &c.testbench, &c.rust_vcd] {
             assert!(dir.join(f).is_file(), "{}: {f} missing", m.name);
         }
