@@ -11,7 +11,7 @@
 //! tested: `noc` without `--config` gets a small config (k = 4, three 50-cycle sample
 //! periods), and valid-but-large sizes are mapped down before the run (`--k` 9..=128 to 1..=8,
 //! `--repeat` to at most 2, long rate lists to two rates, generated trace sizes to at most
-//! 64). Values outside the valid ranges are left alone: their refusal is what is tested.
+//! 64, export co-simulation vectors to at most 512 cycles). Values outside the valid ranges are left alone: their refusal is what is tested.
 //!
 //! Inputs are the arguments joined by NUL bytes, with `@D` standing for the scratch
 //! directory (so a saved crash input replays anywhere: see `replay` below).
@@ -196,13 +196,17 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),
                 ("--seed", NUMS), ("--config", &["@D/pkg.toml", "@D/bad.toml", "@D/missing.toml"]), ("--threads", NUMS),
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT),
+                ("--rtl", &["scheduler", "chiplet-ctrl", "nosuch", ""]),
             ],
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
         ),
         "export-verilog" => (
             &[
-                ("--out", OUT), ("--block", &["rr_arbiter", "credit_counter", "rr_arbiter_5", "nosuch", ""]),
-                ("--param", &["n=5", "n=7", "n=x", "width=4", "n", "=5", ""]), ("--cycles", NUMS), ("--seed", NUMS),
+                ("--out", OUT),
+                ("--block", &["rr_arbiter", "credit_counter", "rr_arbiter_5", "iodie_scheduler", "iodie_scheduler_sweep", "iodie_sweep_c9_e32", "router_ctrl", "nosuch", ""]),
+                ("--param", &["n=5", "n=7", "n=x", "width=4", "n", "=5", "", "chiplets=16", "experts=128", "experts=17", "chiplets=0"]),
+                ("--cycles", NUMS),
+                ("--seed", NUMS),
             ],
             &["--help"],
         ),
@@ -374,6 +378,18 @@ fn bound(args: Vec<String>) -> Vec<String> {
                     a[i] = (v % max + 1).to_string();
                 }
             }
+        }
+    }
+    if sub == "export-verilog" {
+        // Recording the scheduler top's co-simulation runs its rust-hdl model (~4k cycles/s):
+        // keep the vectors short; lengths past the export's limit stay (their refusal is tested).
+        for i in value_after(&a, "--cycles").collect::<Vec<_>>() {
+            if let Some(v) = int(&a[i]).filter(|&v| v > 512 && v <= 1_000_000) {
+                a[i] = (v % 512 + 1).to_string();
+            }
+        }
+        if !a.iter().any(|x| x == "--cycles" || x == "--help") {
+            a.extend(["--cycles".to_string(), "256".to_string()]);
         }
     }
     if sub == "regress" && !a.iter().any(|x| x == "--list") {
