@@ -13,6 +13,7 @@ pub mod iodie;
 pub mod iodie_swap;
 pub mod iodie_twin;
 pub mod qos;
+pub mod ring;
 pub mod sorter;
 pub mod ucie_crc;
 pub mod ucie_replay;
