@@ -8,10 +8,13 @@
 //! * [`ucie_crc::UcieCrc32Rtl`]: the adapter's CRC-32 (ISO-HDLC) unit, checked against
 //!   `hw::pkg::ucie::frame_crc`.
 
+pub mod chiplet;
+pub mod chiplet_twin;
 pub mod done_fifo;
 pub mod iodie;
 pub mod iodie_swap;
 pub mod iodie_twin;
+pub mod nexthop;
 pub mod qos;
 pub mod ring;
 pub mod sorter;
