@@ -71,7 +71,8 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
     let mut head: Option<SlotTag> = None;
     let mut handoffs: VecDeque<SlotTag> = VecDeque::new();
     let mut loads: VecDeque<(u64, SlotTag)> = VecDeque::new();
-    let mut loads_out = 0usize;
+    // Rule-5 assignments handed over and not yet issued to DDR (the arbiter's view).
+    let mut loads_out: Vec<SlotTag> = Vec::new();
     let mut tokens: Vec<(u64, u16, u32)> = Vec::new();
     let mut layer_open = false;
     let mut layers = 0u32;
@@ -79,7 +80,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
 
     for t in 0..cycles {
         // ---- layer start once everything drained
-        if !layer_open && cl.quiescent() && ddr.is_empty() && pe.is_none() && tx.is_none() && rx_landing.is_empty() && head.is_none() && arrivals.is_empty() && handoffs.is_empty() && loads.is_empty() {
+        if !layer_open && cl.quiescent() && ddr.is_empty() && pe.is_none() && tx.is_none() && rx_landing.is_empty() && head.is_none() && arrivals.is_empty() && handoffs.is_empty() && loads.is_empty() && tokens.is_empty() {
             let k = rng.gen_range(1..=c.experts.min(8));
             let mut ids: Vec<usize> = (0..c.experts).collect();
             ids.shuffle(&mut rng);
@@ -204,12 +205,12 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
         }
         inp.rx_head = head;
         inp.handoff = handoffs.pop_front();
-        if loads_out < 8 {
+        if loads_out.len() < 8 {
             if let Some(&(at, tag)) = loads.front() {
                 if at <= t {
                     loads.pop_front();
                     inp.load = Some(tag);
-                    loads_out += 1;
+                    loads_out.push(tag);
                 }
             }
         }
@@ -234,13 +235,13 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
         let live: u64 = (0..c.slots).filter(|&s| cl.ring.is_live(s)).map(|s| 1u64 << s).sum();
         cmp(t, "ring.live", live, rtl.state.live);
         cmp(t, "ring.tail", cl.ring.tail(), rtl.state.tail);
-        cmp(t, "error", false, rtl.state.error);
+        cmp(t, &format!("error (reload list {}, Rule-5 FIFO {})", rtl.state.reload_len, rtl.state.assigned_len), false, rtl.state.error);
 
         // ---- agents take the outputs
         if let Some((s, tag)) = a.ddr_req {
             ddr.push((t + rng.gen_range(1..=ddr_lat_hi), s));
-            if c.knobs.rule5 && tag.loader == me {
-                loads_out = loads_out.saturating_sub(1);
+            if let Some(i) = loads_out.iter().position(|&x| x == tag) {
+                loads_out.remove(i);
             }
         }
         if let Some(s) = a.rx_slot {
