@@ -235,6 +235,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
         let live: u64 = (0..c.slots).filter(|&s| cl.ring.is_live(s)).map(|s| 1u64 << s).sum();
         cmp(t, "ring.live", live, rtl.state.live);
         cmp(t, "ring.tail", cl.ring.tail(), rtl.state.tail);
+        cmp(t, "ring.head", cl.ring.head(), rtl.state.head);
         cmp(t, &format!("error (reload list {}, Rule-5 FIFO {})", rtl.state.reload_len, rtl.state.assigned_len), false, rtl.state.error);
 
         // ---- agents take the outputs

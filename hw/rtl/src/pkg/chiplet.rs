@@ -159,6 +159,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     pub d2d_bits: Signal<Out, Bits<S>>,
     pub occ: Signal<Out, Bits<8>>,
     pub tail: Signal<Out, Bits<8>>,
+    pub head: Signal<Out, Bits<8>>,
     pub pending: Signal<Out, Bits<32>>,
     pub pe_busy: Signal<Out, Bit>,
     pub seq_len: Signal<Out, Bits<16>>,
@@ -180,6 +181,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // --- registers: ring and slots
     live_q: DFF<Bits<S>>,
     tail_q: DFF<Bits<8>>,
+    head_q: DFF<Bits<8>>,
     t_exp: [DFF<Bits<16>>; S],
     t_k: [DFF<Bits<16>>; S],
     t_ld: [DFF<Bits<4>>; S],
@@ -385,6 +387,10 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     ung_f: Signal<Local, Bits<8>>,
     te_n: Signal<Local, Bits<16>>,
     nv: Signal<Local, Bits<S>>,
+    hd_a: Signal<Local, Bits<8>>,
+    h_found: Signal<Local, Bit>,
+    h_lo: Signal<Local, Bit>,
+    tail_n: Signal<Local, Bits<8>>,
     sv: Signal<Local, Bits<S>>,
 
     // --- constants
@@ -493,6 +499,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             d2d_bits: Default::default(),
             occ: Default::default(),
             tail: Default::default(),
+            head: Default::default(),
             pending: Default::default(),
             pe_busy: Default::default(),
             seq_len: Default::default(),
@@ -509,6 +516,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhp: NextHopRtl::new(&nhp),
             live_q: Default::default(),
             tail_q: Default::default(),
+            head_q: Default::default(),
             t_exp: std::array::from_fn(|_| Default::default()),
             t_k: std::array::from_fn(|_| Default::default()),
             t_ld: std::array::from_fn(|_| Default::default()),
@@ -698,6 +706,10 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             ung_f: Default::default(),
             te_n: Default::default(),
             nv: Default::default(),
+            hd_a: Default::default(),
+            h_found: Default::default(),
+            h_lo: Default::default(),
+            tail_n: Default::default(),
             sv: Default::default(),
             id: Constant::new((p.id as u64).into()),
             exist: Constant::new(exist.into()),
@@ -723,7 +735,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
     fn update(&mut self) {
         // ---- clocks and hold defaults
         dff_setup!(
-            self, clock, live_q, tail_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok, ls_v,
+            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok, ls_v,
             ls_g, ls_wr, rq_n, aq_n, pending_q, had_work, rep_g, rep_p, err_q
         );
         for i in 0..S {
@@ -777,6 +789,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.computed_bits.next = self.computed.q.val();
         self.d2d_bits.next = self.d2d.q.val();
         self.tail.next = self.tail_q.q.val();
+        self.head.next = self.head_q.q.val();
         self.pending.next = self.pending_q.q.val();
         self.pe_busy.next = self.pe_busy_q.q.val();
         self.reload_len.next = self.rq_n.q.val();
@@ -1521,7 +1534,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.ka_slot.next = self.s_hi.val();
         }
         self.kam.next = 0.into();
-        self.tail_q.d.next = self.tail2.val();
+        self.tail_n.next = self.tail2.val();
         if self.issue.val() {
             self.kam.next = self.kam.val().replace_bit(self.ka_slot.val().index(), true);
             self.ddr_req_valid.next = true;
@@ -1530,9 +1543,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.ddr_req_k.next = self.is_k.val();
             self.ddr_req_loader.next = self.is_ld.val();
             if self.ka_slot.val() == self.last_slot.val() {
-                self.tail_q.d.next = 0.into();
+                self.tail_n.next = 0.into();
             } else {
-                self.tail_q.d.next = self.ka_slot.val() + 1;
+                self.tail_n.next = self.ka_slot.val() + 1;
             }
             for i in 0..S {
                 if self.ka_slot.val().index() == i {
@@ -1542,6 +1555,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 }
             }
         }
+        self.tail_q.d.next = self.tail_n.val();
         self.live4.next = self.live3.val() | self.kam.val();
 
         // ================= L: load-side deadlock escape (drop the newest waiting pre-load)
@@ -1714,6 +1728,69 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.q_tx.d.next = self.tx3.val() & !self.tm.val();
         self.pending_q.d.next = self.pending_d.val();
 
+        // ---- ring head (trace): the oldest live slot, as the CL's ring moves it — past the
+        // releases before the allocations, onto the first allocation into an empty ring,
+        // past the escape's release after them.
+        self.hd_a.next = self.tail_q.q.val();
+        self.h_found.next = false;
+        self.h_lo.next = false;
+        self.s_hi.next = 0.into();
+        self.s_lo.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.live2.val().get_bit(i) {
+                if !self.h_lo.val() {
+                    self.h_lo.next = true;
+                    self.s_lo.next = self.idx.val();
+                }
+                if !self.h_found.val() & (self.head_q.q.val().index() <= i) {
+                    self.h_found.next = true;
+                    self.s_hi.next = self.idx.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        if self.h_found.val() {
+            self.hd_a.next = self.s_hi.val();
+        } else if self.h_lo.val() {
+            self.hd_a.next = self.s_lo.val();
+        }
+        if !self.live2.val().any() {
+            if self.ra.val() {
+                self.hd_a.next = self.ra_slot.val();
+            } else if self.issue.val() {
+                self.hd_a.next = self.ka_slot.val();
+            }
+        }
+        self.head_q.d.next = self.hd_a.val();
+        if self.esc.val() {
+            self.h_found.next = false;
+            self.h_lo.next = false;
+            self.s_hi.next = 0.into();
+            self.s_lo.next = 0.into();
+            self.idx.next = 0.into();
+            for i in 0..S {
+                if self.live_n.val().get_bit(i) {
+                    if !self.h_lo.val() {
+                        self.h_lo.next = true;
+                        self.s_lo.next = self.idx.val();
+                    }
+                    if !self.h_found.val() & (self.hd_a.val().index() <= i) {
+                        self.h_found.next = true;
+                        self.s_hi.next = self.idx.val();
+                    }
+                }
+                self.idx.next = self.idx.val() + 1;
+            }
+            if self.h_found.val() {
+                self.head_q.d.next = self.s_hi.val();
+            } else if self.h_lo.val() {
+                self.head_q.d.next = self.s_lo.val();
+            } else {
+                self.head_q.d.next = self.tail_n.val();
+            }
+        }
+
         // ================= M: Rule 5 free-slot report
         self.cnt.next = 0.into();
         for i in 0..S {
@@ -1794,6 +1871,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.reset.val() {
             self.live_q.d.next = 0.into();
             self.tail_q.d.next = 0.into();
+            self.head_q.d.next = 0.into();
             self.nxt_v.d.next = 0.into();
             self.landed.d.next = 0.into();
             self.computed.d.next = 0.into();

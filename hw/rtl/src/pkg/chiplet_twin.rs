@@ -34,6 +34,7 @@ pub struct CtrlRtlState {
     pub d2d: u64,
     pub occ: u32,
     pub tail: u32,
+    pub head: u32,
     pub pending: u32,
     pub pe_busy: bool,
     pub seq_len: u32,
@@ -182,6 +183,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<
             d2d: u.d2d_bits.val().to_u64(),
             occ: u.occ.val().to_u64() as u32,
             tail: u.tail.val().to_u64() as u32,
+            head: u.head.val().to_u64() as u32,
             pending: u.pending.val().to_u64() as u32,
             pe_busy: u.pe_busy.val(),
             seq_len: u.seq_len.val().to_u64() as u32,
@@ -268,6 +270,15 @@ pub struct ChipletCtrlTwin {
     pub allocs: u64,
     /// Configuration edges spent on layer starts (not core cycles).
     pub config_edges: u64,
+    /// Clock gating while idle (default on): after two cycles with the same quiet inputs
+    /// and no output or event, the block is at a fixed point (the only silent change, the
+    /// load sequence dropping exhausted entries, is done by then), so further cycles with
+    /// those inputs are not clocked. The package's fast-forward does the same for the CL.
+    pub gate_idle: bool,
+    last_in: CtrlIn,
+    idle_run: u32,
+    /// Cycles answered by the gate without clocking the block.
+    pub gated_cycles: u64,
 }
 
 impl ChipletCtrlTwin {
@@ -285,7 +296,20 @@ impl ChipletCtrlTwin {
             helpers: knobs.helpers,
         };
         let uut = build_block(&params, experts)?;
-        let mut t = ChipletCtrlTwin { uut, params, stats: CtrlStats::default(), out: CtrlOut::default(), state: CtrlRtlState::default(), peak_occupancy: 0, allocs: 0, config_edges: 0 };
+        let mut t = ChipletCtrlTwin {
+            uut,
+            params,
+            stats: CtrlStats::default(),
+            out: CtrlOut::default(),
+            state: CtrlRtlState::default(),
+            peak_occupancy: 0,
+            allocs: 0,
+            config_edges: 0,
+            gate_idle: true,
+            last_in: CtrlIn::default(),
+            idle_run: 0,
+            gated_cycles: 0,
+        };
         t.config_edge(true, false, None);
         Ok(t)
     }
@@ -300,6 +324,7 @@ impl ChipletCtrlTwin {
 
     /// The CL's `begin_layer`: a clear edge, then one table write per expert.
     pub fn begin_layer(&mut self, m_of: &[u16], tokens_missing: &[u32]) {
+        self.idle_run = 0;
         self.config_edge(false, true, None);
         for (e, &m) in m_of.iter().enumerate() {
             self.config_edge(false, false, Some((e as u16, m, tokens_missing.get(e).copied().unwrap_or(0))));
@@ -308,6 +333,11 @@ impl ChipletCtrlTwin {
 
     /// One core cycle: the CL's `step`.
     pub fn step(&mut self, inp: &CtrlIn) -> CtrlOut {
+        if self.gate_idle && self.idle_run >= 2 && *inp == self.last_in {
+            self.gated_cycles += 1;
+            self.out = CtrlOut::default();
+            return self.out;
+        }
         self.uut.set_inputs(inp);
         self.uut.settle();
         let o = self.uut.outputs();
@@ -335,6 +365,13 @@ impl ChipletCtrlTwin {
         self.allocs += o.out.ddr_req.is_some() as u64 + o.out.rx_slot.is_some() as u64;
         self.peak_occupancy = self.peak_occupancy.max(self.state.occ);
         self.out = o.out;
+        let quiet = CtrlIn { ddr_ready: inp.ddr_ready, tx_ready: inp.tx_ready, ..CtrlIn::default() };
+        if o == CtrlRtlOut::default() && *inp == quiet {
+            self.idle_run = if *inp == self.last_in { self.idle_run + 1 } else { 1 };
+        } else {
+            self.idle_run = 0;
+        }
+        self.last_in = *inp;
         o.out
     }
 

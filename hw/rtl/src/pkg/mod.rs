@@ -9,6 +9,7 @@
 //!   `hw::pkg::ucie::frame_crc`.
 
 pub mod chiplet;
+pub mod chiplet_swap;
 pub mod chiplet_twin;
 pub mod done_fifo;
 pub mod iodie;
