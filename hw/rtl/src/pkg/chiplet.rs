@@ -79,7 +79,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     /// Synchronous reset: empty ring and queues.
     pub reset: Signal<In, Bit>,
     /// Layer start (the CL's `begin_layer` clear; no other input in that cycle).
-    pub begin: Signal<In, Bit>,
+    pub layer_start: Signal<In, Bit>,
     /// Per-expert table write (layer start): micro-slices and tokens still to arrive.
     pub cfg_we: Signal<In, Bit>,
     pub cfg_expert: Signal<In, Bits<16>>,
@@ -426,7 +426,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
         Self {
             clock: Default::default(),
             reset: Default::default(),
-            begin: Default::default(),
+            layer_start: Default::default(),
             cfg_we: Default::default(),
             cfg_expert: Default::default(),
             cfg_m: Default::default(),
@@ -1830,7 +1830,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         if self.rule5.val()
-            & !self.begin.val()
+            & !self.layer_start.val()
             & !self.cfg_we.val()
             & ((bit_cast::<16, 8>(self.net.val()) != self.rep_g.q.val()) | (bit_cast::<16, 8>(self.pre.val()) != self.rep_p.q.val()) | self.load_valid.val())
         {
@@ -1851,7 +1851,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.tok_ok.d.next = self.tok_ok_a.val();
 
         // ---- layer start, table writes, reset
-        if self.begin.val() {
+        if self.layer_start.val() {
             self.granted.d.next = 0.into();
             self.ls_v.d.next = 0.into();
             self.ls_g.d.next = 0.into();
@@ -1897,3 +1897,77 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
     }
 }
+
+// ---------------------------------------------------------------- export registration
+
+use super::chiplet_twin::{apply_config, apply_inputs};
+use crate::cosim::{record, PortTrace};
+use crate::export::{boxed, BlockDef, ParamSet};
+use crate::RtlError;
+use hw::pkg::chiplet::{CtrlIn, CtrlSched};
+use hw::pkg::ring::SlotTag;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The exported configuration: chiplet 1 of a 2×2 package, 8 slots, A3 knobs.
+pub fn export_params() -> ChipletCtrlParams {
+    ChipletCtrlParams { id: 1, rows: 2, cols: 2, slots: 8, eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false, helpers: false }
+}
+
+/// Co-simulation stimulus: reset, a layer start with a table write per expert (repeated
+/// every 2 000 cycles), then random traffic on every input with indices in range (slots
+/// < S, experts < E), so the Verilog and the rust-hdl model see the same defined values.
+/// (Legality is not needed here: both models must agree on any input; the lockstep test
+/// checks behaviour against the CL with legal traffic.)
+fn record_chiplet_ctrl<const S: usize, const E: usize, const Q: usize>(module: &str, p: ChipletCtrlParams, cycles: usize, seed: u64) -> Result<PortTrace, RtlError> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n = p.rows * p.cols;
+    let tag = |rng: &mut Xoshiro256PlusPlus| SlotTag { expert: rng.gen_range(0..E as u16), k: rng.gen_range(0..12), loader: rng.gen_range(0..n as u8) };
+    record(module, ChipletCtrlRtl::<S, E, Q>::new(&p), cycles, |u| &mut u.clock, move |c, u| {
+        let phase = c % 2000;
+        if c == 0 {
+            apply_config(u, true, false, None);
+        } else if phase == 1 {
+            apply_config(u, false, true, None);
+        } else if (2..2 + E).contains(&phase) {
+            let e = (phase - 2) as u16;
+            apply_config(u, false, false, Some((e, rng.gen_range(1..12), if rng.gen_bool(0.2) { rng.gen_range(1..30) } else { 0 })));
+        } else {
+            let mut i = CtrlIn { ddr_ready: rng.gen_bool(0.8), tx_ready: rng.gen_bool(0.7), ..CtrlIn::default() };
+            let mask = rng.gen_range(1..(1u16 << n));
+            let expert = rng.gen_range(0..E as u16);
+            i.sched = match rng.gen_range(0..20) {
+                0 => Some(CtrlSched::Preload { expert, mask }),
+                1 => Some(CtrlSched::Grant { expert, mask }),
+                _ => None,
+            };
+            let slot = |rng: &mut Xoshiro256PlusPlus, pr: f64| rng.gen_bool(pr).then(|| rng.gen_range(0..p.slots as u32));
+            i.ddr_landed = slot(&mut rng, 0.2);
+            i.rx_landed = slot(&mut rng, 0.15);
+            i.pe_done = slot(&mut rng, 0.1);
+            i.tx_done = slot(&mut rng, 0.1);
+            i.rx_head = rng.gen_bool(0.2).then(|| tag(&mut rng));
+            i.handoff = rng.gen_bool(0.03).then(|| tag(&mut rng));
+            i.load = rng.gen_bool(0.05).then(|| tag(&mut rng));
+            i.tokens_arrived = rng.gen_bool(0.05).then(|| (rng.gen_range(0..E as u16), rng.gen_range(1..5)));
+            apply_inputs(u, &i);
+            u.rd_slot.next = (rng.gen_range(0..p.slots) as u64).into();
+        }
+    })
+}
+
+/// Export registration: the controller top at S = 8 slots, E = 16 experts, Q = 16 (2×2
+/// package, A3 knobs). The package sizes (16–64 slots, 128 experts) are lockstep-tested and
+/// run in the package (`--rtl chiplet-ctrl`); their synthesis is not part of the check.
+pub const EXPORT: BlockDef = BlockDef {
+    name: "chiplet_ctrl",
+    top: true,
+    cosim_cycles: crate::export::TOP_COSIM_CYCLES,
+    sets: &[ParamSet {
+        module: "chiplet_ctrl_s8_e16",
+        rust_type: "ChipletCtrlRtl<8, 16, 16>",
+        params: &[("slots", 8), ("experts", 16)],
+        build: || boxed(ChipletCtrlRtl::<8, 16, 16>::new(&export_params())),
+        recorder: Some(|cycles, seed| record_chiplet_ctrl::<8, 16, 16>("chiplet_ctrl_s8_e16", export_params(), cycles, seed)),
+    }],
+};

@@ -48,7 +48,7 @@ pub struct CtrlRtlState {
 pub trait ChipletCtrlPorts: Send {
     /// Inputs of a normal cycle (no layer start, no table write).
     fn set_inputs(&mut self, i: &CtrlIn);
-    /// A layer-start cycle (`begin`) or a table write (`cfg`), all other inputs idle.
+    /// A layer-start cycle (`layer_start`) or a table write (`cfg`), all other inputs idle.
     fn set_config(&mut self, reset: bool, begin: bool, cfg: Option<(u16, u16, u32)>);
     /// Settle the combinational logic (outputs of the cycle are valid after it).
     fn settle(&mut self);
@@ -75,61 +75,11 @@ pub struct Sized<const S: usize, const E: usize, const Q: usize> {
 
 impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<S, E, Q> {
     fn set_inputs(&mut self, i: &CtrlIn) {
-        let u = &mut self.uut;
-        u.reset.next = false;
-        u.begin.next = false;
-        u.cfg_we.next = false;
-        let (sv, sg, se, sm) = match i.sched {
-            Some(CtrlSched::Preload { expert, mask }) => (true, false, expert, mask),
-            Some(CtrlSched::Grant { expert, mask }) => (true, true, expert, mask),
-            None => (false, false, 0, 0),
-        };
-        u.sched_valid.next = sv;
-        u.sched_grant.next = sg;
-        u.sched_expert.next = (se as u64).into();
-        u.sched_mask.next = (sm as u64).into();
-        u.ddr_ready.next = i.ddr_ready;
-        u.ddr_landed_valid.next = i.ddr_landed.is_some();
-        u.ddr_landed_slot.next = (i.ddr_landed.unwrap_or(0) as u64).into();
-        let h = i.rx_head.unwrap_or_default();
-        u.rx_head_valid.next = i.rx_head.is_some();
-        u.rx_head_expert.next = (h.expert as u64).into();
-        u.rx_head_k.next = (h.k as u64).into();
-        u.rx_head_loader.next = (h.loader as u64 & 15).into();
-        u.rx_landed_valid.next = i.rx_landed.is_some();
-        u.rx_landed_slot.next = (i.rx_landed.unwrap_or(0) as u64).into();
-        u.pe_done_valid.next = i.pe_done.is_some();
-        u.pe_done_slot.next = (i.pe_done.unwrap_or(0) as u64).into();
-        u.tx_done_valid.next = i.tx_done.is_some();
-        u.tx_done_slot.next = (i.tx_done.unwrap_or(0) as u64).into();
-        u.tx_ready.next = i.tx_ready;
-        let (te, tn) = i.tokens_arrived.unwrap_or((0, 0));
-        u.tok_valid.next = i.tokens_arrived.is_some();
-        u.tok_expert.next = (te as u64).into();
-        u.tok_n.next = (tn as u64).into();
-        let ho = i.handoff.unwrap_or_default();
-        u.handoff_in_valid.next = i.handoff.is_some();
-        u.handoff_in_expert.next = (ho.expert as u64).into();
-        u.handoff_in_k.next = (ho.k as u64).into();
-        u.handoff_in_loader.next = (ho.loader as u64 & 15).into();
-        let ld = i.load.unwrap_or_default();
-        u.load_valid.next = i.load.is_some();
-        u.load_expert.next = (ld.expert as u64).into();
-        u.load_k.next = (ld.k as u64).into();
-        u.load_loader.next = (ld.loader as u64 & 15).into();
-        u.clock.next = false.into();
+        apply_inputs(&mut self.uut, i);
     }
 
     fn set_config(&mut self, reset: bool, begin: bool, cfg: Option<(u16, u16, u32)>) {
-        self.set_inputs(&CtrlIn::default());
-        let u = &mut self.uut;
-        u.reset.next = reset;
-        u.begin.next = begin;
-        let (e, m, t) = cfg.unwrap_or((0, 0, 0));
-        u.cfg_we.next = cfg.is_some();
-        u.cfg_expert.next = (e as u64).into();
-        u.cfg_m.next = (m as u64).into();
-        u.cfg_tokens.next = (t as u64).into();
+        apply_config(&mut self.uut, reset, begin, cfg);
     }
 
     fn settle(&mut self) {
@@ -204,6 +154,64 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<
     fn slots(&self) -> u32 {
         self.slots
     }
+}
+
+/// Drives a normal cycle's inputs (clock low; no layer start, no table write).
+pub fn apply_inputs<const S: usize, const E: usize, const Q: usize>(u: &mut ChipletCtrlRtl<S, E, Q>, i: &CtrlIn) {
+    u.reset.next = false;
+    u.layer_start.next = false;
+    u.cfg_we.next = false;
+    let (sv, sg, se, sm) = match i.sched {
+        Some(CtrlSched::Preload { expert, mask }) => (true, false, expert, mask),
+        Some(CtrlSched::Grant { expert, mask }) => (true, true, expert, mask),
+        None => (false, false, 0, 0),
+    };
+    u.sched_valid.next = sv;
+    u.sched_grant.next = sg;
+    u.sched_expert.next = (se as u64).into();
+    u.sched_mask.next = (sm as u64).into();
+    u.ddr_ready.next = i.ddr_ready;
+    u.ddr_landed_valid.next = i.ddr_landed.is_some();
+    u.ddr_landed_slot.next = (i.ddr_landed.unwrap_or(0) as u64).into();
+    let h = i.rx_head.unwrap_or_default();
+    u.rx_head_valid.next = i.rx_head.is_some();
+    u.rx_head_expert.next = (h.expert as u64).into();
+    u.rx_head_k.next = (h.k as u64).into();
+    u.rx_head_loader.next = (h.loader as u64 & 15).into();
+    u.rx_landed_valid.next = i.rx_landed.is_some();
+    u.rx_landed_slot.next = (i.rx_landed.unwrap_or(0) as u64).into();
+    u.pe_done_valid.next = i.pe_done.is_some();
+    u.pe_done_slot.next = (i.pe_done.unwrap_or(0) as u64).into();
+    u.tx_done_valid.next = i.tx_done.is_some();
+    u.tx_done_slot.next = (i.tx_done.unwrap_or(0) as u64).into();
+    u.tx_ready.next = i.tx_ready;
+    let (te, tn) = i.tokens_arrived.unwrap_or((0, 0));
+    u.tok_valid.next = i.tokens_arrived.is_some();
+    u.tok_expert.next = (te as u64).into();
+    u.tok_n.next = (tn as u64).into();
+    let ho = i.handoff.unwrap_or_default();
+    u.handoff_in_valid.next = i.handoff.is_some();
+    u.handoff_in_expert.next = (ho.expert as u64).into();
+    u.handoff_in_k.next = (ho.k as u64).into();
+    u.handoff_in_loader.next = (ho.loader as u64 & 15).into();
+    let ld = i.load.unwrap_or_default();
+    u.load_valid.next = i.load.is_some();
+    u.load_expert.next = (ld.expert as u64).into();
+    u.load_k.next = (ld.k as u64).into();
+    u.load_loader.next = (ld.loader as u64 & 15).into();
+    u.clock.next = false.into();
+}
+
+/// Drives a reset, layer-start or table-write cycle (all other inputs idle).
+pub fn apply_config<const S: usize, const E: usize, const Q: usize>(u: &mut ChipletCtrlRtl<S, E, Q>, reset: bool, begin: bool, cfg: Option<(u16, u16, u32)>) {
+    apply_inputs(u, &CtrlIn::default());
+    u.reset.next = reset;
+    u.layer_start.next = begin;
+    let (e, m, t) = cfg.unwrap_or((0, 0, 0));
+    u.cfg_we.next = cfg.is_some();
+    u.cfg_expert.next = (e as u64).into();
+    u.cfg_m.next = (m as u64).into();
+    u.cfg_tokens.next = (t as u64).into();
 }
 
 /// Why a controller cannot be built as RTL.
