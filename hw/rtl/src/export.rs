@@ -262,11 +262,7 @@ pub struct BlockDef {
 /// `crate::pkg::sorter::EXPORT` and `crate::pkg::iodie::EXPORT` are defined but not listed yet:
 /// their Verilog still has WIDTH lint warnings (unsized `0` literals on >32-bit registers) and
 /// the scheduler's yosys/nextpnr run does not fit the check's time budget (docs/rtl.md).
-pub const REGISTRY: &[&BlockDef] = &[
-    &crate::rr_arbiter::EXPORT,
-    &crate::credit_counter::EXPORT,
-    &crate::pkg::chiplet::EXPORT,
-];
+pub const REGISTRY: &[&BlockDef] = &[&crate::rr_arbiter::EXPORT, &crate::credit_counter::EXPORT];
 
 /// Which modules `export_all` writes and how long they are co-simulated.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

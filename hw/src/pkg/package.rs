@@ -1011,7 +1011,7 @@ impl Package {
             ni.set_ticks_per_cycle(tk);
             let sb = if functional { slot_bytes } else { 0 };
             let mut ctrl: Box<dyn ChipletCtrlModel> = match rtl.ctrl {
-                Some(f) => f(c, rows, cols, layer.experts, slots, sb as usize, knobs).map_err(|e| PkgError::Input(format!("--rtl chiplet-ctrl: {e}")))?,
+                Some(f) => f(c, rows, cols, layer.experts, slots, sb, knobs).map_err(|e| PkgError::Input(format!("--rtl chiplet-ctrl: {e}")))?,
                 None => Box::new(ChipletCtrlCl::new(c, layer.experts, slots, sb, knobs)),
             };
             // Tokens computed here, EP dispatch in/out.

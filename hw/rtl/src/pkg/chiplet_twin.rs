@@ -228,8 +228,8 @@ pub enum CtrlBuildError {
 }
 
 /// Builds a connected block for `slots` ring slots and `experts` experts: the smallest
-/// monomorphized (S, E) that holds them, Q = 32-entry reload and Rule-5 queues (16 for the
-/// smallest, S = 8).
+/// monomorphized (S, E) that holds them, Q = 64-entry reload and Rule-5 queues (a 3-slot
+/// ring under heavy hand-off traffic in the lockstep needed 17).
 pub fn build_block(p: &ChipletCtrlParams, experts: usize) -> Result<Box<dyn ChipletCtrlPorts>, CtrlBuildError> {
     fn mk<const S: usize, const E: usize, const Q: usize>(p: &ChipletCtrlParams) -> Box<dyn ChipletCtrlPorts> {
         let mut uut = ChipletCtrlRtl::<S, E, Q>::new(p);
@@ -259,10 +259,10 @@ pub fn build_block(p: &ChipletCtrlParams, experts: usize) -> Result<Box<dyn Chip
         };
     }
     Ok(match p.slots {
-        0..=8 => by_experts!(8, 16),
-        9..=16 => by_experts!(16, 32),
-        17..=32 => by_experts!(32, 32),
-        _ => by_experts!(64, 32),
+        0..=8 => by_experts!(8, 64),
+        9..=16 => by_experts!(16, 64),
+        17..=32 => by_experts!(32, 64),
+        _ => by_experts!(64, 64),
     })
 }
 
