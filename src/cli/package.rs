@@ -95,12 +95,15 @@ pub struct PackageArgs {
 pub enum RtlBlock {
     /// The IO-die scheduler (`iodie_scheduler`).
     Scheduler,
+    /// Every chiplet's controller (`chiplet_ctrl`).
+    ChipletCtrl,
 }
 
 impl RtlBlock {
-    fn factory(self) -> hw::pkg::iodie::IoDieFactory {
+    fn factory(self) -> hw::pkg::package::PkgRtl {
         match self {
-            RtlBlock::Scheduler => rtl::pkg::iodie_swap::iodie_factory,
+            RtlBlock::Scheduler => hw::pkg::package::PkgRtl { iodie: Some(rtl::pkg::iodie_swap::iodie_factory), ctrl: None },
+            RtlBlock::ChipletCtrl => hw::pkg::package::PkgRtl { iodie: None, ctrl: Some(rtl::pkg::chiplet_swap::chiplet_ctrl_factory) },
         }
     }
 }
@@ -252,10 +255,10 @@ fn wave_path(base: &Path, s: Strategy, several: bool) -> PathBuf {
 /// tracker (which carries token buffering across layers and iterations); writes waveforms
 /// of the first batch when asked.
 pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
-    run_strategies_with(cfg, strategies, w, functional, waves, quiet, None)
+    run_strategies_with(cfg, strategies, w, functional, waves, quiet, hw::pkg::package::PkgRtl::default())
 }
 
-/// As [`run_strategies`], with the IO-die scheduler built by `rtl` (`--rtl scheduler`).
+/// As [`run_strategies`], with the RTL stand-ins of `rtl` (`--rtl scheduler`, `--rtl chiplet-ctrl`).
 pub fn run_strategies_with(
     cfg: &PkgCfg,
     strategies: &[Strategy],
@@ -263,7 +266,7 @@ pub fn run_strategies_with(
     functional: bool,
     waves: Option<(&Path, waves::WaveFormat)>,
     quiet: bool,
-    rtl: Option<hw::pkg::iodie::IoDieFactory>,
+    rtl: hw::pkg::package::PkgRtl,
 ) -> CliResult<Vec<PkgResult>> {
     let mut results = Vec::new();
     let several = strategies.len() > 1;
@@ -282,7 +285,7 @@ pub fn run_strategies_with(
             if i >= bar.length().unwrap_or(0) {
                 bar.set_length(i + 1);
             }
-            let mut p = Package::new_with(cfg, s, &l, functional, rtl).map_err(|e| e.to_string())?;
+            let mut p = Package::new_with_blocks(cfg, s, &l, functional, rtl).map_err(|e| e.to_string())?;
             let r = match waves.filter(|_| i == 0) {
                 Some((base, fmt)) => {
                     let path = wave_path(base, s, several);
@@ -455,7 +458,7 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
             if a.functional { ", functional" } else { "" }
         );
     }
-    let results = run_strategies_with(&cfg, &strategies, &work, a.functional, waves, a.quiet, a.rtl.map(RtlBlock::factory))?;
+    let results = run_strategies_with(&cfg, &strategies, &work, a.functional, waves, a.quiet, a.rtl.map(RtlBlock::factory).unwrap_or_default())?;
     print_results(&results);
     if let Some(p) = &a.json {
         write_json(p, &cfg, &model, ntok, nlayers, &results)?;

@@ -156,6 +156,77 @@ pub struct CtrlStats {
     pub forwards: u64,
 }
 
+/// What the package needs from a chiplet controller: the CL model, or an RTL stand-in
+/// (`package --rtl chiplet-ctrl`) that must behave identically on every port.
+pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
+    /// One cycle (see [`ChipletCtrlCl::step`]).
+    fn step(&mut self, inp: &CtrlIn, traj: &dyn Trajectory) -> CtrlOut;
+    /// Layer start (see [`ChipletCtrlCl::begin_layer`]).
+    fn begin_layer(&mut self, m_of: &[u16], tokens_missing: &[u32]);
+    /// Micro-slices of granted experts still to compute here.
+    fn pending(&self) -> u32;
+    /// Nothing in flight (see [`ChipletCtrlCl::quiescent`]).
+    fn quiescent(&self) -> bool;
+    fn stats(&self) -> &CtrlStats;
+    /// Queues and counters that keep the controller from being quiescent.
+    fn state_summary(&self) -> String;
+    /// Lines for the watchdog report: what each live slot waits for.
+    fn blocked_report(&self, scope: &str, out: &mut Vec<String>);
+    /// The micro-slice held by ring slot `slot`.
+    fn slot_tag(&self, slot: u32) -> SlotTag;
+    /// Live ring slots now, and the most seen.
+    fn live_slots(&self) -> u32;
+    fn peak_slots(&self) -> u32;
+    /// Functional mode: the ring's data array, slots × slot bytes (empty in timing mode).
+    fn ring_data(&self) -> &[u8];
+    fn ring_data_mut(&mut self) -> &mut [u8];
+}
+
+/// Builds a controller for chiplet `id` of a `rows`×`cols` package: `experts` per layer,
+/// `slots` ring slots of `slot_bytes` (functional mode; 0 in timing mode), the strategy's
+/// knobs. The package's CL model is [`ChipletCtrlCl::new`]; stand-ins are built by one of
+/// these.
+pub type CtrlFactory = fn(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> Result<Box<dyn ChipletCtrlModel>, String>;
+
+impl ChipletCtrlModel for ChipletCtrlCl {
+    fn step(&mut self, inp: &CtrlIn, traj: &dyn Trajectory) -> CtrlOut {
+        ChipletCtrlCl::step(self, inp, traj)
+    }
+    fn begin_layer(&mut self, m_of: &[u16], tokens_missing: &[u32]) {
+        ChipletCtrlCl::begin_layer(self, m_of, tokens_missing)
+    }
+    fn pending(&self) -> u32 {
+        ChipletCtrlCl::pending(self)
+    }
+    fn quiescent(&self) -> bool {
+        ChipletCtrlCl::quiescent(self)
+    }
+    fn stats(&self) -> &CtrlStats {
+        &self.stats
+    }
+    fn state_summary(&self) -> String {
+        ChipletCtrlCl::state_summary(self)
+    }
+    fn blocked_report(&self, scope: &str, out: &mut Vec<String>) {
+        ChipletCtrlCl::blocked_report(self, scope, out)
+    }
+    fn slot_tag(&self, slot: u32) -> SlotTag {
+        self.ring.tag(slot)
+    }
+    fn live_slots(&self) -> u32 {
+        self.ring.live_count()
+    }
+    fn peak_slots(&self) -> u32 {
+        self.ring.peak_occupancy
+    }
+    fn ring_data(&self) -> &[u8] {
+        &self.ring.data
+    }
+    fn ring_data_mut(&mut self) -> &mut [u8] {
+        &mut self.ring.data
+    }
+}
+
 pub struct ChipletCtrlCl {
     pub id: ChipletId,
     knobs: CtrlKnobs,

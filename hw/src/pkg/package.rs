@@ -40,7 +40,7 @@ use sched::noc::{Coord, Dir};
 use sched::pkg::iodie::{eit_fl, totals_fl, RequestGatingFl, SchedMsg, TokenBufferFl};
 use sched::pkg::moe::{micro_slice_partial_fl, moe_layer_ref_fl, ExpertWeights, MicroSliceWeights};
 
-use super::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, Trajectory};
+use super::chiplet::{ChipletCtrlCl, ChipletCtrlModel, ChipletId, CtrlFactory, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, Trajectory};
 use super::config::{Loaders, PkgCfg, Strategy};
 use super::ddr::{DdrChannelCl, DdrPorts, DdrReq, DdrResp};
 use super::iodie::{IoDieCfg, IoDieFactory, IoDieModel, IoDiePorts, IoDieSchedulerCl, LayerStart, OrderPolicy, SchedMsgCl};
@@ -224,6 +224,13 @@ pub enum PkgError {
     Check(String),
 }
 
+/// RTL stand-ins to build in place of the CL models (`package --rtl`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PkgRtl {
+    pub iodie: Option<IoDieFactory>,
+    pub ctrl: Option<CtrlFactory>,
+}
+
 /// Link arenas of the package (shared by all partitions under the link protocol).
 pub struct PkgWires {
     pub flits: LinkArena<Flit>,
@@ -277,7 +284,8 @@ pub struct ChipletTile {
     pub scope: String,
     pub router: RouterCl,
     pub ni: D2dEngineCl,
-    pub ctrl: ChipletCtrlCl,
+    /// The CL controller, or its stand-in (`--rtl chiplet-ctrl`).
+    pub ctrl: Box<dyn ChipletCtrlModel>,
     pub pe: PeArrayCl,
     pub ddr: DdrChannelCl,
     /// Adapters of this die's outgoing die-to-die links, with their direction names.
@@ -426,7 +434,7 @@ impl ChipletTile {
     /// Time integrals of the state held since the last core edge, up to tick `now`: live
     /// ring slots, the cycle breakdown, the timeline.
     fn integrate(&mut self, now: Cycle, slot_bytes: usize) {
-        let live = self.ctrl.ring.live_count() as u128;
+        let live = self.ctrl.live_slots() as u128;
         self.live_integral += live * (now - self.last_t) as u128;
         let split = self.compute_until.clamp(self.last_t, now);
         self.breakdown.add(PeState::Compute, split - self.last_t);
@@ -486,9 +494,10 @@ impl ChipletTile {
             r.id
         });
         if let (Some(s), Some(f)) = (ddr_landed, ctx.func.as_ref()) {
-            let tag = self.ctrl.ring.tag(s);
+            let tag = self.ctrl.slot_tag(s);
             let src = &f.image[tag.expert as usize][tag.k as usize];
-            self.ctrl.ring.slot_data_mut(s)[..src.len()].copy_from_slice(src);
+            let b = s as usize * ctx.slot_bytes;
+            self.ctrl.ring_data_mut()[b..b + src.len()].copy_from_slice(src);
         }
         for &l in &self.handoff_in {
             if let Some(tag) = w.handoff.recv(l, now) {
@@ -504,7 +513,7 @@ impl ChipletTile {
         if let (Some(s), Some(f)) = (pe_done, ctx.func.as_ref()) {
             self.compute_partials(s, f, ctx);
         }
-        let ev = self.ni.eval(now, &w.flits, &w.credits, self.rx_slot_reg.take(), &mut self.ctrl.ring.data, ctx.slot_bytes, &w.pools);
+        let ev = self.ni.eval(now, &w.flits, &w.credits, self.rx_slot_reg.take(), self.ctrl.ring_data_mut(), ctx.slot_bytes, &w.pools);
         let mut tokens_arrived = None;
         match ev.tokens_landed {
             Some((PacketKind::Dispatch, e, n)) => {
@@ -541,7 +550,7 @@ impl ChipletTile {
             self.pe_job = Some(job);
         }
         if let Some((s, dest)) = out.tx_start {
-            let tag = self.ctrl.ring.tag(s);
+            let tag = self.ctrl.slot_tag(s);
             self.ni.start_tx(s, tag, ctx.slice_bytes[tag.k as usize] as usize, dest);
         }
         if let Some((s, tag)) = out.ddr_req {
@@ -583,11 +592,12 @@ impl ChipletTile {
     }
 
     fn compute_partials(&mut self, slot: u32, f: &FuncData, ctx: &PkgCtx) {
-        let tag = self.ctrl.ring.tag(slot);
+        let tag = self.ctrl.slot_tag(slot);
         let e = tag.expert as usize;
         let fk = ctx.slice_f[tag.k as usize] as usize;
         let d = ctx.d_model as usize;
-        let bytes = &self.ctrl.ring.slot_data(slot)[..ctx.slice_bytes[tag.k as usize] as usize];
+        let b = slot as usize * ctx.slot_bytes;
+        let bytes = &self.ctrl.ring_data()[b..b + ctx.slice_bytes[tag.k as usize] as usize];
         let ws = MicroSliceWeights::from_bytes(bytes, d, fk).expect("ring slot holds a whole micro-slice");
         let toks = &self.tokens_here[e];
         let mut x = Vec::with_capacity(toks.len() * d);
@@ -820,6 +830,12 @@ impl Package {
     /// As [`Package::new`], with the IO-die scheduler built by `rtl_iodie` in place of the CL
     /// model (`--rtl scheduler`).
     pub fn new_with(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool, rtl_iodie: Option<IoDieFactory>) -> Result<Package, PkgError> {
+        Self::new_with_blocks(cfg, strategy, layer, functional, PkgRtl { iodie: rtl_iodie, ctrl: None })
+    }
+
+    /// As [`Package::new`], with the RTL stand-ins of `rtl` in place of their CL models.
+    pub fn new_with_blocks(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool, rtl: PkgRtl) -> Result<Package, PkgError> {
+        let rtl_iodie = rtl.iodie;
         cfg.validate()?;
         cfg.validate_for(layer.d_ffn)?;
         let n = cfg.chiplets() as usize;
@@ -993,7 +1009,11 @@ impl Package {
             let np = NiPorts { inj_flit: flit_in[i][Dir::Local.idx()], inj_credit: inj_credit[i], ej_flit: ej[i], ej_credit: credit_in[i][Dir::Local.idx()] };
             let mut ni = D2dEngineCl::new(c, k, r.vcs, r.vc_buf, cfg.flit_bytes, np);
             ni.set_ticks_per_cycle(tk);
-            let mut ctrl = ChipletCtrlCl::new(c, layer.experts, slots, if functional { slot_bytes } else { 0 }, knobs);
+            let sb = if functional { slot_bytes } else { 0 };
+            let mut ctrl: Box<dyn ChipletCtrlModel> = match rtl.ctrl {
+                Some(f) => f(c, rows, cols, layer.experts, slots, sb, knobs).map_err(|e| PkgError::Input(format!("--rtl chiplet-ctrl: {e}")))?,
+                None => Box::new(ChipletCtrlCl::new(c, layer.experts, slots, sb, knobs)),
+            };
             // Tokens computed here, EP dispatch in/out.
             let m_here: Vec<u32> = (0..layer.experts).map(|e| plan.count[e][i]).collect();
             let tokens_here: Vec<Vec<u32>> = if functional { (0..layer.experts).map(|e| plan.tokens_of(&layer.routing, e as u16, c)).collect() } else { Vec::new() };
@@ -1337,23 +1357,23 @@ impl Package {
         for t in self.tiles() {
             let rep: u64 = t.ucie.iter().map(|(_, a)| a.stats().replays).sum();
             let tx = t.ni.stats.tx_flits * self.cfg.flit_bytes as u64;
-            let pw = t.ctrl.ring.peak_occupancy as u64 * slot;
+            let pw = t.ctrl.peak_slots() as u64 * slot;
             chiplets.push(ChipletResult {
                 id: t.id,
                 pe_busy_cycles: t.pe.counters.busy_cycles,
                 macs: t.macs,
                 ddr_bytes: t.ddr_bytes,
                 d2d_tx_bytes: tx,
-                peak_ring_slots: t.ctrl.ring.peak_occupancy,
+                peak_ring_slots: t.ctrl.peak_slots(),
                 peak_weight_bytes: pw,
                 peak_token_bytes: t.peak_token_bytes,
-                rule1_computes: t.ctrl.stats.rule1_computes,
-                rule2_computes: t.ctrl.stats.rule2_computes,
+                rule1_computes: t.ctrl.stats().rule1_computes,
+                rule2_computes: t.ctrl.stats().rule2_computes,
                 replays: rep,
-                evictions: t.ctrl.stats.evictions,
-                handoffs: t.ctrl.stats.handoffs_out,
-                reloads: t.ctrl.stats.reloads,
-                forwards: t.ctrl.stats.forwards,
+                evictions: t.ctrl.stats().evictions,
+                handoffs: t.ctrl.stats().handoffs_out,
+                reloads: t.ctrl.stats().reloads,
+                forwards: t.ctrl.stats().forwards,
                 rx_stall_cycles: t.ni.stats.rx_slot_wait_cycles,
                 cycles: t.breakdown.finish(tk, latency),
             });

@@ -3,16 +3,26 @@
 //! * [`iodie::IoDieSchedulerRtl`] — the IO-die scheduler top `iodie_scheduler`, built from
 //!   [`sorter`], [`qos`], [`done_fifo`] and rust-hdl's RAM (the EIT); [`iodie_twin`] drives it,
 //!   [`iodie_swap`] runs it inside the package (`--rtl scheduler`).
+//! * [`chiplet::ChipletCtrlRtl`] — the chiplet controller top `chiplet_ctrl` (Rules 1–5), with
+//!   [`nexthop::NextHopRtl`] (the trajectory function); [`chiplet_twin`] drives it,
+//!   [`chiplet_swap`] runs it inside the package (`--rtl chiplet-ctrl`).
+//! * [`ring::RingBufferRtl`] — the micro-slice ring-buffer controller (twin of
+//!   `hw::pkg::ring::RingBufferCl`).
 //! * [`ucie_replay::UcieReplayRtl`]: the UCIe D2D adapter's go-back-N replay controller
 //!   (twin of the controller part of `hw::pkg::ucie::UcieAdapterCl`).
 //! * [`ucie_crc::UcieCrc32Rtl`]: the adapter's CRC-32 (ISO-HDLC) unit, checked against
 //!   `hw::pkg::ucie::frame_crc`.
 
+pub mod chiplet;
+pub mod chiplet_swap;
+pub mod chiplet_twin;
 pub mod done_fifo;
 pub mod iodie;
 pub mod iodie_swap;
 pub mod iodie_twin;
+pub mod nexthop;
 pub mod qos;
+pub mod ring;
 pub mod sorter;
 pub mod ucie_crc;
 pub mod ucie_replay;

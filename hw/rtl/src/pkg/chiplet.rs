@@ -1,0 +1,1978 @@
+//! Chiplet controller top `chiplet_ctrl` (RTL twin of `hw::pkg::chiplet::ChipletCtrlCl`, the
+//! Rules 1–5 controller of paper §IV-C). Cycle for cycle the CL's `step` on every `CtrlOut`
+//! field; read the CL's module doc first (the rules, the deadlock escapes). This file says
+//! how each of its queues is built.
+//!
+//! ```text
+//!  sched ─► next-hop table (nh mask/expert), granted bits ─┐     cfg ─► m, tokens per expert
+//!  ddr_landed/rx_landed/pe_done/tx_done ─► per-slot ctl bits (landed, computed, sent, next)
+//!          └─► queue-membership bits rx|lr|lw|tx per slot + S×S age matrix ─► pickers
+//!  rx_head ─► full? ─► evict picker (lw newest ▸ tx oldest computed ▸ lr ▸ rx) ─► alloc
+//!  PE picker: rx newest (eager) / oldest ▸ lr oldest with its tokens here ─► next-hop ─► tx
+//!  tx picker: tx oldest ─► tx_start
+//!  Rule 4: reload list (first granted) ▸ Rule-5 FIFO ▸ load sequence (first issuable) ─► alloc
+//!  load-side escape: lw newest dropped ─► reload list;  Rule-5 free report;  done
+//! ```
+//!
+//! Hardware mapping of the CL's containers:
+//! * **Ring** — per-slot live bit, tag (expert, k, loader) and the allocation pointer; two
+//!   allocations per cycle (D2D arrival, then a DDR load), each the first free slot at/after
+//!   the pointer (the priority encoder of [`super::ring::RingBufferRtl`]). `capacity` ≤ S
+//!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
+//! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
+//!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
+//!   queue before j) orders them all. Oldest of a set X: the i ∈ X older than every other
+//!   member; newest: older than none. Several slots may enter queues in one cycle (a grant
+//!   moves every waiting pre-load of its expert, then a DDR landing, a D2D landing, a PE
+//!   done); they rank after every earlier entry in that order, and the moved pre-loads keep
+//!   their mutual order — the CL's `push_back`s in program order. A slot that enters a queue
+//!   gets a fresh row and column, so stale bits of slots that left never matter.
+//!   `tx_q`'s destination is the slot's `next` register (the CL stores the same value twice).
+//! * **reload_q** — a compacting list of Q tags (one removal per cycle at the first granted
+//!   entry, appends behind); **assigned_q** — a Q-entry FIFO. Overflow sets `error`.
+//! * **load_seq** — one entry per pre-load in arrival order (E positions, valid bits, no
+//!   compaction): expert, next own micro-slice k, step and count. This chiplet's share of
+//!   an expert under Rule 4 is k ≡ p (mod n) — p its index in the trajectory's ring and n the
+//!   ring's size (sharded loading: its snake position and the chiplet count) — so the
+//!   pointer starts at p and steps by n: no modulo, and `own_left > 0` is `k < m`. The scan
+//!   is a priority encoder over the positions; the CL's `load_idle_cap` (a pure speed cache)
+//!   has no counterpart.
+//! * **Per expert** — micro-slices `m`, left to compute, tokens missing (and a tokens-here
+//!   bit), next-hop mask, granted bit: registers written through the `cfg_*` port at the
+//!   layer start (the CL's `begin_layer`) and by the scheduler messages.
+//! * **Next-hop logic** — [`super::nexthop::NextHopRtl`]: one per slot for a grant's batch of
+//!   forwarded pre-loads (sharded loading), one for a DDR landing, one for the PE pick.
+//!
+//! Outputs answer the cycle's inputs combinationally (the CL's `step` returns them for the
+//! same inputs); state changes at the edge. Event outputs (`ev_*`) feed the twin's
+//! `CtrlStats`.
+//!
+//! Assumptions (what the package guarantees, and the lockstep stimulus obeys): an expert is
+//! pre-loaded at most once per layer and before its grant, and granted at most once;
+//! `helpers` (sharded loading) comes with sharded trajectories.
+
+use rust_hdl::prelude::*;
+
+use super::nexthop::{NextHopParams, NextHopRtl};
+
+/// Run-time parameters baked into the Verilog as constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChipletCtrlParams {
+    pub id: u8,
+    pub rows: usize,
+    pub cols: usize,
+    /// Ring slots that exist (≤ S).
+    pub slots: usize,
+    pub eager: bool,
+    pub forward_with_compute: bool,
+    pub ddr_reserve: u32,
+    pub rule5: bool,
+    /// Sharded loading (helpers, with the sharded trajectories).
+    pub helpers: bool,
+}
+
+/// The chiplet controller: `S` ring slots at most, `E` experts, `Q`-entry reload and Rule-5
+/// queues.
+#[derive(LogicBlock)]
+pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset: empty ring and queues.
+    pub reset: Signal<In, Bit>,
+    /// Layer start (the CL's `begin_layer` clear; no other input in that cycle).
+    pub layer_start: Signal<In, Bit>,
+    /// Per-expert table write (layer start): micro-slices and tokens still to arrive.
+    pub cfg_we: Signal<In, Bit>,
+    pub cfg_expert: Signal<In, Bits<16>>,
+    pub cfg_m: Signal<In, Bits<16>>,
+    pub cfg_tokens: Signal<In, Bits<32>>,
+    /// Scheduler message: Preload (grant = 0) or Grant (1).
+    pub sched_valid: Signal<In, Bit>,
+    pub sched_grant: Signal<In, Bit>,
+    pub sched_expert: Signal<In, Bits<16>>,
+    pub sched_mask: Signal<In, Bits<16>>,
+    pub ddr_ready: Signal<In, Bit>,
+    pub ddr_landed_valid: Signal<In, Bit>,
+    pub ddr_landed_slot: Signal<In, Bits<8>>,
+    pub rx_head_valid: Signal<In, Bit>,
+    pub rx_head_expert: Signal<In, Bits<16>>,
+    pub rx_head_k: Signal<In, Bits<16>>,
+    pub rx_head_loader: Signal<In, Bits<4>>,
+    pub rx_landed_valid: Signal<In, Bit>,
+    pub rx_landed_slot: Signal<In, Bits<8>>,
+    pub pe_done_valid: Signal<In, Bit>,
+    pub pe_done_slot: Signal<In, Bits<8>>,
+    pub tx_done_valid: Signal<In, Bit>,
+    pub tx_done_slot: Signal<In, Bits<8>>,
+    pub tx_ready: Signal<In, Bit>,
+    pub tok_valid: Signal<In, Bit>,
+    pub tok_expert: Signal<In, Bits<16>>,
+    pub tok_n: Signal<In, Bits<32>>,
+    pub handoff_in_valid: Signal<In, Bit>,
+    pub handoff_in_expert: Signal<In, Bits<16>>,
+    pub handoff_in_k: Signal<In, Bits<16>>,
+    pub handoff_in_loader: Signal<In, Bits<4>>,
+    pub load_valid: Signal<In, Bit>,
+    pub load_expert: Signal<In, Bits<16>>,
+    pub load_k: Signal<In, Bits<16>>,
+    pub load_loader: Signal<In, Bits<4>>,
+    /// Tag read port (the package's `ring.tag(slot)`).
+    pub rd_slot: Signal<In, Bits<8>>,
+
+    // --- outputs of the cycle (comb)
+    pub ddr_req_valid: Signal<Out, Bit>,
+    pub ddr_req_slot: Signal<Out, Bits<8>>,
+    pub ddr_req_expert: Signal<Out, Bits<16>>,
+    pub ddr_req_k: Signal<Out, Bits<16>>,
+    pub ddr_req_loader: Signal<Out, Bits<4>>,
+    pub rx_slot_valid: Signal<Out, Bit>,
+    pub rx_slot: Signal<Out, Bits<8>>,
+    pub pe_start_valid: Signal<Out, Bit>,
+    pub pe_start_slot: Signal<Out, Bits<8>>,
+    pub pe_start_expert: Signal<Out, Bits<16>>,
+    pub pe_start_k: Signal<Out, Bits<16>>,
+    pub pe_start_loader: Signal<Out, Bits<4>>,
+    pub tx_start_valid: Signal<Out, Bit>,
+    pub tx_start_slot: Signal<Out, Bits<8>>,
+    pub tx_start_dest: Signal<Out, Bits<4>>,
+    pub done: Signal<Out, Bit>,
+    pub expert_done_valid: Signal<Out, Bit>,
+    pub expert_done: Signal<Out, Bits<16>>,
+    pub handoff_valid: Signal<Out, Bit>,
+    pub handoff_expert: Signal<Out, Bits<16>>,
+    pub handoff_k: Signal<Out, Bits<16>>,
+    pub handoff_loader: Signal<Out, Bits<4>>,
+    pub handoff_dest: Signal<Out, Bits<4>>,
+    pub free_valid: Signal<Out, Bit>,
+    pub free_granted: Signal<Out, Bits<16>>,
+    pub free_preload: Signal<Out, Bits<16>>,
+    /// Performance-counter events of the cycle.
+    pub ev_rule1: Signal<Out, Bit>,
+    pub ev_releases: Signal<Out, Bits<8>>,
+    pub ev_evictions: Signal<Out, Bits<2>>,
+    pub ev_reload: Signal<Out, Bit>,
+    pub ev_forwards: Signal<Out, Bits<8>>,
+    pub ev_rx_stall: Signal<Out, Bit>,
+    // --- registered state (after the last edge)
+    pub live: Signal<Out, Bits<S>>,
+    pub landed_bits: Signal<Out, Bits<S>>,
+    pub computed_bits: Signal<Out, Bits<S>>,
+    pub d2d_bits: Signal<Out, Bits<S>>,
+    pub occ: Signal<Out, Bits<8>>,
+    pub tail: Signal<Out, Bits<8>>,
+    pub head: Signal<Out, Bits<8>>,
+    pub pending: Signal<Out, Bits<32>>,
+    pub pe_busy: Signal<Out, Bit>,
+    pub seq_len: Signal<Out, Bits<16>>,
+    pub reload_len: Signal<Out, Bits<8>>,
+    pub assigned_len: Signal<Out, Bits<8>>,
+    pub quiescent: Signal<Out, Bit>,
+    /// Sticky: a queue overflowed (load sequence, reload list or Rule-5 FIFO).
+    pub error: Signal<Out, Bit>,
+    pub rd_expert: Signal<Out, Bits<16>>,
+    pub rd_k: Signal<Out, Bits<16>>,
+    pub rd_loader: Signal<Out, Bits<4>>,
+    pub rd_granted: Signal<Out, Bit>,
+
+    // --- next-hop logic
+    nhb: [NextHopRtl; S],
+    nhd: NextHopRtl,
+    nhp: NextHopRtl,
+
+    // --- registers: ring and slots
+    live_q: DFF<Bits<S>>,
+    tail_q: DFF<Bits<8>>,
+    head_q: DFF<Bits<8>>,
+    t_exp: [DFF<Bits<16>>; S],
+    t_k: [DFF<Bits<16>>; S],
+    t_ld: [DFF<Bits<4>>; S],
+    nxt: [DFF<Bits<4>>; S],
+    nxt_v: DFF<Bits<S>>,
+    landed: DFF<Bits<S>>,
+    computed: DFF<Bits<S>>,
+    sent: DFF<Bits<S>>,
+    d2d: DFF<Bits<S>>,
+    q_rx: DFF<Bits<S>>,
+    q_lr: DFF<Bits<S>>,
+    q_lw: DFF<Bits<S>>,
+    q_tx: DFF<Bits<S>>,
+    age: [DFF<Bits<S>>; S],
+    pe_busy_q: DFF<Bit>,
+    pe_slot_q: DFF<Bits<8>>,
+    // --- registers: per expert
+    m_of: [DFF<Bits<16>>; E],
+    left: [DFF<Bits<16>>; E],
+    miss: [DFF<Bits<32>>; E],
+    nh: [DFF<Bits<16>>; E],
+    granted: DFF<Bits<E>>,
+    tok_ok: DFF<Bits<E>>,
+    // --- registers: load sequence (by arrival position)
+    ls_v: DFF<Bits<E>>,
+    ls_g: DFF<Bits<E>>,
+    ls_e: [DFF<Bits<16>>; E],
+    ls_nk: [DFF<Bits<17>>; E],
+    ls_m: [DFF<Bits<16>>; E],
+    ls_step: [DFF<Bits<5>>; E],
+    ls_wr: DFF<Bits<16>>,
+    // --- registers: reload list and Rule-5 FIFO
+    rq_e: [DFF<Bits<16>>; Q],
+    rq_k: [DFF<Bits<16>>; Q],
+    rq_ld: [DFF<Bits<4>>; Q],
+    rq_n: DFF<Bits<8>>,
+    aq_e: [DFF<Bits<16>>; Q],
+    aq_k: [DFF<Bits<16>>; Q],
+    aq_ld: [DFF<Bits<4>>; Q],
+    aq_n: DFF<Bits<8>>,
+    // --- registers: counters
+    pending_q: DFF<Bits<32>>,
+    had_work: DFF<Bit>,
+    rep_g: DFF<Bits<16>>,
+    rep_p: DFF<Bits<16>>,
+    err_q: DFF<Bit>,
+
+    // --- combinational locals (stage letters as in the CL's `step`)
+    idx: Signal<Local, Bits<8>>,
+    cnt: Signal<Local, Bits<8>>,
+    // A: scheduler message
+    g: Signal<Local, Bit>,
+    pl: Signal<Local, Bit>,
+    on_s: Signal<Local, Bit>,
+    m_s: Signal<Local, Bits<16>>,
+    granted_a: Signal<Local, Bits<E>>,
+    ls_g_a: Signal<Local, Bits<E>>,
+    push_ls: Signal<Local, Bit>,
+    ls_p: Signal<Local, Bits<17>>,
+    ls_n: Signal<Local, Bits<5>>,
+    mset: Signal<Local, Bits<S>>,
+    m_lr: Signal<Local, Bits<S>>,
+    m_fwd: Signal<Local, Bits<S>>,
+    m_rel: Signal<Local, Bits<S>>,
+    pending_a: Signal<Local, Bits<32>>,
+    had_a: Signal<Local, Bit>,
+    // B: DDR landing
+    bm: Signal<Local, Bits<S>>,
+    eb: Signal<Local, Bits<16>>,
+    ldb: Signal<Local, Bits<4>>,
+    b_gr: Signal<Local, Bit>,
+    nh_b: Signal<Local, Bits<16>>,
+    b_lw: Signal<Local, Bit>,
+    b_lr: Signal<Local, Bit>,
+    b_fwd: Signal<Local, Bit>,
+    b_rel: Signal<Local, Bit>,
+    // C, D, E, F
+    cm: Signal<Local, Bits<S>>,
+    dm: Signal<Local, Bits<S>>,
+    ed: Signal<Local, Bits<16>>,
+    left_d: Signal<Local, Bits<16>>,
+    d_tx: Signal<Local, Bit>,
+    pending_d: Signal<Local, Bits<32>>,
+    miss_t: Signal<Local, Bits<32>>,
+    tok_ok_a: Signal<Local, Bits<E>>,
+    fm: Signal<Local, Bits<S>>,
+    landed1: Signal<Local, Bits<S>>,
+    computed1: Signal<Local, Bits<S>>,
+    sent1: Signal<Local, Bits<S>>,
+    r1: Signal<Local, Bits<S>>,
+    live1: Signal<Local, Bits<S>>,
+    lw1: Signal<Local, Bits<S>>,
+    lr1: Signal<Local, Bits<S>>,
+    rx1: Signal<Local, Bits<S>>,
+    tx1: Signal<Local, Bits<S>>,
+    nset: Signal<Local, Bits<S>>,
+    dtm: Signal<Local, Bits<S>>,
+    age_a: [Signal<Local, Bits<S>>; S],
+    age_i: [Signal<Local, Bits<S>>; S],
+    pe_busy1: Signal<Local, Bit>,
+    pem: Signal<Local, Bits<S>>,
+    // generic picker
+    px: Signal<Local, Bits<S>>,
+    p_new: Signal<Local, Bit>,
+    p_found: Signal<Local, Bit>,
+    p_slot: Signal<Local, Bits<8>>,
+    // H: D2D arrival, eviction
+    evict: Signal<Local, Bit>,
+    v_kind: Signal<Local, Bits<3>>,
+    v_found: Signal<Local, Bit>,
+    v_slot: Signal<Local, Bits<8>>,
+    vm: Signal<Local, Bits<S>>,
+    v_e: Signal<Local, Bits<16>>,
+    v_k: Signal<Local, Bits<16>>,
+    v_ld: Signal<Local, Bits<4>>,
+    v_nx: Signal<Local, Bits<4>>,
+    vr: Signal<Local, Bit>,
+    live2: Signal<Local, Bits<S>>,
+    fr_hi: Signal<Local, Bit>,
+    fr_lo: Signal<Local, Bit>,
+    s_hi: Signal<Local, Bits<8>>,
+    s_lo: Signal<Local, Bits<8>>,
+    ra: Signal<Local, Bit>,
+    ra_slot: Signal<Local, Bits<8>>,
+    ram: Signal<Local, Bits<S>>,
+    tail2: Signal<Local, Bits<8>>,
+    live3: Signal<Local, Bits<S>>,
+    // I: PE pick
+    rx2: Signal<Local, Bits<S>>,
+    lr2: Signal<Local, Bits<S>>,
+    tokslot: Signal<Local, Bits<S>>,
+    pick: Signal<Local, Bit>,
+    rule1: Signal<Local, Bit>,
+    pk: Signal<Local, Bits<8>>,
+    pm: Signal<Local, Bits<S>>,
+    pk_e: Signal<Local, Bits<16>>,
+    pk_k: Signal<Local, Bits<16>>,
+    pk_ld: Signal<Local, Bits<4>>,
+    push_i: Signal<Local, Bit>,
+    // J: send
+    tx3: Signal<Local, Bits<S>>,
+    tx_go: Signal<Local, Bit>,
+    tslot: Signal<Local, Bits<8>>,
+    tm: Signal<Local, Bits<S>>,
+    // K: Rule 4 / 5 loads
+    free_k: Signal<Local, Bits<8>>,
+    kc: Signal<Local, Bit>,
+    hv: Signal<Local, Bit>,
+    n1: Signal<Local, Bits<8>>,
+    el_e: Signal<Local, Bits<16>>,
+    el_k: Signal<Local, Bits<16>>,
+    el_ld: Signal<Local, Bits<4>>,
+    k1: Signal<Local, Bit>,
+    istar: Signal<Local, Bits<8>>,
+    k1_e: Signal<Local, Bits<16>>,
+    k1_k: Signal<Local, Bits<16>>,
+    k1_ld: Signal<Local, Bits<4>>,
+    rq_any_g: Signal<Local, Bit>,
+    an1: Signal<Local, Bits<8>>,
+    k2: Signal<Local, Bit>,
+    a0_e: Signal<Local, Bits<16>>,
+    a0_k: Signal<Local, Bits<16>>,
+    a0_ld: Signal<Local, Bits<4>>,
+    gs: Signal<Local, Bits<S>>,
+    ung: Signal<Local, Bits<8>>,
+    capf: Signal<Local, Bit>,
+    k3: Signal<Local, Bit>,
+    js_found: Signal<Local, Bit>,
+    ls_v_a: Signal<Local, Bits<E>>,
+    ls_v_k: Signal<Local, Bits<E>>,
+    le_e: Signal<Local, Bits<16>>,
+    le_nk: Signal<Local, Bits<17>>,
+    le_m: Signal<Local, Bits<16>>,
+    le_step: Signal<Local, Bits<5>>,
+    le_g: Signal<Local, Bit>,
+    gown: Signal<Local, Bit>,
+    k3_e: Signal<Local, Bits<16>>,
+    k3_k: Signal<Local, Bits<16>>,
+    issue: Signal<Local, Bit>,
+    is_e: Signal<Local, Bits<16>>,
+    is_k: Signal<Local, Bits<16>>,
+    is_ld: Signal<Local, Bits<4>>,
+    ka_slot: Signal<Local, Bits<8>>,
+    kam: Signal<Local, Bits<S>>,
+    live4: Signal<Local, Bits<S>>,
+    // L: load-side escape
+    lw3: Signal<Local, Bits<S>>,
+    esc: Signal<Local, Bit>,
+    v2m: Signal<Local, Bits<S>>,
+    v2_slot: Signal<Local, Bits<8>>,
+    v2_e: Signal<Local, Bits<16>>,
+    v2_k: Signal<Local, Bits<16>>,
+    v2_ld: Signal<Local, Bits<4>>,
+    n2: Signal<Local, Bits<8>>,
+    // M, N: final state, Rule-5 report, done
+    live_n: Signal<Local, Bits<S>>,
+    clr: Signal<Local, Bits<S>>,
+    an_f: Signal<Local, Bits<8>>,
+    aq_ung: Signal<Local, Bits<8>>,
+    free_f: Signal<Local, Bits<8>>,
+    net: Signal<Local, Bits<8>>,
+    pre: Signal<Local, Bits<8>>,
+    ung_f: Signal<Local, Bits<8>>,
+    te_n: Signal<Local, Bits<16>>,
+    nv: Signal<Local, Bits<S>>,
+    hd_a: Signal<Local, Bits<8>>,
+    h_found: Signal<Local, Bit>,
+    h_lo: Signal<Local, Bit>,
+    tail_n: Signal<Local, Bits<8>>,
+    sv: Signal<Local, Bits<S>>,
+
+    // --- constants
+    id: Constant<Bits<4>>,
+    exist: Constant<Bits<S>>,
+    capc: Constant<Bits<8>>,
+    half: Constant<Bits<8>>,
+    last_slot: Constant<Bits<8>>,
+    reserve: Constant<Bits<8>>,
+    eager: Constant<Bit>,
+    fwc: Constant<Bit>,
+    rule5: Constant<Bit>,
+    helpers: Constant<Bit>,
+    all_chips: Constant<Bits<16>>,
+    before_me: Constant<Bits<16>>,
+    my_pos: Constant<Bits<17>>,
+    nchip: Constant<Bits<5>>,
+    e_count: Constant<Bits<16>>,
+    q_depth: Constant<Bits<8>>,
+}
+
+impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
+    pub fn new(p: &ChipletCtrlParams) -> Self {
+        assert!((1..=64).contains(&S) && (2..=S).contains(&p.slots), "{} ring slots in a {S}-slot controller", p.slots);
+        assert!((1..=256).contains(&E) && (1..=64).contains(&Q), "E {E}, Q {Q}");
+        assert!((p.ddr_reserve as usize) < p.slots, "ddr_reserve {} of {} slots", p.ddr_reserve, p.slots);
+        let nhp = NextHopParams { rows: p.rows, cols: p.cols, id: p.id, shard: p.helpers };
+        let n = nhp.chiplets();
+        let (_, pos) = nhp.tables();
+        let my = nhp.my_pos();
+        let before: u64 = (0..n as u64).filter(|&c| (pos >> (4 * c)) & 15 < my).map(|c| 1 << c).sum();
+        let exist: u64 = if p.slots >= 64 { u64::MAX } else { (1u64 << p.slots) - 1 };
+        let all: u64 = if n >= 16 { 0xffff } else { (1u64 << n) - 1 };
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            layer_start: Default::default(),
+            cfg_we: Default::default(),
+            cfg_expert: Default::default(),
+            cfg_m: Default::default(),
+            cfg_tokens: Default::default(),
+            sched_valid: Default::default(),
+            sched_grant: Default::default(),
+            sched_expert: Default::default(),
+            sched_mask: Default::default(),
+            ddr_ready: Default::default(),
+            ddr_landed_valid: Default::default(),
+            ddr_landed_slot: Default::default(),
+            rx_head_valid: Default::default(),
+            rx_head_expert: Default::default(),
+            rx_head_k: Default::default(),
+            rx_head_loader: Default::default(),
+            rx_landed_valid: Default::default(),
+            rx_landed_slot: Default::default(),
+            pe_done_valid: Default::default(),
+            pe_done_slot: Default::default(),
+            tx_done_valid: Default::default(),
+            tx_done_slot: Default::default(),
+            tx_ready: Default::default(),
+            tok_valid: Default::default(),
+            tok_expert: Default::default(),
+            tok_n: Default::default(),
+            handoff_in_valid: Default::default(),
+            handoff_in_expert: Default::default(),
+            handoff_in_k: Default::default(),
+            handoff_in_loader: Default::default(),
+            load_valid: Default::default(),
+            load_expert: Default::default(),
+            load_k: Default::default(),
+            load_loader: Default::default(),
+            rd_slot: Default::default(),
+            ddr_req_valid: Default::default(),
+            ddr_req_slot: Default::default(),
+            ddr_req_expert: Default::default(),
+            ddr_req_k: Default::default(),
+            ddr_req_loader: Default::default(),
+            rx_slot_valid: Default::default(),
+            rx_slot: Default::default(),
+            pe_start_valid: Default::default(),
+            pe_start_slot: Default::default(),
+            pe_start_expert: Default::default(),
+            pe_start_k: Default::default(),
+            pe_start_loader: Default::default(),
+            tx_start_valid: Default::default(),
+            tx_start_slot: Default::default(),
+            tx_start_dest: Default::default(),
+            done: Default::default(),
+            expert_done_valid: Default::default(),
+            expert_done: Default::default(),
+            handoff_valid: Default::default(),
+            handoff_expert: Default::default(),
+            handoff_k: Default::default(),
+            handoff_loader: Default::default(),
+            handoff_dest: Default::default(),
+            free_valid: Default::default(),
+            free_granted: Default::default(),
+            free_preload: Default::default(),
+            ev_rule1: Default::default(),
+            ev_releases: Default::default(),
+            ev_evictions: Default::default(),
+            ev_reload: Default::default(),
+            ev_forwards: Default::default(),
+            ev_rx_stall: Default::default(),
+            live: Default::default(),
+            landed_bits: Default::default(),
+            computed_bits: Default::default(),
+            d2d_bits: Default::default(),
+            occ: Default::default(),
+            tail: Default::default(),
+            head: Default::default(),
+            pending: Default::default(),
+            pe_busy: Default::default(),
+            seq_len: Default::default(),
+            reload_len: Default::default(),
+            assigned_len: Default::default(),
+            quiescent: Default::default(),
+            error: Default::default(),
+            rd_expert: Default::default(),
+            rd_k: Default::default(),
+            rd_loader: Default::default(),
+            rd_granted: Default::default(),
+            nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
+            nhd: NextHopRtl::new(&nhp),
+            nhp: NextHopRtl::new(&nhp),
+            live_q: Default::default(),
+            tail_q: Default::default(),
+            head_q: Default::default(),
+            t_exp: std::array::from_fn(|_| Default::default()),
+            t_k: std::array::from_fn(|_| Default::default()),
+            t_ld: std::array::from_fn(|_| Default::default()),
+            nxt: std::array::from_fn(|_| Default::default()),
+            nxt_v: Default::default(),
+            landed: Default::default(),
+            computed: Default::default(),
+            sent: Default::default(),
+            d2d: Default::default(),
+            q_rx: Default::default(),
+            q_lr: Default::default(),
+            q_lw: Default::default(),
+            q_tx: Default::default(),
+            age: std::array::from_fn(|_| Default::default()),
+            pe_busy_q: Default::default(),
+            pe_slot_q: Default::default(),
+            m_of: std::array::from_fn(|_| Default::default()),
+            left: std::array::from_fn(|_| Default::default()),
+            miss: std::array::from_fn(|_| Default::default()),
+            nh: std::array::from_fn(|_| Default::default()),
+            granted: Default::default(),
+            tok_ok: Default::default(),
+            ls_v: Default::default(),
+            ls_g: Default::default(),
+            ls_e: std::array::from_fn(|_| Default::default()),
+            ls_nk: std::array::from_fn(|_| Default::default()),
+            ls_m: std::array::from_fn(|_| Default::default()),
+            ls_step: std::array::from_fn(|_| Default::default()),
+            ls_wr: Default::default(),
+            rq_e: std::array::from_fn(|_| Default::default()),
+            rq_k: std::array::from_fn(|_| Default::default()),
+            rq_ld: std::array::from_fn(|_| Default::default()),
+            rq_n: Default::default(),
+            aq_e: std::array::from_fn(|_| Default::default()),
+            aq_k: std::array::from_fn(|_| Default::default()),
+            aq_ld: std::array::from_fn(|_| Default::default()),
+            aq_n: Default::default(),
+            pending_q: Default::default(),
+            had_work: Default::default(),
+            rep_g: Default::default(),
+            rep_p: Default::default(),
+            err_q: Default::default(),
+            idx: Default::default(),
+            cnt: Default::default(),
+            g: Default::default(),
+            pl: Default::default(),
+            on_s: Default::default(),
+            m_s: Default::default(),
+            granted_a: Default::default(),
+            ls_g_a: Default::default(),
+            push_ls: Default::default(),
+            ls_p: Default::default(),
+            ls_n: Default::default(),
+            mset: Default::default(),
+            m_lr: Default::default(),
+            m_fwd: Default::default(),
+            m_rel: Default::default(),
+            pending_a: Default::default(),
+            had_a: Default::default(),
+            bm: Default::default(),
+            eb: Default::default(),
+            ldb: Default::default(),
+            b_gr: Default::default(),
+            nh_b: Default::default(),
+            b_lw: Default::default(),
+            b_lr: Default::default(),
+            b_fwd: Default::default(),
+            b_rel: Default::default(),
+            cm: Default::default(),
+            dm: Default::default(),
+            ed: Default::default(),
+            left_d: Default::default(),
+            d_tx: Default::default(),
+            pending_d: Default::default(),
+            miss_t: Default::default(),
+            tok_ok_a: Default::default(),
+            fm: Default::default(),
+            landed1: Default::default(),
+            computed1: Default::default(),
+            sent1: Default::default(),
+            r1: Default::default(),
+            live1: Default::default(),
+            lw1: Default::default(),
+            lr1: Default::default(),
+            rx1: Default::default(),
+            tx1: Default::default(),
+            nset: Default::default(),
+            dtm: Default::default(),
+            age_a: std::array::from_fn(|_| Default::default()),
+            age_i: std::array::from_fn(|_| Default::default()),
+            pe_busy1: Default::default(),
+            pem: Default::default(),
+            px: Default::default(),
+            p_new: Default::default(),
+            p_found: Default::default(),
+            p_slot: Default::default(),
+            evict: Default::default(),
+            v_kind: Default::default(),
+            v_found: Default::default(),
+            v_slot: Default::default(),
+            vm: Default::default(),
+            v_e: Default::default(),
+            v_k: Default::default(),
+            v_ld: Default::default(),
+            v_nx: Default::default(),
+            vr: Default::default(),
+            live2: Default::default(),
+            fr_hi: Default::default(),
+            fr_lo: Default::default(),
+            s_hi: Default::default(),
+            s_lo: Default::default(),
+            ra: Default::default(),
+            ra_slot: Default::default(),
+            ram: Default::default(),
+            tail2: Default::default(),
+            live3: Default::default(),
+            rx2: Default::default(),
+            lr2: Default::default(),
+            tokslot: Default::default(),
+            pick: Default::default(),
+            rule1: Default::default(),
+            pk: Default::default(),
+            pm: Default::default(),
+            pk_e: Default::default(),
+            pk_k: Default::default(),
+            pk_ld: Default::default(),
+            push_i: Default::default(),
+            tx3: Default::default(),
+            tx_go: Default::default(),
+            tslot: Default::default(),
+            tm: Default::default(),
+            free_k: Default::default(),
+            kc: Default::default(),
+            hv: Default::default(),
+            n1: Default::default(),
+            el_e: Default::default(),
+            el_k: Default::default(),
+            el_ld: Default::default(),
+            k1: Default::default(),
+            istar: Default::default(),
+            k1_e: Default::default(),
+            k1_k: Default::default(),
+            k1_ld: Default::default(),
+            rq_any_g: Default::default(),
+            an1: Default::default(),
+            k2: Default::default(),
+            a0_e: Default::default(),
+            a0_k: Default::default(),
+            a0_ld: Default::default(),
+            gs: Default::default(),
+            ung: Default::default(),
+            capf: Default::default(),
+            k3: Default::default(),
+            js_found: Default::default(),
+            ls_v_a: Default::default(),
+            ls_v_k: Default::default(),
+            le_e: Default::default(),
+            le_nk: Default::default(),
+            le_m: Default::default(),
+            le_step: Default::default(),
+            le_g: Default::default(),
+            gown: Default::default(),
+            k3_e: Default::default(),
+            k3_k: Default::default(),
+            issue: Default::default(),
+            is_e: Default::default(),
+            is_k: Default::default(),
+            is_ld: Default::default(),
+            ka_slot: Default::default(),
+            kam: Default::default(),
+            live4: Default::default(),
+            lw3: Default::default(),
+            esc: Default::default(),
+            v2m: Default::default(),
+            v2_slot: Default::default(),
+            v2_e: Default::default(),
+            v2_k: Default::default(),
+            v2_ld: Default::default(),
+            n2: Default::default(),
+            live_n: Default::default(),
+            clr: Default::default(),
+            an_f: Default::default(),
+            aq_ung: Default::default(),
+            free_f: Default::default(),
+            net: Default::default(),
+            pre: Default::default(),
+            ung_f: Default::default(),
+            te_n: Default::default(),
+            nv: Default::default(),
+            hd_a: Default::default(),
+            h_found: Default::default(),
+            h_lo: Default::default(),
+            tail_n: Default::default(),
+            sv: Default::default(),
+            id: Constant::new((p.id as u64).into()),
+            exist: Constant::new(exist.into()),
+            capc: Constant::new((p.slots as u64).into()),
+            half: Constant::new((p.slots as u64).div_ceil(2).into()),
+            last_slot: Constant::new(((p.slots - 1) as u64).into()),
+            reserve: Constant::new((p.ddr_reserve as u64).into()),
+            eager: Constant::new(p.eager),
+            fwc: Constant::new(p.forward_with_compute),
+            rule5: Constant::new(p.rule5),
+            helpers: Constant::new(p.helpers),
+            all_chips: Constant::new(all.into()),
+            before_me: Constant::new(before.into()),
+            my_pos: Constant::new(my.into()),
+            nchip: Constant::new((n as u64).into()),
+            e_count: Constant::new((E as u64).into()),
+            q_depth: Constant::new((Q as u64).into()),
+        }
+    }
+}
+
+impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S, E, Q> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // ---- clocks and hold defaults
+        dff_setup!(
+            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok, ls_v,
+            ls_g, ls_wr, rq_n, aq_n, pending_q, had_work, rep_g, rep_p, err_q
+        );
+        for i in 0..S {
+            self.t_exp[i].clock.next = self.clock.val();
+            self.t_exp[i].d.next = self.t_exp[i].q.val();
+            self.t_k[i].clock.next = self.clock.val();
+            self.t_k[i].d.next = self.t_k[i].q.val();
+            self.t_ld[i].clock.next = self.clock.val();
+            self.t_ld[i].d.next = self.t_ld[i].q.val();
+            self.nxt[i].clock.next = self.clock.val();
+            self.nxt[i].d.next = self.nxt[i].q.val();
+            self.age[i].clock.next = self.clock.val();
+            self.age[i].d.next = self.age[i].q.val();
+        }
+        for e in 0..E {
+            self.m_of[e].clock.next = self.clock.val();
+            self.m_of[e].d.next = self.m_of[e].q.val();
+            self.left[e].clock.next = self.clock.val();
+            self.left[e].d.next = self.left[e].q.val();
+            self.miss[e].clock.next = self.clock.val();
+            self.miss[e].d.next = self.miss[e].q.val();
+            self.nh[e].clock.next = self.clock.val();
+            self.nh[e].d.next = self.nh[e].q.val();
+            self.ls_e[e].clock.next = self.clock.val();
+            self.ls_e[e].d.next = self.ls_e[e].q.val();
+            self.ls_nk[e].clock.next = self.clock.val();
+            self.ls_nk[e].d.next = self.ls_nk[e].q.val();
+            self.ls_m[e].clock.next = self.clock.val();
+            self.ls_m[e].d.next = self.ls_m[e].q.val();
+            self.ls_step[e].clock.next = self.clock.val();
+            self.ls_step[e].d.next = self.ls_step[e].q.val();
+        }
+        for j in 0..Q {
+            self.rq_e[j].clock.next = self.clock.val();
+            self.rq_e[j].d.next = self.rq_e[j].q.val();
+            self.rq_k[j].clock.next = self.clock.val();
+            self.rq_k[j].d.next = self.rq_k[j].q.val();
+            self.rq_ld[j].clock.next = self.clock.val();
+            self.rq_ld[j].d.next = self.rq_ld[j].q.val();
+            self.aq_e[j].clock.next = self.clock.val();
+            self.aq_e[j].d.next = self.aq_e[j].q.val();
+            self.aq_k[j].clock.next = self.clock.val();
+            self.aq_k[j].d.next = self.aq_k[j].q.val();
+            self.aq_ld[j].clock.next = self.clock.val();
+            self.aq_ld[j].d.next = self.aq_ld[j].q.val();
+        }
+
+        // ---- registered outputs
+        self.live.next = self.live_q.q.val();
+        self.landed_bits.next = self.landed.q.val();
+        self.computed_bits.next = self.computed.q.val();
+        self.d2d_bits.next = self.d2d.q.val();
+        self.tail.next = self.tail_q.q.val();
+        self.head.next = self.head_q.q.val();
+        self.pending.next = self.pending_q.q.val();
+        self.pe_busy.next = self.pe_busy_q.q.val();
+        self.reload_len.next = self.rq_n.q.val();
+        self.assigned_len.next = self.aq_n.q.val();
+        self.error.next = self.err_q.q.val();
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            if self.live_q.q.val().get_bit(i) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.occ.next = self.cnt.val();
+        self.seq_len.next = 0.into();
+        for e in 0..E {
+            if self.ls_v.q.val().get_bit(e) {
+                self.seq_len.next = self.seq_len.val() + 1;
+            }
+        }
+        self.quiescent.next = !self.live_q.q.val().any()
+            & !self.pending_q.q.val().any()
+            & !self.ls_v.q.val().any()
+            & !self.pe_busy_q.q.val()
+            & !self.rq_n.q.val().any()
+            & !self.aq_n.q.val().any();
+        self.rd_expert.next = 0.into();
+        self.rd_k.next = 0.into();
+        self.rd_loader.next = 0.into();
+        for i in 0..S {
+            if self.rd_slot.val().index() == i {
+                self.rd_expert.next = self.t_exp[i].q.val();
+                self.rd_k.next = self.t_k[i].q.val();
+                self.rd_loader.next = self.t_ld[i].q.val();
+            }
+        }
+        self.rd_granted.next = self.granted.q.val().get_bit(self.rd_expert.val().index());
+
+        // ---- output defaults
+        self.ddr_req_valid.next = false;
+        self.ddr_req_slot.next = 0.into();
+        self.ddr_req_expert.next = 0.into();
+        self.ddr_req_k.next = 0.into();
+        self.ddr_req_loader.next = 0.into();
+        self.rx_slot_valid.next = false;
+        self.rx_slot.next = 0.into();
+        self.pe_start_valid.next = false;
+        self.pe_start_slot.next = 0.into();
+        self.pe_start_expert.next = 0.into();
+        self.pe_start_k.next = 0.into();
+        self.pe_start_loader.next = 0.into();
+        self.tx_start_valid.next = false;
+        self.tx_start_slot.next = 0.into();
+        self.tx_start_dest.next = 0.into();
+        self.done.next = false;
+        self.expert_done_valid.next = false;
+        self.expert_done.next = 0.into();
+        self.handoff_valid.next = false;
+        self.handoff_expert.next = 0.into();
+        self.handoff_k.next = 0.into();
+        self.handoff_loader.next = 0.into();
+        self.handoff_dest.next = 0.into();
+        self.free_valid.next = false;
+        self.free_granted.next = 0.into();
+        self.free_preload.next = 0.into();
+        self.ev_rule1.next = false;
+        self.ev_releases.next = 0.into();
+        self.ev_evictions.next = 0.into();
+        self.ev_reload.next = false;
+        self.ev_forwards.next = 0.into();
+        self.ev_rx_stall.next = false;
+
+        // ================= A: scheduler message (load sequence, next-hop table)
+        self.g.next = self.sched_valid.val() & self.sched_grant.val();
+        self.pl.next = self.sched_valid.val() & !self.sched_grant.val();
+        self.on_s.next = self.sched_mask.val().get_bit(self.id.val().index());
+        self.m_s.next = 0.into();
+        for e in 0..E {
+            if self.sched_expert.val().index() == e {
+                self.m_s.next = self.m_of[e].q.val();
+            }
+        }
+        self.granted_a.next = self.granted.q.val();
+        self.ls_g_a.next = self.ls_g.q.val();
+        self.pending_a.next = self.pending_q.q.val();
+        self.had_a.next = self.had_work.q.val();
+        if self.g.val() {
+            self.granted_a.next = self.granted.q.val().replace_bit(self.sched_expert.val().index(), true);
+            for e in 0..E {
+                if self.sched_expert.val().index() == e {
+                    self.nh[e].d.next = self.sched_mask.val();
+                    if self.on_s.val() {
+                        self.left[e].d.next = self.m_s.val();
+                    }
+                }
+                if self.ls_v.q.val().get_bit(e) & (self.ls_e[e].q.val() == self.sched_expert.val()) {
+                    self.ls_g_a.next = self.ls_g_a.val().replace_bit(e, true);
+                }
+            }
+            if self.on_s.val() {
+                self.pending_a.next = self.pending_q.q.val() + bit_cast::<32, 16>(self.m_s.val());
+                self.had_a.next = true;
+            }
+        }
+        // Pre-load: a load-sequence entry with this chiplet's share k ≡ p (mod n).
+        self.push_ls.next = self.pl.val() & (self.on_s.val() | self.helpers.val()) & !self.rule5.val();
+        self.ls_p.next = self.my_pos.val();
+        self.ls_n.next = self.nchip.val();
+        if !self.helpers.val() {
+            self.ls_p.next = 0.into();
+            self.ls_n.next = 0.into();
+            for c in 0..16 {
+                if self.sched_mask.val().get_bit(c) & self.all_chips.val().get_bit(c) {
+                    self.ls_n.next = self.ls_n.val() + 1;
+                    if self.before_me.val().get_bit(c) {
+                        self.ls_p.next = self.ls_p.val() + 1;
+                    }
+                }
+            }
+        }
+        if self.push_ls.val() {
+            if self.ls_wr.q.val() >= self.e_count.val() {
+                self.err_q.d.next = true;
+            } else {
+                self.ls_wr.d.next = self.ls_wr.q.val() + 1;
+            }
+            for e in 0..E {
+                if self.ls_wr.q.val().index() == e {
+                    self.ls_e[e].d.next = self.sched_expert.val();
+                    self.ls_nk[e].d.next = self.ls_p.val();
+                    self.ls_m[e].d.next = self.m_s.val();
+                    self.ls_step[e].d.next = self.ls_n.val();
+                }
+            }
+        }
+        // Grant: the waiting pre-loads of the expert (local_wait) may be computed, or (off
+        // the trajectory, sharded loading) forwarded / released.
+        self.mset.next = 0.into();
+        for i in 0..S {
+            self.nhb[i].mask.next = self.sched_mask.val();
+            self.nhb[i].loader.next = self.t_ld[i].q.val();
+            if self.g.val() & self.q_lw.q.val().get_bit(i) & (self.t_exp[i].q.val() == self.sched_expert.val()) {
+                self.mset.next = self.mset.val().replace_bit(i, true);
+            }
+        }
+        self.m_lr.next = 0.into();
+        self.m_fwd.next = 0.into();
+        self.m_rel.next = 0.into();
+        if self.on_s.val() {
+            self.m_lr.next = self.mset.val();
+        } else {
+            for i in 0..S {
+                if self.mset.val().get_bit(i) {
+                    if self.nhb[i].valid.val() {
+                        self.m_fwd.next = self.m_fwd.val().replace_bit(i, true);
+                        self.nxt[i].d.next = self.nhb[i].dest.val();
+                    } else {
+                        self.m_rel.next = self.m_rel.val().replace_bit(i, true);
+                    }
+                }
+            }
+        }
+
+        // ================= B: DDR landing
+        self.bm.next = 0.into();
+        if self.ddr_landed_valid.val() {
+            self.bm.next = self.bm.val().replace_bit(self.ddr_landed_slot.val().index(), true);
+        }
+        self.eb.next = 0.into();
+        self.ldb.next = 0.into();
+        for i in 0..S {
+            if self.ddr_landed_slot.val().index() == i {
+                self.eb.next = self.t_exp[i].q.val();
+                self.ldb.next = self.t_ld[i].q.val();
+            }
+        }
+        self.b_gr.next = false;
+        self.nh_b.next = 0.into();
+        self.b_gr.next = self.granted_a.val().get_bit(self.eb.val().index());
+        for e in 0..E {
+            if self.eb.val().index() == e {
+                self.nh_b.next = self.nh[e].q.val();
+            }
+        }
+        if self.g.val() & (self.eb.val() == self.sched_expert.val()) {
+            self.nh_b.next = self.sched_mask.val();
+        }
+        self.nhd.mask.next = self.nh_b.val();
+        self.nhd.loader.next = self.ldb.val();
+        self.b_lw.next = self.ddr_landed_valid.val() & !self.b_gr.val();
+        self.b_lr.next = self.ddr_landed_valid.val() & self.b_gr.val() & self.nh_b.val().get_bit(self.id.val().index());
+        self.b_fwd.next = self.ddr_landed_valid.val() & self.b_gr.val() & !self.nh_b.val().get_bit(self.id.val().index()) & self.nhd.valid.val();
+        self.b_rel.next = self.ddr_landed_valid.val() & self.b_gr.val() & !self.nh_b.val().get_bit(self.id.val().index()) & !self.nhd.valid.val();
+        if self.b_fwd.val() {
+            for i in 0..S {
+                if self.ddr_landed_slot.val().index() == i {
+                    self.nxt[i].d.next = self.nhd.dest.val();
+                }
+            }
+        }
+
+        // ================= C: D2D landing; D: PE done; E: tokens; F: send done
+        self.cm.next = 0.into();
+        if self.rx_landed_valid.val() {
+            self.cm.next = self.cm.val().replace_bit(self.rx_landed_slot.val().index(), true);
+        }
+        self.dm.next = 0.into();
+        if self.pe_done_valid.val() {
+            self.dm.next = self.dm.val().replace_bit(self.pe_done_slot.val().index(), true);
+        }
+        self.fm.next = 0.into();
+        if self.tx_done_valid.val() {
+            self.fm.next = self.fm.val().replace_bit(self.tx_done_slot.val().index(), true);
+        }
+        self.ed.next = 0.into();
+        for i in 0..S {
+            if self.pe_done_slot.val().index() == i {
+                self.ed.next = self.t_exp[i].q.val();
+            }
+        }
+        self.left_d.next = 0.into();
+        for e in 0..E {
+            if self.ed.val().index() == e {
+                self.left_d.next = self.left[e].q.val();
+            }
+        }
+        if self.g.val() & self.on_s.val() & (self.ed.val() == self.sched_expert.val()) {
+            self.left_d.next = self.m_s.val();
+        }
+        self.pending_d.next = self.pending_a.val();
+        self.d_tx.next = false;
+        if self.pe_done_valid.val() {
+            self.pending_d.next = self.pending_a.val() - 1;
+            for e in 0..E {
+                if self.ed.val().index() == e {
+                    self.left[e].d.next = self.left_d.val() - 1;
+                }
+            }
+            if self.left_d.val() == 1 {
+                self.expert_done_valid.next = true;
+                self.expert_done.next = self.ed.val();
+            }
+            self.d_tx.next = !self.fwc.val() & (self.nxt_v.q.val() & self.dm.val()).any();
+        }
+        self.tok_ok_a.next = self.tok_ok.q.val();
+        self.miss_t.next = 0.into();
+        for e in 0..E {
+            if self.tok_expert.val().index() == e {
+                self.miss_t.next = self.miss[e].q.val() - self.tok_n.val();
+            }
+        }
+        if self.tok_valid.val() {
+            self.tok_ok_a.next = self.tok_ok.q.val().replace_bit(self.tok_expert.val().index(), !self.miss_t.val().any());
+            for e in 0..E {
+                if self.tok_expert.val().index() == e {
+                    self.miss[e].d.next = self.miss_t.val();
+                }
+            }
+        }
+        // Slot control after the completions; Rule 3 releases.
+        self.landed1.next = self.landed.q.val() | self.bm.val() | self.cm.val();
+        self.computed1.next = self.computed.q.val() | self.m_fwd.val() | self.m_rel.val() | self.dm.val();
+        self.sent1.next = self.sent.q.val() | self.m_rel.val() | self.fm.val();
+        if self.b_fwd.val() | self.b_rel.val() {
+            self.computed1.next = self.computed1.val() | self.bm.val();
+        }
+        if self.b_rel.val() {
+            self.sent1.next = self.sent1.val() | self.bm.val();
+        }
+        self.r1.next = self.m_rel.val() | ((self.dm.val() | self.fm.val()) & self.landed1.val() & self.computed1.val() & self.sent1.val() & self.live_q.q.val());
+        if self.b_rel.val() {
+            self.r1.next = self.r1.val() | self.bm.val();
+        }
+        self.live1.next = self.live_q.q.val() & !self.r1.val();
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            if self.r1.val().get_bit(i) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.ev_releases.next = self.cnt.val();
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            if self.m_fwd.val().get_bit(i) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        if self.b_fwd.val() {
+            self.cnt.next = self.cnt.val() + 1;
+        }
+        self.ev_forwards.next = self.cnt.val();
+        // Queues after the insertions of A..D.
+        self.lw1.next = self.q_lw.q.val() & !self.mset.val();
+        self.lr1.next = self.q_lr.q.val() | self.m_lr.val();
+        self.rx1.next = self.q_rx.q.val() | self.cm.val();
+        self.tx1.next = self.q_tx.q.val() | self.m_fwd.val();
+        if self.b_lw.val() {
+            self.lw1.next = self.lw1.val() | self.bm.val();
+        }
+        if self.b_lr.val() {
+            self.lr1.next = self.lr1.val() | self.bm.val();
+        }
+        if self.b_fwd.val() {
+            self.tx1.next = self.tx1.val() | self.bm.val();
+        }
+        if self.d_tx.val() {
+            self.tx1.next = self.tx1.val() | self.dm.val();
+        }
+        // Age matrix with this cycle's entries ranked: grant batch < DDR < D2D < PE done.
+        // (A slot that computed while queued for its send — forward with compute — stays
+        // where it is: only a push after the compute enters it anew.)
+        self.dtm.next = 0.into();
+        if self.d_tx.val() {
+            self.dtm.next = self.dm.val();
+        }
+        self.nset.next = self.mset.val() | self.bm.val() | self.cm.val() | self.dtm.val();
+        for i in 0..S {
+            if self.mset.val().get_bit(i) {
+                self.age_a[i].next = (self.age[i].q.val() & self.mset.val()) | self.bm.val() | self.cm.val() | self.dtm.val();
+            } else if self.bm.val().get_bit(i) {
+                self.age_a[i].next = self.cm.val() | self.dtm.val();
+            } else if self.cm.val().get_bit(i) {
+                self.age_a[i].next = self.dtm.val();
+            } else if self.dtm.val().get_bit(i) {
+                self.age_a[i].next = 0.into();
+            } else {
+                self.age_a[i].next = (self.age[i].q.val() & !self.nset.val()) | self.nset.val();
+            }
+        }
+        self.pe_busy1.next = self.pe_busy_q.q.val() & !self.pe_done_valid.val();
+        self.pem.next = 0.into();
+        if self.pe_busy1.val() {
+            self.pem.next = self.pem.val().replace_bit(self.pe_slot_q.q.val().index(), true);
+        }
+
+        // ================= H: D2D arrival (the receiver's ring is the credit); deadlock escape
+        self.evict.next = self.rx_head_valid.val() & !(self.exist.val() & !self.live1.val()).any();
+        self.v_kind.next = 0.into();
+        self.px.next = 0.into();
+        self.p_new.next = false;
+        if self.lw1.val().any() {
+            self.v_kind.next = 1.into();
+            self.px.next = self.lw1.val();
+            self.p_new.next = true;
+        } else if (self.tx1.val() & self.computed1.val() & !self.pem.val()).any() {
+            self.v_kind.next = 2.into();
+            self.px.next = self.tx1.val() & self.computed1.val() & !self.pem.val();
+        } else if (self.lr1.val() & !self.pem.val()).any() {
+            self.v_kind.next = 3.into();
+            self.px.next = self.lr1.val() & !self.pem.val();
+        } else if (self.rx1.val() & !self.pem.val()).any() {
+            self.v_kind.next = 4.into();
+            self.px.next = self.rx1.val() & !self.pem.val();
+        }
+        self.p_found.next = false;
+        self.p_slot.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.px.val().get_bit(i) & !self.p_found.val() {
+                if self.p_new.val() {
+                    if !(self.age_a[i].val() & self.px.val().replace_bit(i, false)).any() {
+                        self.p_found.next = true;
+                        self.p_slot.next = self.idx.val();
+                    }
+                } else if !(self.px.val().replace_bit(i, false) & !self.age_a[i].val()).any() {
+                    self.p_found.next = true;
+                    self.p_slot.next = self.idx.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.v_found.next = self.evict.val() & self.p_found.val();
+        self.v_slot.next = self.p_slot.val();
+        self.vm.next = 0.into();
+        if self.v_found.val() {
+            self.vm.next = self.vm.val().replace_bit(self.v_slot.val().index(), true);
+        }
+        self.v_e.next = 0.into();
+        self.v_k.next = 0.into();
+        self.v_ld.next = 0.into();
+        self.v_nx.next = 0.into();
+        for i in 0..S {
+            if self.v_slot.val().index() == i {
+                self.v_e.next = self.t_exp[i].q.val();
+                self.v_k.next = self.t_k[i].q.val();
+                self.v_ld.next = self.t_ld[i].q.val();
+                self.v_nx.next = self.nxt[i].q.val();
+                if self.m_fwd.val().get_bit(i) {
+                    self.v_nx.next = self.nhb[i].dest.val();
+                }
+            }
+        }
+        if self.b_fwd.val() & (self.v_slot.val() == self.ddr_landed_slot.val()) {
+            self.v_nx.next = self.nhd.dest.val();
+        }
+        self.vr.next = self.v_found.val() & (self.v_kind.val() != 2);
+        if self.v_found.val() & (self.v_kind.val() == 2) {
+            // A computed slice waiting for its send: the next station loads it itself.
+            self.handoff_valid.next = true;
+            self.handoff_expert.next = self.v_e.val();
+            self.handoff_k.next = self.v_k.val();
+            self.handoff_loader.next = self.v_ld.val();
+            self.handoff_dest.next = self.v_nx.val();
+        }
+        self.live2.next = self.live1.val() & !self.vm.val();
+        // First free slot at/after the allocation pointer (the ring's priority encoder).
+        self.fr_hi.next = false;
+        self.fr_lo.next = false;
+        self.s_hi.next = 0.into();
+        self.s_lo.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.exist.val().get_bit(i) & !self.live2.val().get_bit(i) {
+                if !self.fr_lo.val() {
+                    self.fr_lo.next = true;
+                    self.s_lo.next = self.idx.val();
+                }
+                if !self.fr_hi.val() & (self.tail_q.q.val().index() <= i) {
+                    self.fr_hi.next = true;
+                    self.s_hi.next = self.idx.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.ra.next = self.rx_head_valid.val() & self.fr_lo.val();
+        self.ra_slot.next = self.s_lo.val();
+        if self.fr_hi.val() {
+            self.ra_slot.next = self.s_hi.val();
+        }
+        self.ram.next = 0.into();
+        self.tail2.next = self.tail_q.q.val();
+        if self.ra.val() {
+            self.ram.next = self.ram.val().replace_bit(self.ra_slot.val().index(), true);
+            self.rx_slot_valid.next = true;
+            self.rx_slot.next = self.ra_slot.val();
+            if self.ra_slot.val() == self.last_slot.val() {
+                self.tail2.next = 0.into();
+            } else {
+                self.tail2.next = self.ra_slot.val() + 1;
+            }
+            for i in 0..S {
+                if self.ra_slot.val().index() == i {
+                    self.t_exp[i].d.next = self.rx_head_expert.val();
+                    self.t_k[i].d.next = self.rx_head_k.val();
+                    self.t_ld[i].d.next = self.rx_head_loader.val();
+                }
+            }
+        }
+        self.ev_rx_stall.next = self.rx_head_valid.val() & !self.ra.val();
+        self.live3.next = self.live2.val() | self.ram.val();
+
+        // ================= I: PE — Rule 1 (received, newest first when eager), else Rule 2
+        self.rx2.next = self.rx1.val() & !self.vm.val();
+        self.lr2.next = self.lr1.val() & !self.vm.val();
+        self.tokslot.next = 0.into();
+        for i in 0..S {
+            if self.tok_ok_a.val().get_bit(self.t_exp[i].q.val().index()) {
+                self.tokslot.next = self.tokslot.val().replace_bit(i, true);
+            }
+        }
+        self.rule1.next = self.rx2.val().any();
+        self.px.next = self.lr2.val() & self.tokslot.val();
+        self.p_new.next = false;
+        if self.rule1.val() {
+            self.px.next = self.rx2.val();
+            self.p_new.next = self.eager.val();
+        }
+        self.p_found.next = false;
+        self.p_slot.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.px.val().get_bit(i) & !self.p_found.val() {
+                if self.p_new.val() {
+                    if !(self.age_a[i].val() & self.px.val().replace_bit(i, false)).any() {
+                        self.p_found.next = true;
+                        self.p_slot.next = self.idx.val();
+                    }
+                } else if !(self.px.val().replace_bit(i, false) & !self.age_a[i].val()).any() {
+                    self.p_found.next = true;
+                    self.p_slot.next = self.idx.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.pick.next = !self.pe_busy1.val() & self.p_found.val();
+        self.pk.next = self.p_slot.val();
+        self.pm.next = 0.into();
+        self.pk_e.next = 0.into();
+        self.pk_k.next = 0.into();
+        self.pk_ld.next = 0.into();
+        for i in 0..S {
+            if self.pk.val().index() == i {
+                self.pk_e.next = self.t_exp[i].q.val();
+                self.pk_k.next = self.t_k[i].q.val();
+                self.pk_ld.next = self.t_ld[i].q.val();
+            }
+        }
+        self.nhp.mask.next = 0.into();
+        for e in 0..E {
+            if self.pk_e.val().index() == e {
+                self.nhp.mask.next = self.nh[e].q.val();
+            }
+        }
+        if self.g.val() & (self.pk_e.val() == self.sched_expert.val()) {
+            self.nhp.mask.next = self.sched_mask.val();
+        }
+        self.nhp.loader.next = self.pk_ld.val();
+        self.push_i.next = false;
+        self.pe_busy_q.d.next = self.pe_busy1.val();
+        if self.pick.val() {
+            self.pm.next = self.pm.val().replace_bit(self.pk.val().index(), true);
+            self.pe_start_valid.next = true;
+            self.pe_start_slot.next = self.pk.val();
+            self.pe_start_expert.next = self.pk_e.val();
+            self.pe_start_k.next = self.pk_k.val();
+            self.pe_start_loader.next = self.pk_ld.val();
+            self.ev_rule1.next = self.rule1.val();
+            self.pe_busy_q.d.next = true;
+            self.pe_slot_q.d.next = self.pk.val();
+            self.push_i.next = self.nhp.valid.val() & self.fwc.val();
+            for i in 0..S {
+                if self.pk.val().index() == i {
+                    self.nxt[i].d.next = self.nhp.dest.val();
+                }
+            }
+        }
+        // The picked slot is the newest queue entry from here on (row 0, column 1).
+        for i in 0..S {
+            if self.pm.val().get_bit(i) {
+                self.age_i[i].next = 0.into();
+            } else {
+                self.age_i[i].next = self.age_a[i].val() | self.pm.val();
+            }
+            self.age[i].d.next = self.age_i[i].val();
+        }
+
+        // ================= J: D2D send, oldest first
+        self.tx3.next = self.tx1.val() & !self.vm.val();
+        if self.push_i.val() {
+            self.tx3.next = self.tx3.val() | self.pm.val();
+        }
+        self.p_found.next = false;
+        self.p_slot.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.tx3.val().get_bit(i) & !self.p_found.val() & !(self.tx3.val().replace_bit(i, false) & !self.age_i[i].val()).any() {
+                self.p_found.next = true;
+                self.p_slot.next = self.idx.val();
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.tx_go.next = self.tx_ready.val() & self.p_found.val();
+        self.tslot.next = self.p_slot.val();
+        self.tm.next = 0.into();
+        if self.tx_go.val() {
+            self.tm.next = self.tm.val().replace_bit(self.tslot.val().index(), true);
+            self.tx_start_valid.next = true;
+            self.tx_start_slot.next = self.tslot.val();
+            self.tx_start_dest.next = 0.into();
+            for i in 0..S {
+                if self.tslot.val().index() == i {
+                    self.tx_start_dest.next = self.nxt[i].q.val();
+                    if self.m_fwd.val().get_bit(i) {
+                        self.tx_start_dest.next = self.nhb[i].dest.val();
+                    }
+                }
+            }
+            if self.b_fwd.val() & (self.tslot.val() == self.ddr_landed_slot.val()) {
+                self.tx_start_dest.next = self.nhd.dest.val();
+            }
+            if self.pick.val() & (self.tslot.val() == self.pk.val()) {
+                self.tx_start_dest.next = self.nhp.dest.val();
+            }
+        }
+
+        // ================= K: Rule 4 (reloads of granted experts first), Rule 5, load sequence
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            if self.exist.val().get_bit(i) & !self.live3.val().get_bit(i) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.free_k.next = self.cnt.val();
+        self.kc.next = self.ddr_ready.val() & (self.free_k.val() > self.reserve.val());
+        // Reload list as the CL holds it at this point: hand-off received, then the evicted
+        // slice behind it.
+        self.hv.next = self.handoff_in_valid.val();
+        self.n1.next = self.rq_n.q.val();
+        if self.hv.val() {
+            self.n1.next = self.n1.val() + 1;
+        }
+        if self.vr.val() {
+            self.n1.next = self.n1.val() + 1;
+        }
+        self.k1.next = false;
+        self.istar.next = 255.into();
+        self.k1_e.next = 0.into();
+        self.k1_k.next = 0.into();
+        self.k1_ld.next = 0.into();
+        self.rq_any_g.next = false;
+        self.idx.next = 0.into();
+        for j in 0..Q {
+            // Element j of the list (old entries, then the hand-off, then the evicted slice).
+            if self.rq_n.q.val().index() > j {
+                self.el_e.next = self.rq_e[j].q.val();
+                self.el_k.next = self.rq_k[j].q.val();
+                self.el_ld.next = self.rq_ld[j].q.val();
+            } else if (self.rq_n.q.val().index() == j) & self.hv.val() {
+                self.el_e.next = self.handoff_in_expert.val();
+                self.el_k.next = self.handoff_in_k.val();
+                self.el_ld.next = self.handoff_in_loader.val();
+            } else {
+                self.el_e.next = self.v_e.val();
+                self.el_k.next = self.v_k.val();
+                self.el_ld.next = self.v_ld.val();
+            }
+            if (self.n1.val().index() > j) & self.granted_a.val().get_bit(self.el_e.val().index()) {
+                self.rq_any_g.next = true;
+                if !self.k1.val() {
+                    self.k1.next = true;
+                    self.istar.next = self.idx.val();
+                    self.k1_e.next = self.el_e.val();
+                    self.k1_k.next = self.el_k.val();
+                    self.k1_ld.next = self.el_ld.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.k1.next = self.k1.val() & self.kc.val();
+        if !self.k1.val() {
+            self.istar.next = 255.into();
+        }
+        // Rule-5 FIFO with this cycle's assignment behind.
+        self.an1.next = self.aq_n.q.val();
+        if self.load_valid.val() {
+            self.an1.next = self.an1.val() + 1;
+        }
+        self.a0_e.next = self.aq_e[0].q.val();
+        self.a0_k.next = self.aq_k[0].q.val();
+        self.a0_ld.next = self.aq_ld[0].q.val();
+        if !self.aq_n.q.val().any() {
+            self.a0_e.next = self.load_expert.val();
+            self.a0_k.next = self.load_k.val();
+            self.a0_ld.next = self.load_loader.val();
+        }
+        self.k2.next = self.kc.val() & !self.k1.val() & self.an1.val().any();
+        // Load sequence: pre-loads may take at most half the ring while ungranted.
+        self.gs.next = 0.into();
+        for i in 0..S {
+            self.te_n.next = self.t_exp[i].q.val();
+            if self.ram.val().get_bit(i) {
+                self.te_n.next = self.rx_head_expert.val();
+            }
+            if self.granted_a.val().get_bit(self.te_n.val().index()) {
+                self.gs.next = self.gs.val().replace_bit(i, true);
+            }
+        }
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            if self.live3.val().get_bit(i) & !self.gs.val().get_bit(i) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.ung.next = self.cnt.val();
+        self.capf.next = (self.ung.val() + self.ung.val()) >= self.capc.val();
+        self.k3.next = self.kc.val() & !self.k1.val() & !self.k2.val();
+        self.ls_v_a.next = self.ls_v.q.val();
+        if self.push_ls.val() & (self.ls_wr.q.val() < self.e_count.val()) {
+            self.ls_v_a.next = self.ls_v.q.val().replace_bit(self.ls_wr.q.val().index(), true);
+            self.ls_g_a.next = self.ls_g_a.val().replace_bit(self.ls_wr.q.val().index(), self.granted_a.val().get_bit(self.sched_expert.val().index()));
+        }
+        self.ls_v_k.next = self.ls_v_a.val();
+        self.js_found.next = false;
+        self.k3_e.next = 0.into();
+        self.k3_k.next = 0.into();
+        self.gown.next = false;
+        for j in 0..E {
+            self.le_e.next = self.ls_e[j].q.val();
+            self.le_nk.next = self.ls_nk[j].q.val();
+            self.le_m.next = self.ls_m[j].q.val();
+            self.le_step.next = self.ls_step[j].q.val();
+            if self.push_ls.val() & (self.ls_wr.q.val().index() == j) {
+                self.le_e.next = self.sched_expert.val();
+                self.le_nk.next = self.ls_p.val();
+                self.le_m.next = self.m_s.val();
+                self.le_step.next = self.ls_n.val();
+            }
+            self.le_g.next = self.ls_g_a.val().get_bit(j);
+            if self.ls_v_a.val().get_bit(j) {
+                if self.le_nk.val() < bit_cast::<17, 16>(self.le_m.val()) {
+                    if self.le_g.val() {
+                        self.gown.next = true;
+                    }
+                    if !self.js_found.val() & (self.le_g.val() | !self.capf.val()) & self.k3.val() {
+                        self.js_found.next = true;
+                        self.k3_e.next = self.le_e.val();
+                        self.k3_k.next = self.le_nk.val().get_bits::<16>(0);
+                        self.ls_nk[j].d.next = self.le_nk.val() + bit_cast::<17, 5>(self.le_step.val());
+                    }
+                } else if !self.js_found.val() & self.k3.val() {
+                    // Exhausted: leaves the sequence when the scan passes it.
+                    self.ls_v_k.next = self.ls_v_k.val().replace_bit(j, false);
+                }
+            }
+        }
+        self.ls_v.d.next = self.ls_v_k.val();
+        self.ls_g.d.next = self.ls_g_a.val();
+        // The load issued this cycle.
+        self.issue.next = self.k1.val() | self.k2.val() | self.js_found.val();
+        self.is_e.next = self.k3_e.val();
+        self.is_k.next = self.k3_k.val();
+        self.is_ld.next = self.id.val();
+        if self.k2.val() {
+            self.is_e.next = self.a0_e.val();
+            self.is_k.next = self.a0_k.val();
+            self.is_ld.next = self.a0_ld.val();
+        }
+        if self.k1.val() {
+            self.is_e.next = self.k1_e.val();
+            self.is_k.next = self.k1_k.val();
+            self.is_ld.next = self.k1_ld.val();
+        }
+        self.ev_reload.next = self.k1.val();
+        self.fr_hi.next = false;
+        self.fr_lo.next = false;
+        self.s_hi.next = 0.into();
+        self.s_lo.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.exist.val().get_bit(i) & !self.live3.val().get_bit(i) {
+                if !self.fr_lo.val() {
+                    self.fr_lo.next = true;
+                    self.s_lo.next = self.idx.val();
+                }
+                if !self.fr_hi.val() & (self.tail2.val().index() <= i) {
+                    self.fr_hi.next = true;
+                    self.s_hi.next = self.idx.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.ka_slot.next = self.s_lo.val();
+        if self.fr_hi.val() {
+            self.ka_slot.next = self.s_hi.val();
+        }
+        self.kam.next = 0.into();
+        self.tail_n.next = self.tail2.val();
+        if self.issue.val() {
+            self.kam.next = self.kam.val().replace_bit(self.ka_slot.val().index(), true);
+            self.ddr_req_valid.next = true;
+            self.ddr_req_slot.next = self.ka_slot.val();
+            self.ddr_req_expert.next = self.is_e.val();
+            self.ddr_req_k.next = self.is_k.val();
+            self.ddr_req_loader.next = self.is_ld.val();
+            if self.ka_slot.val() == self.last_slot.val() {
+                self.tail_n.next = 0.into();
+            } else {
+                self.tail_n.next = self.ka_slot.val() + 1;
+            }
+            for i in 0..S {
+                if self.ka_slot.val().index() == i {
+                    self.t_exp[i].d.next = self.is_e.val();
+                    self.t_k[i].d.next = self.is_k.val();
+                    self.t_ld[i].d.next = self.is_ld.val();
+                }
+            }
+        }
+        self.tail_q.d.next = self.tail_n.val();
+        self.live4.next = self.live3.val() | self.kam.val();
+
+        // ================= L: load-side deadlock escape (drop the newest waiting pre-load)
+        self.lw3.next = self.lw1.val() & !self.vm.val();
+        self.esc.next = !self.issue.val()
+            & self.ddr_ready.val()
+            & (self.pending_d.val().any() | self.helpers.val())
+            & (self.free_k.val() <= self.reserve.val())
+            & self.lw3.val().any()
+            & (self.gown.val() | self.rq_any_g.val());
+        self.p_found.next = false;
+        self.p_slot.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.lw3.val().get_bit(i) & !self.p_found.val() & !(self.age_a[i].val() & self.lw3.val().replace_bit(i, false)).any() {
+                self.p_found.next = true;
+                self.p_slot.next = self.idx.val();
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.v2_slot.next = self.p_slot.val();
+        self.v2m.next = 0.into();
+        if self.esc.val() {
+            self.v2m.next = self.v2m.val().replace_bit(self.v2_slot.val().index(), true);
+        }
+        self.v2_e.next = 0.into();
+        self.v2_k.next = 0.into();
+        self.v2_ld.next = 0.into();
+        for i in 0..S {
+            if self.v2_slot.val().index() == i {
+                self.v2_e.next = self.t_exp[i].q.val();
+                self.v2_k.next = self.t_k[i].q.val();
+                self.v2_ld.next = self.t_ld[i].q.val();
+            }
+        }
+        if self.v_found.val() & self.esc.val() {
+            self.ev_evictions.next = 2.into();
+        } else if self.v_found.val() | self.esc.val() {
+            self.ev_evictions.next = 1.into();
+        }
+
+        // ================= reload list: remove entry istar, append the escape's slice
+        for j in 0..Q {
+            if self.istar.val().index() > j {
+                if self.rq_n.q.val().index() > j {
+                    self.rq_e[j].d.next = self.rq_e[j].q.val();
+                    self.rq_k[j].d.next = self.rq_k[j].q.val();
+                    self.rq_ld[j].d.next = self.rq_ld[j].q.val();
+                } else if (self.rq_n.q.val().index() == j) & self.hv.val() {
+                    self.rq_e[j].d.next = self.handoff_in_expert.val();
+                    self.rq_k[j].d.next = self.handoff_in_k.val();
+                    self.rq_ld[j].d.next = self.handoff_in_loader.val();
+                } else {
+                    self.rq_e[j].d.next = self.v_e.val();
+                    self.rq_k[j].d.next = self.v_k.val();
+                    self.rq_ld[j].d.next = self.v_ld.val();
+                }
+            }
+        }
+        for j in 0..(Q - 1) {
+            if self.istar.val().index() <= j {
+                if self.rq_n.q.val().index() > (j + 1) {
+                    self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
+                    self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
+                    self.rq_ld[j].d.next = self.rq_ld[j + 1].q.val();
+                } else if (self.rq_n.q.val().index() == (j + 1)) & self.hv.val() {
+                    self.rq_e[j].d.next = self.handoff_in_expert.val();
+                    self.rq_k[j].d.next = self.handoff_in_k.val();
+                    self.rq_ld[j].d.next = self.handoff_in_loader.val();
+                } else {
+                    self.rq_e[j].d.next = self.v_e.val();
+                    self.rq_k[j].d.next = self.v_k.val();
+                    self.rq_ld[j].d.next = self.v_ld.val();
+                }
+            }
+        }
+        self.n2.next = self.n1.val();
+        if self.k1.val() {
+            self.n2.next = self.n1.val() - 1;
+        }
+        if self.esc.val() {
+            for j in 0..Q {
+                if self.n2.val().index() == j {
+                    self.rq_e[j].d.next = self.v2_e.val();
+                    self.rq_k[j].d.next = self.v2_k.val();
+                    self.rq_ld[j].d.next = self.v2_ld.val();
+                }
+            }
+            self.n2.next = self.n2.val() + 1;
+        }
+        self.rq_n.d.next = self.n2.val();
+        if self.n2.val() > self.q_depth.val() {
+            self.err_q.d.next = true;
+        }
+
+        // ================= Rule-5 FIFO: pop the front, append this cycle's assignment
+        self.an_f.next = self.an1.val();
+        if self.k2.val() {
+            self.an_f.next = self.an1.val() - 1;
+        }
+        self.aq_ung.next = 0.into();
+        for j in 0..Q {
+            // Without a pop, entry j stays (the assignment lands behind the old entries).
+            self.el_e.next = self.aq_e[j].q.val();
+            if self.aq_n.q.val().index() == j {
+                self.el_e.next = self.load_expert.val();
+                if !self.k2.val() & self.load_valid.val() {
+                    self.aq_e[j].d.next = self.load_expert.val();
+                    self.aq_k[j].d.next = self.load_k.val();
+                    self.aq_ld[j].d.next = self.load_loader.val();
+                }
+            }
+            // Ungranted assignments still held (the report counts them against the room).
+            if !self.k2.val() & (self.an_f.val().index() > j) & !self.granted_a.val().get_bit(self.el_e.val().index()) {
+                self.aq_ung.next = self.aq_ung.val() + 1;
+            }
+        }
+        for j in 0..(Q - 1) {
+            // With a pop, entry j takes entry j + 1.
+            self.el_e.next = self.aq_e[j + 1].q.val();
+            self.el_k.next = self.aq_k[j + 1].q.val();
+            self.el_ld.next = self.aq_ld[j + 1].q.val();
+            if self.aq_n.q.val().index() == (j + 1) {
+                self.el_e.next = self.load_expert.val();
+                self.el_k.next = self.load_k.val();
+                self.el_ld.next = self.load_loader.val();
+            }
+            if self.k2.val() {
+                self.aq_e[j].d.next = self.el_e.val();
+                self.aq_k[j].d.next = self.el_k.val();
+                self.aq_ld[j].d.next = self.el_ld.val();
+                if (self.an_f.val().index() > j) & !self.granted_a.val().get_bit(self.el_e.val().index()) {
+                    self.aq_ung.next = self.aq_ung.val() + 1;
+                }
+            }
+        }
+        self.aq_n.d.next = self.an_f.val();
+        if self.an_f.val() > self.q_depth.val() {
+            self.err_q.d.next = true;
+        }
+
+        // ================= final slot state
+        self.live_n.next = self.live4.val() & !self.v2m.val();
+        self.live_q.d.next = self.live_n.val();
+        self.clr.next = self.r1.val() | self.vm.val() | self.v2m.val() | self.ram.val() | self.kam.val();
+        self.landed.d.next = self.landed1.val() & !self.clr.val();
+        self.computed.d.next = self.computed1.val() & !self.clr.val();
+        self.nv.next = self.nxt_v.q.val() | self.m_fwd.val();
+        if self.b_fwd.val() {
+            self.nv.next = self.nv.val() | self.bm.val();
+        }
+        self.nv.next = self.nv.val() & !self.clr.val();
+        self.sv.next = self.sent1.val() & !self.clr.val();
+        if self.pick.val() {
+            // Rule 3: a slice with no next station needs no send.
+            if self.nhp.valid.val() {
+                self.nv.next = self.nv.val() | self.pm.val();
+                self.sv.next = self.sv.val() & !self.pm.val();
+            } else {
+                self.nv.next = self.nv.val() & !self.pm.val();
+                self.sv.next = self.sv.val() | self.pm.val();
+            }
+        }
+        self.nxt_v.d.next = self.nv.val();
+        self.sent.d.next = self.sv.val();
+        self.d2d.d.next = (self.d2d.q.val() & !self.clr.val()) | self.ram.val();
+        self.q_lw.d.next = self.lw3.val() & !self.v2m.val();
+        self.q_lr.d.next = self.lr2.val() & !self.pm.val();
+        self.q_rx.d.next = self.rx2.val() & !self.pm.val();
+        self.q_tx.d.next = self.tx3.val() & !self.tm.val();
+        self.pending_q.d.next = self.pending_d.val();
+
+        // ---- ring head (trace): the oldest live slot, as the CL's ring moves it — past the
+        // releases before the allocations, onto the first allocation into an empty ring,
+        // past the escape's release after them.
+        self.hd_a.next = self.tail_q.q.val();
+        self.h_found.next = false;
+        self.h_lo.next = false;
+        self.s_hi.next = 0.into();
+        self.s_lo.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.live2.val().get_bit(i) {
+                if !self.h_lo.val() {
+                    self.h_lo.next = true;
+                    self.s_lo.next = self.idx.val();
+                }
+                if !self.h_found.val() & (self.head_q.q.val().index() <= i) {
+                    self.h_found.next = true;
+                    self.s_hi.next = self.idx.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        if self.h_found.val() {
+            self.hd_a.next = self.s_hi.val();
+        } else if self.h_lo.val() {
+            self.hd_a.next = self.s_lo.val();
+        }
+        if !self.live2.val().any() {
+            if self.ra.val() {
+                self.hd_a.next = self.ra_slot.val();
+            } else if self.issue.val() {
+                self.hd_a.next = self.ka_slot.val();
+            }
+        }
+        self.head_q.d.next = self.hd_a.val();
+        if self.esc.val() {
+            self.h_found.next = false;
+            self.h_lo.next = false;
+            self.s_hi.next = 0.into();
+            self.s_lo.next = 0.into();
+            self.idx.next = 0.into();
+            for i in 0..S {
+                if self.live_n.val().get_bit(i) {
+                    if !self.h_lo.val() {
+                        self.h_lo.next = true;
+                        self.s_lo.next = self.idx.val();
+                    }
+                    if !self.h_found.val() & (self.hd_a.val().index() <= i) {
+                        self.h_found.next = true;
+                        self.s_hi.next = self.idx.val();
+                    }
+                }
+                self.idx.next = self.idx.val() + 1;
+            }
+            if self.h_found.val() {
+                self.head_q.d.next = self.s_hi.val();
+            } else if self.h_lo.val() {
+                self.head_q.d.next = self.s_lo.val();
+            } else {
+                self.head_q.d.next = self.tail_n.val();
+            }
+        }
+
+        // ================= M: Rule 5 free-slot report
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            if self.exist.val().get_bit(i) & !self.live_n.val().get_bit(i) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.free_f.next = self.cnt.val();
+        self.net.next = 0.into();
+        if self.free_f.val() > self.reserve.val() {
+            self.net.next = self.free_f.val() - self.reserve.val();
+        }
+        if self.net.val() > self.an_f.val() {
+            self.net.next = self.net.val() - self.an_f.val();
+        } else {
+            self.net.next = 0.into();
+        }
+        self.cnt.next = 0.into();
+        for i in 0..S {
+            self.te_n.next = self.t_exp[i].q.val();
+            if self.ram.val().get_bit(i) {
+                self.te_n.next = self.rx_head_expert.val();
+            }
+            if self.kam.val().get_bit(i) {
+                self.te_n.next = self.is_e.val();
+            }
+            if self.live_n.val().get_bit(i) & !self.granted_a.val().get_bit(self.te_n.val().index()) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.ung_f.next = self.cnt.val() + self.aq_ung.val();
+        self.pre.next = 0.into();
+        if self.ung_f.val() < self.half.val() {
+            self.pre.next = self.half.val() - self.ung_f.val();
+            if self.net.val() < self.pre.val() {
+                self.pre.next = self.net.val();
+            }
+        }
+        if self.rule5.val()
+            & !self.layer_start.val()
+            & !self.cfg_we.val()
+            & ((bit_cast::<16, 8>(self.net.val()) != self.rep_g.q.val()) | (bit_cast::<16, 8>(self.pre.val()) != self.rep_p.q.val()) | self.load_valid.val())
+        {
+            self.free_valid.next = true;
+            self.free_granted.next = bit_cast::<16, 8>(self.net.val());
+            self.free_preload.next = bit_cast::<16, 8>(self.pre.val());
+            self.rep_g.d.next = bit_cast::<16, 8>(self.net.val());
+            self.rep_p.d.next = bit_cast::<16, 8>(self.pre.val());
+        }
+
+        // ================= N: ICV release
+        self.had_work.d.next = self.had_a.val();
+        if self.had_a.val() & !self.pending_d.val().any() {
+            self.had_work.d.next = false;
+            self.done.next = true;
+        }
+        self.granted.d.next = self.granted_a.val();
+        self.tok_ok.d.next = self.tok_ok_a.val();
+
+        // ---- layer start, table writes, reset
+        if self.layer_start.val() {
+            self.granted.d.next = 0.into();
+            self.ls_v.d.next = 0.into();
+            self.ls_g.d.next = 0.into();
+            self.ls_wr.d.next = 0.into();
+            self.pending_q.d.next = 0.into();
+            self.had_work.d.next = false;
+        }
+        if self.cfg_we.val() {
+            for e in 0..E {
+                if self.cfg_expert.val().index() == e {
+                    self.m_of[e].d.next = self.cfg_m.val();
+                    self.miss[e].d.next = self.cfg_tokens.val();
+                }
+            }
+            self.tok_ok.d.next = self.tok_ok.q.val().replace_bit(self.cfg_expert.val().index(), !self.cfg_tokens.val().any());
+        }
+        if self.reset.val() {
+            self.live_q.d.next = 0.into();
+            self.tail_q.d.next = 0.into();
+            self.head_q.d.next = 0.into();
+            self.nxt_v.d.next = 0.into();
+            self.landed.d.next = 0.into();
+            self.computed.d.next = 0.into();
+            self.sent.d.next = 0.into();
+            self.d2d.d.next = 0.into();
+            self.q_rx.d.next = 0.into();
+            self.q_lr.d.next = 0.into();
+            self.q_lw.d.next = 0.into();
+            self.q_tx.d.next = 0.into();
+            self.pe_busy_q.d.next = false;
+            self.granted.d.next = 0.into();
+            self.tok_ok.d.next = 0.into();
+            self.ls_v.d.next = 0.into();
+            self.ls_g.d.next = 0.into();
+            self.ls_wr.d.next = 0.into();
+            self.rq_n.d.next = 0.into();
+            self.aq_n.d.next = 0.into();
+            self.pending_q.d.next = 0.into();
+            self.had_work.d.next = false;
+            self.rep_g.d.next = 0.into();
+            self.rep_p.d.next = 0.into();
+            self.err_q.d.next = false;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- export registration
+
+use super::chiplet_twin::{apply_config, apply_inputs};
+use crate::cosim::{record, PortTrace};
+use crate::export::{boxed, BlockDef, ParamSet};
+use crate::RtlError;
+use hw::pkg::chiplet::{CtrlIn, CtrlSched};
+use hw::pkg::ring::SlotTag;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The exported configuration: chiplet 1 of a 2×2 package, 8 slots, A3 knobs.
+pub fn export_params() -> ChipletCtrlParams {
+    ChipletCtrlParams { id: 1, rows: 2, cols: 2, slots: 8, eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false, helpers: false }
+}
+
+/// Co-simulation stimulus: reset, a layer start with a table write per expert (repeated
+/// every 2 000 cycles), then random traffic on every input with indices in range (slots
+/// < S, experts < E), so the Verilog and the rust-hdl model see the same defined values.
+/// (Legality is not needed here: both models must agree on any input; the lockstep test
+/// checks behaviour against the CL with legal traffic.)
+fn record_chiplet_ctrl<const S: usize, const E: usize, const Q: usize>(module: &str, p: ChipletCtrlParams, cycles: usize, seed: u64) -> Result<PortTrace, RtlError> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n = p.rows * p.cols;
+    let tag = |rng: &mut Xoshiro256PlusPlus| SlotTag { expert: rng.gen_range(0..E as u16), k: rng.gen_range(0..12), loader: rng.gen_range(0..n as u8) };
+    record(module, ChipletCtrlRtl::<S, E, Q>::new(&p), cycles, |u| &mut u.clock, move |c, u| {
+        let phase = c % 2000;
+        if c == 0 {
+            apply_config(u, true, false, None);
+        } else if phase == 1 {
+            apply_config(u, false, true, None);
+        } else if (2..2 + E).contains(&phase) {
+            let e = (phase - 2) as u16;
+            apply_config(u, false, false, Some((e, rng.gen_range(1..12), if rng.gen_bool(0.2) { rng.gen_range(1..30) } else { 0 })));
+        } else {
+            let mut i = CtrlIn { ddr_ready: rng.gen_bool(0.8), tx_ready: rng.gen_bool(0.7), ..CtrlIn::default() };
+            let mask = rng.gen_range(1..(1u16 << n));
+            let expert = rng.gen_range(0..E as u16);
+            i.sched = match rng.gen_range(0..20) {
+                0 => Some(CtrlSched::Preload { expert, mask }),
+                1 => Some(CtrlSched::Grant { expert, mask }),
+                _ => None,
+            };
+            let slot = |rng: &mut Xoshiro256PlusPlus, pr: f64| rng.gen_bool(pr).then(|| rng.gen_range(0..p.slots as u32));
+            i.ddr_landed = slot(&mut rng, 0.2);
+            i.rx_landed = slot(&mut rng, 0.15);
+            i.pe_done = slot(&mut rng, 0.1);
+            i.tx_done = slot(&mut rng, 0.1);
+            i.rx_head = rng.gen_bool(0.2).then(|| tag(&mut rng));
+            i.handoff = rng.gen_bool(0.03).then(|| tag(&mut rng));
+            i.load = rng.gen_bool(0.05).then(|| tag(&mut rng));
+            i.tokens_arrived = rng.gen_bool(0.05).then(|| (rng.gen_range(0..E as u16), rng.gen_range(1..5)));
+            apply_inputs(u, &i);
+            u.rd_slot.next = (rng.gen_range(0..p.slots) as u64).into();
+        }
+    })
+}
+
+/// Export definition: the controller top at S = 8 slots, E = 16 experts, Q = 16 (2×2
+/// package, A3 knobs). Defined but not yet in `REGISTRY`: its Verilog co-simulates equal
+/// and synthesizes (docs/rtl.md), but `verilator -Wall` reports WIDTH warnings (unsized
+/// `0.into()`/`+ 1` literals, rust-hdl's dynamic `replace_bit`, 16-bit indices into narrower
+/// vectors) that must be cleaned up first. The package sizes (16–64 slots, 128 experts) are
+/// lockstep-tested and run in the package (`--rtl chiplet-ctrl`).
+pub const EXPORT: BlockDef = BlockDef {
+    name: "chiplet_ctrl",
+    top: true,
+    cosim_cycles: crate::export::TOP_COSIM_CYCLES,
+    sets: &[ParamSet {
+        module: "chiplet_ctrl_s8_e16",
+        rust_type: "ChipletCtrlRtl<8, 16, 16>",
+        params: &[("slots", 8), ("experts", 16)],
+        build: || boxed(ChipletCtrlRtl::<8, 16, 16>::new(&export_params())),
+        recorder: Some(|cycles, seed| record_chiplet_ctrl::<8, 16, 16>("chiplet_ctrl_s8_e16", export_params(), cycles, seed)),
+    }],
+};

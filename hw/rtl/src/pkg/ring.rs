@@ -1,0 +1,255 @@
+//! Micro-slice ring-buffer controller `RingBufferRtl<S>` (RTL twin of
+//! `hw::pkg::ring::RingBufferCl`, paper §IV-A).
+//!
+//! ```text
+//!  release (S-bit mask) ──► live' = live & !release ──► head' (first live at/after head)
+//!  alloc + tag ──► priority encoder: first free slot at/after tail ──► alloc_slot (comb)
+//!                                       └──► live[slot], tag[slot], tail' = slot + 1 mod S
+//! ```
+//!
+//! Per slot a live bit and the micro-slice tag (expert, k, loader); `head` follows the oldest
+//! live slot (the trace's view), `tail` is the allocation pointer. A cycle applies the
+//! releases first (out of order, any number: Rule 3 frees whatever finished), then at most
+//! one allocation — the CL's `release(..)*; alloc(..)` in one edge. The allocation answers
+//! combinationally (`alloc_ok`, `alloc_slot`), as the CL's `alloc` returns the slot in the
+//! same call; the state changes at the edge.
+//!
+//! Why "first free at or after the tail" rather than a strict FIFO: a micro-slice that waits
+//! (a pre-load of an ungranted expert) must not pin the head and starve a trajectory (see
+//! the CL's module doc), so a slot is reused as soon as its live bit clears.
+
+use rust_hdl::prelude::*;
+
+/// Ring-buffer controller with `S` slots (1 ≤ S ≤ 64).
+#[derive(LogicBlock)]
+pub struct RingBufferRtl<const S: usize> {
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset: empty ring, head = tail = 0.
+    pub reset: Signal<In, Bit>,
+    /// Slots released this cycle (each must be live), applied before the allocation.
+    pub release: Signal<In, Bits<S>>,
+    /// Allocate a slot for the tag below.
+    pub alloc: Signal<In, Bit>,
+    pub alloc_expert: Signal<In, Bits<16>>,
+    pub alloc_k: Signal<In, Bits<16>>,
+    pub alloc_loader: Signal<In, Bits<8>>,
+    /// Tag read port (combinational).
+    pub rd_slot: Signal<In, Bits<8>>,
+
+    /// The allocation succeeded (comb: a free slot after this cycle's releases).
+    pub alloc_ok: Signal<Out, Bit>,
+    /// The slot allocated (comb; valid with `alloc_ok`).
+    pub alloc_slot: Signal<Out, Bits<8>>,
+    /// Registered state.
+    pub live: Signal<Out, Bits<S>>,
+    pub occ: Signal<Out, Bits<8>>,
+    pub head: Signal<Out, Bits<8>>,
+    pub tail: Signal<Out, Bits<8>>,
+    pub rd_expert: Signal<Out, Bits<16>>,
+    pub rd_k: Signal<Out, Bits<16>>,
+    pub rd_loader: Signal<Out, Bits<8>>,
+
+    // --- registers
+    live_q: DFF<Bits<S>>,
+    occ_q: DFF<Bits<8>>,
+    head_q: DFF<Bits<8>>,
+    tail_q: DFF<Bits<8>>,
+    tag_expert: [DFF<Bits<16>>; S],
+    tag_k: [DFF<Bits<16>>; S],
+    tag_loader: [DFF<Bits<8>>; S],
+
+    // --- combinational locals
+    /// Live bits after the releases.
+    live_r: Signal<Local, Bits<S>>,
+    occ_r: Signal<Local, Bits<8>>,
+    /// First free slot at/after the tail (`hi`), first free slot overall (`lo`).
+    hi_found: Signal<Local, Bit>,
+    hi_slot: Signal<Local, Bits<8>>,
+    lo_found: Signal<Local, Bit>,
+    lo_slot: Signal<Local, Bits<8>>,
+    slot: Signal<Local, Bits<8>>,
+    /// First live slot at/after the head, and overall (after the releases).
+    hh_found: Signal<Local, Bit>,
+    hh_slot: Signal<Local, Bits<8>>,
+    hl_found: Signal<Local, Bit>,
+    hl_slot: Signal<Local, Bits<8>>,
+    idx: Signal<Local, Bits<8>>,
+    /// Whether an allocation happens.
+    take: Signal<Local, Bit>,
+    last: Constant<Bits<8>>,
+}
+
+impl<const S: usize> Default for RingBufferRtl<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const S: usize> RingBufferRtl<S> {
+    pub fn new() -> Self {
+        assert!((1..=64).contains(&S), "ring of {S} slots (1..=64)");
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            release: Default::default(),
+            alloc: Default::default(),
+            alloc_expert: Default::default(),
+            alloc_k: Default::default(),
+            alloc_loader: Default::default(),
+            rd_slot: Default::default(),
+            alloc_ok: Default::default(),
+            alloc_slot: Default::default(),
+            live: Default::default(),
+            occ: Default::default(),
+            head: Default::default(),
+            tail: Default::default(),
+            rd_expert: Default::default(),
+            rd_k: Default::default(),
+            rd_loader: Default::default(),
+            live_q: Default::default(),
+            occ_q: Default::default(),
+            head_q: Default::default(),
+            tail_q: Default::default(),
+            tag_expert: std::array::from_fn(|_| Default::default()),
+            tag_k: std::array::from_fn(|_| Default::default()),
+            tag_loader: std::array::from_fn(|_| Default::default()),
+            live_r: Default::default(),
+            occ_r: Default::default(),
+            hi_found: Default::default(),
+            hi_slot: Default::default(),
+            lo_found: Default::default(),
+            lo_slot: Default::default(),
+            slot: Default::default(),
+            hh_found: Default::default(),
+            hh_slot: Default::default(),
+            hl_found: Default::default(),
+            hl_slot: Default::default(),
+            idx: Default::default(),
+            take: Default::default(),
+            last: Constant::new(((S - 1) as u64).into()),
+        }
+    }
+}
+
+impl<const S: usize> Logic for RingBufferRtl<S> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, live_q, occ_q, head_q, tail_q);
+        for i in 0..S {
+            self.tag_expert[i].clock.next = self.clock.val();
+            self.tag_expert[i].d.next = self.tag_expert[i].q.val();
+            self.tag_k[i].clock.next = self.clock.val();
+            self.tag_k[i].d.next = self.tag_k[i].q.val();
+            self.tag_loader[i].clock.next = self.clock.val();
+            self.tag_loader[i].d.next = self.tag_loader[i].q.val();
+        }
+        // ---- registered outputs and the tag read port
+        self.live.next = self.live_q.q.val();
+        self.occ.next = self.occ_q.q.val();
+        self.head.next = self.head_q.q.val();
+        self.tail.next = self.tail_q.q.val();
+        self.rd_expert.next = 0.into();
+        self.rd_k.next = 0.into();
+        self.rd_loader.next = 0.into();
+        for i in 0..S {
+            if self.rd_slot.val().index() == i {
+                self.rd_expert.next = self.tag_expert[i].q.val();
+                self.rd_k.next = self.tag_k[i].q.val();
+                self.rd_loader.next = self.tag_loader[i].q.val();
+            }
+        }
+
+        // ---- releases (out of order), then the live count
+        self.live_r.next = self.live_q.q.val() & !self.release.val();
+        self.occ_r.next = 0.into();
+        for i in 0..S {
+            if self.live_r.val().get_bit(i) {
+                self.occ_r.next = self.occ_r.val() + 1;
+            }
+        }
+
+        // ---- allocation: priority encoder over the free bits, starting at the tail
+        self.hi_found.next = false;
+        self.hi_slot.next = 0.into();
+        self.lo_found.next = false;
+        self.lo_slot.next = 0.into();
+        // `idx` counts the loop (a loop index is not a hardware value).
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if !self.live_r.val().get_bit(i) & !self.lo_found.val() {
+                self.lo_found.next = true;
+                self.lo_slot.next = self.idx.val();
+            }
+            if !self.live_r.val().get_bit(i) & !self.hi_found.val() & (self.tail_q.q.val().index() <= i) {
+                self.hi_found.next = true;
+                self.hi_slot.next = self.idx.val();
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.slot.next = self.lo_slot.val();
+        if self.hi_found.val() {
+            self.slot.next = self.hi_slot.val();
+        }
+        self.take.next = self.alloc.val() & self.lo_found.val();
+        self.alloc_ok.next = self.take.val();
+        self.alloc_slot.next = self.slot.val();
+
+        // ---- head: the first live slot at/after the head once the releases are applied
+        self.hh_found.next = false;
+        self.hh_slot.next = 0.into();
+        self.hl_found.next = false;
+        self.hl_slot.next = 0.into();
+        self.idx.next = 0.into();
+        for i in 0..S {
+            if self.live_r.val().get_bit(i) & !self.hl_found.val() {
+                self.hl_found.next = true;
+                self.hl_slot.next = self.idx.val();
+            }
+            if self.live_r.val().get_bit(i) & !self.hh_found.val() & (self.head_q.q.val().index() <= i) {
+                self.hh_found.next = true;
+                self.hh_slot.next = self.idx.val();
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+
+        // ---- next state
+        self.live_q.d.next = self.live_r.val();
+        self.occ_q.d.next = self.occ_r.val();
+        if self.occ_r.val().any() {
+            if self.hh_found.val() {
+                self.head_q.d.next = self.hh_slot.val();
+            } else {
+                self.head_q.d.next = self.hl_slot.val();
+            }
+        } else {
+            // Empty: the head waits at the tail (the next allocation moves it there).
+            self.head_q.d.next = self.tail_q.q.val();
+        }
+        if self.take.val() {
+            self.live_q.d.next = self.live_r.val().replace_bit(self.slot.val().index(), true);
+            self.occ_q.d.next = self.occ_r.val() + 1;
+            if !self.occ_r.val().any() {
+                self.head_q.d.next = self.slot.val();
+            }
+            if self.slot.val() == self.last.val() {
+                self.tail_q.d.next = 0.into();
+            } else {
+                self.tail_q.d.next = self.slot.val() + 1;
+            }
+            for i in 0..S {
+                if self.slot.val().index() == i {
+                    self.tag_expert[i].d.next = self.alloc_expert.val();
+                    self.tag_k[i].d.next = self.alloc_k.val();
+                    self.tag_loader[i].d.next = self.alloc_loader.val();
+                }
+            }
+        }
+
+        if self.reset.val() {
+            self.live_q.d.next = 0.into();
+            self.occ_q.d.next = 0.into();
+            self.head_q.d.next = 0.into();
+            self.tail_q.d.next = 0.into();
+        }
+    }
+}
