@@ -120,6 +120,19 @@ lint_off -rule WIDTH -file \"*bitonic_sorter_*.v\"
 // of each comparator, and the top lane is never a low lane.
 lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"*'desc'*\"
 //
+// The chiplet controller's file (chiplet_ctrl_*): WIDTH for the same literal, cast and
+// replace_bit forms, plus dynamic bit selects whose index is wider than log2 of the vector
+// (`granted[te_n]`: rust-hdl's `get_bit(x.index())` with a 16-bit expert id into an E-entry
+// table; in range by construction, and the Rust model would panic out of range). UNSIGNED:
+// `lp < 0` is the q = 0 step of the unrolled ring-position search `index() < q`, constant
+// false in Rust too. UNOPTFLAT on the next-hop units `nhd`/`nhp`: combinational sub-blocks
+// that the parent's one always block drives and reads, a loop at always-block granularity
+// only (as in the router). UNUSEDSIGNAL on `te_n`: the expert-id bits above log2 E.
+lint_off -rule WIDTH -file \"*chiplet_ctrl_*.v\"
+lint_off -rule UNSIGNED -file \"*chiplet_ctrl_*.v\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.nh?$*\"
+lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'te_n'*\"
+//
 // UNOPTFLAT, router control only: rust-hdl emits one always block per module, so an allocator
 // whose arbiter `fire` inputs depend on other arbiters' grants (iSLIP: the grant pointer moves
 // only when its grant is accepted) forms a loop at always-block granularity although no signal
@@ -288,6 +301,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::iodie::EXPORT,
     &crate::pkg::ucie_replay::EXPORT,
     &crate::pkg::ucie_crc::EXPORT,
+    &crate::pkg::chiplet::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

@@ -14,8 +14,11 @@ use rtl::prelude::*;
 /// runs through `cargo run` unless the release binary exists in this target dir.
 fn verilog_check(dir: &Path) -> (bool, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // The Fmax column is an estimate: a shorter place-and-route budget keeps the suite short.
+    let pnr = std::env::var("NEXTPNR_SECONDS").unwrap_or_else(|_| "120".into());
     let out = Command::new(root.join("scripts/verilog-check.sh"))
         .arg(dir)
+        .env("NEXTPNR_SECONDS", pnr)
         .output()
         .expect("cannot run scripts/verilog-check.sh");
     let text = format!(
