@@ -9,6 +9,8 @@
 //! cycle; the counters at the end. A mismatch panics with the cycle, the port and both
 //! values.
 
+mod common;
+
 use std::collections::VecDeque;
 
 use hw::pkg::chiplet::{ChipletCtrlCl, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, Trajectory};
@@ -47,6 +49,26 @@ fn compare(cycle: u64, a: &CtrlOut, b: &CtrlOut) {
     cmp(cycle, "free", a.free, b.free);
 }
 
+/// The compared outputs as waveform values: an `Option` is its payload packed below a valid
+/// bit (bit 63), a slot tag as {expert, k, loader}.
+const WAVE_PORTS: [(&str, u32); 8] =
+    [("ddr_req", 64), ("rx_slot", 64), ("pe_start", 64), ("tx_start", 64), ("done", 1), ("expert_done", 64), ("handoff", 64), ("free", 64)];
+
+fn encode(o: &CtrlOut) -> Vec<u64> {
+    let tag = |t: SlotTag| (t.expert as u64) << 24 | (t.k as u64) << 8 | t.loader as u64;
+    let v = |x: Option<u64>| x.map_or(0, |x| 1 << 63 | x);
+    vec![
+        v(o.ddr_req.map(|(s, t)| (s as u64) << 40 | tag(t))),
+        v(o.rx_slot.map(u64::from)),
+        v(o.pe_start.map(|(s, t)| (s as u64) << 40 | tag(t))),
+        v(o.tx_start.map(|(s, d)| (s as u64) << 8 | d as u64)),
+        o.done as u64,
+        v(o.expert_done.map(u64::from)),
+        v(o.handoff.map(|(t, d)| tag(t) << 8 | d as u64)),
+        v(o.free.map(|f| (f.granted as u64) << 16 | f.preload as u64)),
+    ]
+}
+
 /// Runs `cycles` cycles; returns the layers completed.
 fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -56,6 +78,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
     let mut rtl = ChipletCtrlTwin::new(c.id, c.rows, c.cols, c.slots, c.experts, c.knobs).expect("a built size");
     let me = c.id;
     let on = |mask: u16| mask >> me & 1 == 1;
+    let mut waves = common::LockstepTrace::new(&WAVE_PORTS);
 
     // Per-layer plan.
     let mut m_of: Vec<u16> = vec![0; c.experts];
@@ -228,6 +251,10 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
             if t + 200 >= w && t <= w {
                 eprintln!("{t}: in {inp:?}\n    cl {a:?}\n    rtl {b:?}");
             }
+        }
+        waves.push(encode(&a), encode(&b));
+        if a != b {
+            eprintln!("cycle {t}: outputs differ; {}", waves.dump(&format!("chiplet_ctrl_seed{seed}")));
         }
         compare(t, &a, &b);
         cmp(t, "pending", cl.pending(), rtl.state.pending);

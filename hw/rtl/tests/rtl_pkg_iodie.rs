@@ -2,6 +2,8 @@
 //! done pulses and QoS host writes, every traced output, the QoS bank and the performance
 //! counters compared after every edge. A mismatch names the edge, the port and both values.
 
+mod common;
+
 use hw::harness::{DomainClock, LinkArena, Probe};
 use hw::pkg::iodie::{IoDieCfg, IoDiePorts, IoDieSchedulerCl, MatchState, SchedMsgCl};
 use proptest::prelude::*;
@@ -59,6 +61,7 @@ fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
     let mut chips = BusyChiplets::new(n);
     let mut gap = 0u64;
     let mut edge_trace: Vec<String> = Vec::new();
+    let mut waves = common::LockstepTrace::new(&PORTS.map(|p| (p, 64)));
     for t in 0..cycles {
         let mut inp = IoDieIn { stamp: t as u32, ..IoDieIn::default() };
         unsafe {
@@ -123,15 +126,17 @@ fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
         if edge_trace.len() > 12 {
             edge_trace.remove(0);
         }
+        waves.push(want[..PORTS.len()].to_vec(), got[..PORTS.len()].to_vec());
         for (k, port) in PORTS.iter().enumerate() {
-            assert_eq!(
-                got[k],
-                want[k],
-                "{sc:?} seed {seed}: edge {t} port {port}: RTL {:#x} CL {:#x}\nlast CL edges:\n{}",
-                got[k],
-                want[k],
-                edge_trace.join("\n")
-            );
+            if got[k] != want[k] {
+                panic!(
+                    "{sc:?} seed {seed}: edge {t} port {port}: RTL {:#x} CL {:#x}\n{}\nlast CL edges:\n{}",
+                    got[k],
+                    want[k],
+                    waves.dump(&format!("iodie_seed{seed}")),
+                    edge_trace.join("\n")
+                );
+            }
         }
         assert_eq!(rtl.stats, cl.stats, "{sc:?} seed {seed}: edge {t}: performance counters (RTL left, CL right)");
         if sc.tb.theta_min > 0 {
@@ -222,5 +227,23 @@ fn iodie_decision_latency_table() {
                 assert!(s.release_decision_cycles_max < 200, "done-to-grant latency {} cycles", s.release_decision_cycles_max);
             }
         }
+    }
+}
+
+/// The mismatch waveforms: both sides written, and `wave diff` finds the differing port.
+#[test]
+fn lockstep_mismatch_writes_both_vcds() {
+    let mut w = common::LockstepTrace::new(&[("state", 4u32), ("grant_valid", 1)]);
+    w.push(vec![1, 0], vec![1, 0]);
+    w.push(vec![2, 1], vec![2, 0]);
+    let msg = w.dump("self_check");
+    let paths: Vec<&str> = msg.trim_start_matches("waveforms: ").split(' ').collect();
+    assert_eq!(paths.len(), 2, "{msg}");
+    match waves::diff(std::path::Path::new(paths[0]), std::path::Path::new(paths[1])).unwrap() {
+        waves::DiffResult::Differ(d) => {
+            assert_eq!(d.signal, "lockstep.grant_valid");
+            assert_eq!(d.time, 1000);
+        }
+        other => panic!("the two sides should differ: {other}"),
     }
 }
