@@ -718,49 +718,60 @@ impl ChipletCtrlCl {
     }
 }
 
+/// A chiplet controller's signals: `ring.*` (see [`super::ring::declare_signals`]) and
+/// `ctrl.{pe_valid,pe_starts,pe_expert,pe_k,tx_valid,tx_dest,ddr_req_valid,ddr_req_expert,
+/// ddr_req_k,done,pending}`. The CL and the RTL stand-in declare and sample through these two
+/// functions, so `--rtl chiplet-ctrl` writes the same waveform.
+pub fn declare_signals(scope: &[String], slots: u32, out: &mut Vec<SignalDecl>) {
+    let mut rs = scope.to_vec();
+    rs.push("ring".into());
+    super::ring::declare_signals(&rs, slots, out);
+    let mut cs = scope.to_vec();
+    cs.push("ctrl".into());
+    for (name, width) in [
+        ("pe_valid", 1),
+        ("pe_starts", 16),
+        ("pe_expert", 16),
+        ("pe_k", 16),
+        ("tx_valid", 1),
+        ("tx_dest", 4),
+        ("ddr_req_valid", 1),
+        ("ddr_req_expert", 16),
+        ("ddr_req_k", 16),
+        ("done", 1),
+        ("pending", 32),
+    ] {
+        out.push(SignalDecl { scope: cs.clone(), name: name.into(), width });
+    }
+}
+
+/// The `ctrl.*` values of [`declare_signals`] for one cycle's outputs.
+pub fn sample_ctrl(o: &CtrlOut, stats: &CtrlStats, pending: u32, out: &mut Vec<u64>) {
+    let pe = o.pe_start.map(|(_, t)| t);
+    let ddr = o.ddr_req.map(|(_, t)| t);
+    out.extend([
+        pe.is_some() as u64,
+        (stats.rule1_computes + stats.rule2_computes) & 0xffff,
+        pe.map_or(0, |t| t.expert as u64),
+        pe.map_or(0, |t| t.k as u64),
+        o.tx_start.is_some() as u64,
+        o.tx_start.map_or(0, |(_, d)| d as u64),
+        ddr.is_some() as u64,
+        ddr.map_or(0, |t| t.expert as u64),
+        ddr.map_or(0, |t| t.k as u64),
+        o.done as u64,
+        pending as u64,
+    ]);
+}
+
 impl Probe for ChipletCtrlCl {
-    /// `ring.*`, and `ctrl.{pe_valid,pe_expert,pe_k,tx_valid,tx_dest,ddr_req_valid,ddr_req_expert,done,pending}`.
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let mut rs = scope.to_vec();
-        rs.push("ring".into());
-        self.ring.declare(&rs, out);
-        let mut cs = scope.to_vec();
-        cs.push("ctrl".into());
-        for (name, width) in [
-            ("pe_valid", 1),
-            ("pe_starts", 16),
-            ("pe_expert", 16),
-            ("pe_k", 16),
-            ("tx_valid", 1),
-            ("tx_dest", 4),
-            ("ddr_req_valid", 1),
-            ("ddr_req_expert", 16),
-            ("ddr_req_k", 16),
-            ("done", 1),
-            ("pending", 32),
-        ] {
-            out.push(SignalDecl { scope: cs.clone(), name: name.into(), width });
-        }
+        declare_signals(scope, self.ring.capacity(), out);
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
         self.ring.sample(out);
-        let o = &self.out;
-        let pe = o.pe_start.map(|(_, t)| t);
-        let ddr = o.ddr_req.map(|(_, t)| t);
-        out.extend([
-            pe.is_some() as u64,
-            (self.stats.rule1_computes + self.stats.rule2_computes) & 0xffff,
-            pe.map_or(0, |t| t.expert as u64),
-            pe.map_or(0, |t| t.k as u64),
-            o.tx_start.is_some() as u64,
-            o.tx_start.map_or(0, |(_, d)| d as u64),
-            ddr.is_some() as u64,
-            ddr.map_or(0, |t| t.expert as u64),
-            ddr.map_or(0, |t| t.k as u64),
-            o.done as u64,
-            self.pending as u64,
-        ]);
+        sample_ctrl(&self.out, &self.stats, self.pending, out);
     }
 }
 

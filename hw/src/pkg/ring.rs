@@ -151,20 +151,27 @@ fn bits_for(max: u64) -> u32 {
     (64 - max.leading_zeros()).max(1)
 }
 
+/// A ring of `slots` slots' signals: `occ`, `head`, `tail`, and per slot
+/// `slot{i}.{live,expert,k}` (slot contents). Shared with the RTL stand-in, so both runs'
+/// waveforms declare the same signals.
+pub fn declare_signals(scope: &[String], slots: u32, out: &mut Vec<SignalDecl>) {
+    let w = bits_for(slots as u64);
+    for name in ["occ", "head", "tail"] {
+        out.push(SignalDecl { scope: scope.to_vec(), name: name.into(), width: w + 1 });
+    }
+    for i in 0..slots {
+        let mut sc = scope.to_vec();
+        sc.push(format!("slot{i}"));
+        out.push(SignalDecl { scope: sc.clone(), name: "live".into(), width: 1 });
+        out.push(SignalDecl { scope: sc.clone(), name: "expert".into(), width: 16 });
+        out.push(SignalDecl { scope: sc, name: "k".into(), width: 16 });
+    }
+}
+
 impl Probe for RingBufferCl {
-    /// `occ`, `head`, `tail`, and per slot `slot{i}.{live,expert,k}` (slot contents).
+    /// See [`declare_signals`].
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let w = bits_for(self.slots as u64);
-        for name in ["occ", "head", "tail"] {
-            out.push(SignalDecl { scope: scope.to_vec(), name: name.into(), width: w + 1 });
-        }
-        for i in 0..self.slots {
-            let mut sc = scope.to_vec();
-            sc.push(format!("slot{i}"));
-            out.push(SignalDecl { scope: sc.clone(), name: "live".into(), width: 1 });
-            out.push(SignalDecl { scope: sc.clone(), name: "expert".into(), width: 16 });
-            out.push(SignalDecl { scope: sc, name: "k".into(), width: 16 });
-        }
+        declare_signals(scope, self.slots, out);
     }
 
     fn sample(&self, out: &mut Vec<u64>) {

@@ -147,43 +147,10 @@ impl ChipletCtrlModel for ChipletCtrlStandIn {
     }
 }
 
-fn bits_for(max: u64) -> u32 {
-    (64 - max.leading_zeros()).max(1)
-}
-
 impl Probe for ChipletCtrlStandIn {
     /// The CL's signals (`ring.*`, `ctrl.*`), so the two runs' waveforms compare equal.
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let mut rs = scope.to_vec();
-        rs.push("ring".into());
-        let w = bits_for(self.slots as u64);
-        for name in ["occ", "head", "tail"] {
-            out.push(SignalDecl { scope: rs.clone(), name: name.into(), width: w + 1 });
-        }
-        for i in 0..self.slots {
-            let mut sc = rs.clone();
-            sc.push(format!("slot{i}"));
-            out.push(SignalDecl { scope: sc.clone(), name: "live".into(), width: 1 });
-            out.push(SignalDecl { scope: sc.clone(), name: "expert".into(), width: 16 });
-            out.push(SignalDecl { scope: sc, name: "k".into(), width: 16 });
-        }
-        let mut cs = scope.to_vec();
-        cs.push("ctrl".into());
-        for (name, width) in [
-            ("pe_valid", 1),
-            ("pe_starts", 16),
-            ("pe_expert", 16),
-            ("pe_k", 16),
-            ("tx_valid", 1),
-            ("tx_dest", 4),
-            ("ddr_req_valid", 1),
-            ("ddr_req_expert", 16),
-            ("ddr_req_k", 16),
-            ("done", 1),
-            ("pending", 32),
-        ] {
-            out.push(SignalDecl { scope: cs.clone(), name: name.into(), width });
-        }
+        hw::pkg::chiplet::declare_signals(scope, self.slots, out);
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
@@ -192,23 +159,7 @@ impl Probe for ChipletCtrlStandIn {
         for i in 0..self.slots as usize {
             out.extend([st.live >> i & 1, self.tags[i].expert as u64, self.tags[i].k as u64]);
         }
-        let o = &self.twin.out;
-        let pe = o.pe_start.map(|(_, t)| t);
-        let ddr = o.ddr_req.map(|(_, t)| t);
-        let s = &self.twin.stats;
-        out.extend([
-            pe.is_some() as u64,
-            (s.rule1_computes + s.rule2_computes) & 0xffff,
-            pe.map_or(0, |t| t.expert as u64),
-            pe.map_or(0, |t| t.k as u64),
-            o.tx_start.is_some() as u64,
-            o.tx_start.map_or(0, |(_, d)| d as u64),
-            ddr.is_some() as u64,
-            ddr.map_or(0, |t| t.expert as u64),
-            ddr.map_or(0, |t| t.k as u64),
-            o.done as u64,
-            st.pending as u64,
-        ]);
+        hw::pkg::chiplet::sample_ctrl(&self.twin.out, &self.twin.stats, st.pending, out);
     }
 }
 
