@@ -121,21 +121,19 @@ fn lockstep_direct<const W: usize>(
     let (stim, expect) = legalize(depth, raw);
     let mut uut = CreditCounterRtl::<W>::new(depth as u64);
     uut.connect_all();
+    let mut tr = common::LockstepTrace::named(&format!("credit_counter_w{W}_depth{depth}"));
     for (cycle, (s, &(credits, can_send, err))) in stim.iter().zip(&expect).enumerate() {
         uut.reset.next = s.reset;
         uut.send.next = s.send;
         uut.credit.next = s.credit;
         common::settle(&mut uut);
         if cycle > 0 {
-            prop_assert_eq!(
-                uut.credits.val().to_u64(),
-                credits as u64,
-                "cycle {} {:?}",
-                cycle,
-                s
-            );
-            prop_assert_eq!(uut.can_send.val(), can_send, "cycle {}", cycle);
-            prop_assert_eq!(uut.err.val(), err, "cycle {} err", cycle);
+            // A mismatch fails with the cycle, port and both values and writes both VCDs.
+            tr.cycle(cycle as u64);
+            let f = TestCaseError::fail;
+            tr.cmp("credits", W as u32, credits as u64, uut.credits.val().to_u64()).map_err(f)?;
+            tr.cmp("can_send", 1, can_send as u64, uut.can_send.val() as u64).map_err(f)?;
+            tr.cmp("err", 1, err as u64, uut.err.val() as u64).map_err(f)?;
         }
         uut.clock.next = true.into();
         common::settle(&mut uut);
@@ -227,4 +225,13 @@ fn credit_counter_new_rejects_zero_depth() {
 #[test]
 fn credit_counter_depth_accessor() {
     assert_eq!(CreditCounter4Rtl::new(8).depth(), 8);
+}
+
+/// 10 000 cycles per depth in lockstep, legal and illegal traffic (the proptest cases above
+/// are short and many).
+#[test]
+fn credit_counter_lockstep_10k_cycles() {
+    for (depth, seed, illegal_p) in [(3u16, 1u64, 0.0), (15, 2, 0.0), (8, 3, 0.05)] {
+        lockstep_direct::<4>(depth, &wishes(10_000, seed, illegal_p)).unwrap();
+    }
 }

@@ -78,7 +78,16 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
     common::settle(&mut u);
     clock(&mut u);
     let mut n = Counts::default();
+    let mut tr = common::LockstepTrace::named(tag);
+    // Compares one port and records both values; a mismatch panics with the case, the cycle,
+    // the port and both values, and writes both models' VCDs of every compared port.
+    let check = |tr: &mut common::LockstepTrace, port: String, width: u32, rtl: u64, cl: u64| {
+        if let Err(e) = tr.cmp(&port, width, cl, rtl) {
+            panic!("{e}");
+        }
+    };
     for cycle in 0..c.cycles {
+        tr.cycle(cycle);
         let now = cycle + 1;
         tb.arrive();
         // --- registers after the previous edge
@@ -88,31 +97,30 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
         for (iv, &cl_state) in before.iter().enumerate() {
             let (p, vc) = (iv / V, iv % V);
             let (port, ovc) = cl.vc_route(p, vc);
-            let rtl_state = u.vc_state[iv].val().to_u64();
-            assert_eq!(rtl_state, cl_state as u64, "{tag} cycle {cycle} in port {p} vc {vc}: state RTL {rtl_state} CL {cl_state:?}");
-            let rtl_port = u.vc_port[iv].val().to_u64();
-            assert_eq!(rtl_port, port as u64, "{tag} cycle {cycle} in port {p} vc {vc}: route RTL {rtl_port} CL {port}");
-            let rtl_ovc = u.vc_ovc[iv].val().to_u64();
-            assert_eq!(rtl_ovc, ovc as u64, "{tag} cycle {cycle} in port {p} vc {vc}: output VC RTL {rtl_ovc} CL {ovc}");
+            check(&mut tr, format!("in{p}.vc{vc}.state"), 3, u.vc_state[iv].val().to_u64(), cl_state as u64);
+            check(&mut tr, format!("in{p}.vc{vc}.route"), 3, u.vc_port[iv].val().to_u64(), port as u64);
+            check(&mut tr, format!("in{p}.vc{vc}.ovc"), 8, u.vc_ovc[iv].val().to_u64(), ovc as u64);
         }
         let busy = u.ovc_busy.val().to_u64();
         for ov in 0..NV {
             let (o, vc) = (ov / V, ov % V);
-            let b = busy >> ov & 1 == 1;
-            assert_eq!(b, cl.ovc_busy(o, vc), "{tag} cycle {cycle} out port {o} vc {vc}: held RTL {b} CL {}", cl.ovc_busy(o, vc));
+            check(&mut tr, format!("out{o}.vc{vc}.held"), 1, busy >> ov & 1, cl.ovc_busy(o, vc) as u64);
             let cr = u.credits[ov].val().to_u64();
-            assert_eq!(cr, cl.credits(o, vc) as u64, "{tag} cycle {cycle} out port {o} vc {vc}: credits RTL {cr} CL {}", cl.credits(o, vc));
+            check(&mut tr, format!("out{o}.vc{vc}.credits"), 16, cr, cl.credits(o, vc) as u64);
             if cr == 0 && tb.buf.iter().any(|b| !b.is_empty()) {
                 n.credit_stall_cycles += 1;
             }
         }
-        let names = ["VA accept (per input VC)", "VA grant (per output VC)", "SA grant (per output port)", "SA accept (per input port)", "SA VC select (per input port)"];
+        // VA accept per input VC, VA grant per output VC, SA grant per output port, SA accept
+        // and SA VC select per input port.
+        let names = ["va_accept_ptr", "va_grant_ptr", "sa_grant_ptr", "sa_accept_ptr", "sa_vc_ptr"];
         for ((name, r), cp) in names.iter().zip(u.pointers()).zip(cl.alloc_pointers()) {
             for (i, (a, b)) in r.iter().zip(&cp).enumerate() {
-                assert_eq!(a, b, "{tag} cycle {cycle} {name} pointer {i}: RTL {a} CL {b}");
+                check(&mut tr, format!("{name}{i}"), 8, *a as u64, *b as u64);
             }
         }
-        assert!(!u.err.val(), "{tag} cycle {cycle}: RTL err raised on legal traffic");
+        // Legal traffic: the RTL's error flag stays low (the CL has none).
+        check(&mut tr, "err".into(), 1, u.err.val() as u64, 0);
 
         // --- the cycle's decisions
         // SAFETY: single-threaded; this test is the only sender/receiver of the router's links
@@ -144,19 +152,18 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
         }
         let rtl_va = u.va_grant.val().to_u64();
         for iv in 0..NV {
-            let (a, b) = (rtl_va >> iv & 1, cl_va >> iv & 1);
-            assert_eq!(a, b, "{tag} cycle {cycle} in port {} vc {}: VA grant RTL {a} CL {b}", iv / V, iv % V);
+            check(&mut tr, format!("in{}.vc{}.va_grant", iv / V, iv % V), 1, rtl_va >> iv & 1, cl_va >> iv & 1);
         }
         let (rtl_pops, rtl_sends) = decisions(&u);
         for iv in 0..NV {
-            let (a, b) = (rtl_pops >> iv & 1, cl_pops >> iv & 1);
-            assert_eq!(a, b, "{tag} cycle {cycle} in port {} vc {}: switch grant RTL {a} CL {b}", iv / V, iv % V);
+            check(&mut tr, format!("in{}.vc{}.sa_grant", iv / V, iv % V), 1, rtl_pops >> iv & 1, cl_pops >> iv & 1);
         }
         for o in 0..NPORTS {
-            assert_eq!(rtl_sends[o], cl_sends[o], "{tag} cycle {cycle} out port {o}: sent on output VC RTL {:?} CL {:?}", rtl_sends[o], cl_sends[o]);
+            // A send is its output VC + 1; 0 when the port sent nothing.
+            let sent = |s: Option<usize>| s.map_or(0, |vc| vc as u64 + 1);
+            check(&mut tr, format!("out{o}.sent_vc_plus1"), 8, sent(rtl_sends[o]), sent(cl_sends[o]));
             if let Some(p) = cl_from[o] {
-                let rp = u.st_in_port[o].val().to_u64() as usize;
-                assert_eq!(rp, p, "{tag} cycle {cycle} out port {o}: crossbar input port RTL {rp} CL {p}");
+                check(&mut tr, format!("out{o}.xbar_in"), 3, u.st_in_port[o].val().to_u64(), p as u64);
             }
         }
         n.va_grants += cl_va.count_ones() as u64;
@@ -271,5 +278,25 @@ proptest! {
         c.name = format!("{c:?}");
         let n = lockstep::<2, 10>(&c);
         prop_assert!(n.switched > 0);
+    }
+}
+
+/// The name-keyed lockstep trace (used here and by the UCIe replay suite) writes both models'
+/// VCDs on a mismatch, with every port compared so far, under VCD-safe names.
+#[test]
+fn named_lockstep_mismatch_writes_both_vcds() {
+    let mut tr = common::LockstepTrace::named("named_selftest");
+    for cycle in 0..3u64 {
+        tr.cycle(cycle);
+        tr.cmp("in0.vc1.state", 3, cycle, cycle).unwrap();
+    }
+    tr.cycle(3);
+    let e = tr.cmp("out2.credits", 16, 4, 5).unwrap_err();
+    assert!(e.contains("named_selftest cycle 3 out2.credits: RTL 5 CL 4"), "{e}");
+    for side in ["cl", "rtl"] {
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("rtl/mismatch/named_selftest.{side}.vcd"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("in0_vc1_state") && text.contains("out2_credits"), "{side}: {text}");
+        assert!(e.contains(&path.display().to_string()), "{e}");
     }
 }

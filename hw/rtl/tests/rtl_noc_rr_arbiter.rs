@@ -77,22 +77,19 @@ fn lockstep_direct<const N: usize>(stim: &[Stim]) -> Result<(), TestCaseError> {
     let mut uut = RrArbiterRtl::<N>::new(N);
     uut.connect_all();
     let mut cl = RrArbiterCl::new(N as u32);
+    let mut tr = common::LockstepTrace::named(&format!("rr_arbiter_{N}"));
     for (cycle, s) in stim.iter().enumerate() {
         uut.reset.next = s.reset;
         uut.req.next = s.req.into();
         uut.fire.next = s.fire;
         common::settle(&mut uut);
         let (grant, valid, ptr) = cl_step(&mut cl, *s);
-        prop_assert_eq!(
-            uut.grant.val().to_u64(),
-            grant,
-            "N={} cycle {} {:?}",
-            N,
-            cycle,
-            s
-        );
-        prop_assert_eq!(uut.grant_valid.val(), valid, "N={} cycle {}", N, cycle);
-        prop_assert_eq!(uut.ptr(), ptr, "N={} cycle {}", N, cycle);
+        // A mismatch fails with the cycle, port and both values and writes both VCDs.
+        tr.cycle(cycle as u64);
+        let f = TestCaseError::fail;
+        tr.cmp("grant", N as u32, grant, uut.grant.val().to_u64()).map_err(f)?;
+        tr.cmp("grant_valid", 1, valid as u64, uut.grant_valid.val() as u64).map_err(f)?;
+        tr.cmp("ptr", 8, ptr as u64, uut.ptr() as u64).map_err(f)?;
         uut.clock.next = true.into();
         common::settle(&mut uut);
         uut.clock.next = false.into();
@@ -165,4 +162,12 @@ fn rr_arbiter_fire_without_grant_holds_pointer() {
 #[should_panic(expected = "!= RTL width")]
 fn rr_arbiter_new_checks_width() {
     let _ = RrArbiterRtl::<5>::new(4);
+}
+
+/// 10 000 cycles per width in lockstep (the proptest cases above are short and many).
+#[test]
+fn rr_arbiter_lockstep_10k_cycles() {
+    lockstep_direct::<5>(&stimulus(5, 10_000, 105)).unwrap();
+    lockstep_direct::<10>(&stimulus(10, 10_000, 110)).unwrap();
+    lockstep_direct::<64>(&stimulus(64, 10_000, 164)).unwrap();
 }

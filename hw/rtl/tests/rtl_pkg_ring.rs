@@ -1,7 +1,10 @@
 //! `RingBufferRtl` against `RingBufferCl` in lockstep: random out-of-order releases of live
 //! slots and allocations with random tags, ≥ 10 000 cycles per case; the allocation answer
 //! (comb) and the registered live bits, occupancy, head, tail and every live slot's tag are
-//! compared every cycle. A mismatch names the cycle, the port and both values.
+//! compared every cycle. A mismatch names the cycle, the port and both values and writes both
+//! models' VCDs.
+
+mod common;
 
 use hw::pkg::ring::{RingBufferCl, SlotTag};
 use proptest::prelude::*;
@@ -10,9 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rtl::pkg::ring::RingBufferRtl;
 use rust_hdl::prelude::*;
 
-fn settle<U: Block>(u: &mut U) {
-    rtl::cosim::settle(u).unwrap();
-}
+use common::settle;
 
 fn edge<U: Block>(u: &mut U, clock: fn(&mut U) -> &mut Signal<In, Clock>) {
     settle(u);
@@ -22,8 +23,12 @@ fn edge<U: Block>(u: &mut U, clock: fn(&mut U) -> &mut Signal<In, Clock>) {
     settle(u);
 }
 
-fn check(cycle: usize, port: &str, cl: u64, rtl: u64) {
-    assert_eq!(cl, rtl, "cycle {cycle}: port {port}: CL {cl} RTL {rtl}");
+/// Compares one port and records both values; a mismatch panics with the cycle, the port and
+/// both values, and writes both models' VCDs of every compared port.
+fn check(tr: &mut common::LockstepTrace, port: &str, width: u32, cl: u64, rtl: u64) {
+    if let Err(e) = tr.cmp(port, width, cl, rtl) {
+        panic!("{e}");
+    }
 }
 
 /// `cycles` cycles of random traffic on an S-slot ring; `p_alloc`/`p_rel` in percent.
@@ -35,7 +40,9 @@ fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
     u.reset.next = true;
     edge(&mut u, |u| &mut u.clock);
     u.reset.next = false;
+    let mut tr = common::LockstepTrace::named(&format!("ring_s{S}_seed{seed}"));
     for c in 0..cycles {
+        tr.cycle(c as u64);
         // Releases: each live slot with probability p_rel (out of order), in slot order.
         let mut rel = 0u64;
         for s in 0..S as u32 {
@@ -53,24 +60,24 @@ fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
         u.alloc_k.next = (tag.k as u64).into();
         u.alloc_loader.next = (tag.loader as u64).into();
         settle(&mut u);
-        check(c, "alloc_ok", got.is_some() as u64, u.alloc_ok.val() as u64);
+        check(&mut tr, "alloc_ok", 1, got.is_some() as u64, u.alloc_ok.val() as u64);
         if let Some(s) = got {
-            check(c, "alloc_slot", s as u64, u.alloc_slot.val().to_u64());
+            check(&mut tr, "alloc_slot", 8, s as u64, u.alloc_slot.val().to_u64());
         }
         edge(&mut u, |u| &mut u.clock);
         let live: u64 = (0..S as u32).filter(|&s| cl.is_live(s)).map(|s| 1u64 << s).sum();
-        check(c, "live", live, u.live.val().to_u64());
-        check(c, "occ", cl.occupancy() as u64, u.occ.val().to_u64());
-        check(c, "head", cl.head() as u64, u.head.val().to_u64());
-        check(c, "tail", cl.tail() as u64, u.tail.val().to_u64());
+        check(&mut tr, "live", S as u32, live, u.live.val().to_u64());
+        check(&mut tr, "occ", 8, cl.occupancy() as u64, u.occ.val().to_u64());
+        check(&mut tr, "head", 8, cl.head() as u64, u.head.val().to_u64());
+        check(&mut tr, "tail", 8, cl.tail() as u64, u.tail.val().to_u64());
         for s in 0..S as u32 {
             if cl.is_live(s) {
                 u.rd_slot.next = (s as u64).into();
                 settle(&mut u);
                 let t = cl.tag(s);
-                check(c, &format!("tag[{s}].expert"), t.expert as u64, u.rd_expert.val().to_u64());
-                check(c, &format!("tag[{s}].k"), t.k as u64, u.rd_k.val().to_u64());
-                check(c, &format!("tag[{s}].loader"), t.loader as u64, u.rd_loader.val().to_u64());
+                check(&mut tr, &format!("tag{s}.expert"), 16, t.expert as u64, u.rd_expert.val().to_u64());
+                check(&mut tr, &format!("tag{s}.k"), 16, t.k as u64, u.rd_k.val().to_u64());
+                check(&mut tr, &format!("tag{s}.loader"), 8, t.loader as u64, u.rd_loader.val().to_u64());
             }
         }
     }

@@ -51,11 +51,10 @@ struct Coverage {
     timeouts: u64,
 }
 
-fn check<T: PartialEq + std::fmt::Debug>(cycle: u64, port: &str, rtl: T, cl: T) -> Result<(), TestCaseError> {
-    if rtl != cl {
-        return Err(TestCaseError::fail(format!("cycle {cycle}: port {port}: RTL {rtl:?} != CL {cl:?}")));
-    }
-    Ok(())
+/// Compares one port (`width` bits) and records both values; a mismatch fails with the cycle,
+/// the port and both values, and writes both models' VCDs of every compared port.
+fn check<T: Into<u64>>(tr: &mut common::LockstepTrace, port: &str, width: u32, rtl: T, cl: T) -> Result<(), TestCaseError> {
+    tr.cmp(port, width, cl.into(), rtl.into()).map_err(TestCaseError::fail)
 }
 
 /// Runs the CL adapter and the `W`-bit RTL controller in lockstep for `run.cycles` adapter
@@ -93,20 +92,22 @@ fn lockstep<const W: usize>(run: &Run) -> Result<Coverage, TestCaseError> {
     let mut phase_left = run.phases[0].0;
     let mut data = 0u32;
     let mut cov = Coverage::default();
+    let mut tr = common::LockstepTrace::named(&format!("ucie_replay_w{W}_seed{}", run.seed));
     for cycle in 0..run.cycles {
+        tr.cycle(cycle);
         let now = ucie.edge(cycle);
         // --- the controller's view before the edge
         let v0 = cl.ctrl_view();
         let s0 = *cl.stats();
         let st = uut.state();
-        check(cycle, "state.head", st.head, v0.head_seq & m)?;
-        check(cycle, "state.send", st.send, v0.send_seq & m)?;
-        check(cycle, "state.next", st.next, v0.next_seq & m)?;
-        check(cycle, "state.expect", st.expect, v0.expect & m)?;
-        check(cycle, "state.nak_sent", st.nak_sent, v0.nak_sent)?;
-        check(cycle, "state.timer_on", st.timer_on, v0.timer != NEVER)?;
+        check(&mut tr, "state.head", W as u32, st.head, v0.head_seq & m)?;
+        check(&mut tr, "state.send", W as u32, st.send, v0.send_seq & m)?;
+        check(&mut tr, "state.next", W as u32, st.next, v0.next_seq & m)?;
+        check(&mut tr, "state.expect", W as u32, st.expect, v0.expect & m)?;
+        check(&mut tr, "state.nak_sent", 1, st.nak_sent, v0.nak_sent)?;
+        check(&mut tr, "state.timer_on", 1, st.timer_on, v0.timer != NEVER)?;
         if v0.timer != NEVER {
-            check(cycle, "state.timer_left", st.timer_left, v0.timer.saturating_sub(now).div_ceil(ucie.div))?;
+            check(&mut tr, "state.timer_left", 32, st.timer_left, v0.timer.saturating_sub(now).div_ceil(ucie.div))?;
         }
         // --- this edge's events (inputs)
         let acks = cl.acks_due(now);
@@ -141,17 +142,17 @@ fn lockstep<const W: usize>(run: &Run) -> Result<Coverage, TestCaseError> {
         prop_assert!(pushed <= 1);
         let (out_nak, out_seq) = if pushed == 1 { cl.last_ack_out().expect("pushed") } else { (false, v0.expect) };
         let accept = v1.expect - v0.expect;
-        check(cycle, "tx_take", uut.tx_take.val(), take == 1)?;
-        check(cycle, "tx_send", uut.tx_send.val(), send)?;
-        check(cycle, "tx_replay", uut.tx_replay.val(), replay == 1)?;
-        check(cycle, "tx_seq", uut.tx_seq.val().to_u64(), tx_seq & m)?;
-        check(cycle, "tx_full", uut.tx_full.val(), len_after_ack >= cap)?;
-        check(cycle, "replays", uut.replays.val().to_u64(), s0.replays & 0xffff_ffff)?;
-        check(cycle, "timeouts", uut.timeouts.val().to_u64(), s0.timeouts & 0xffff_ffff)?;
-        check(cycle, "rx_accept", uut.rx_accept.val(), accept == 1)?;
-        check(cycle, "ack_out_valid", uut.ack_out_valid.val(), pushed == 1)?;
-        check(cycle, "ack_out_nak", uut.ack_out_nak.val(), out_nak)?;
-        check(cycle, "ack_out_seq", uut.ack_out_seq.val().to_u64(), out_seq & m)?;
+        check(&mut tr, "tx_take", 1, uut.tx_take.val(), take == 1)?;
+        check(&mut tr, "tx_send", 1, uut.tx_send.val(), send)?;
+        check(&mut tr, "tx_replay", 1, uut.tx_replay.val(), replay == 1)?;
+        check(&mut tr, "tx_seq", W as u32, uut.tx_seq.val().to_u64(), tx_seq & m)?;
+        check(&mut tr, "tx_full", 1, uut.tx_full.val(), len_after_ack >= cap)?;
+        check(&mut tr, "replays", 32, uut.replays.val().to_u64(), s0.replays & 0xffff_ffff)?;
+        check(&mut tr, "timeouts", 32, uut.timeouts.val().to_u64(), s0.timeouts & 0xffff_ffff)?;
+        check(&mut tr, "rx_accept", 1, uut.rx_accept.val(), accept == 1)?;
+        check(&mut tr, "ack_out_valid", 1, uut.ack_out_valid.val(), pushed == 1)?;
+        check(&mut tr, "ack_out_nak", 1, uut.ack_out_nak.val(), out_nak)?;
+        check(&mut tr, "ack_out_seq", W as u32, uut.ack_out_seq.val().to_u64(), out_seq & m)?;
         cov.sends += send as u64;
         cov.replays_sent += replay;
         cov.naks += (pushed == 1 && out_nak) as u64;

@@ -33,6 +33,12 @@ pub fn scratch_dir(test: &str) -> PathBuf {
 /// diff`. Bounded: the last `keep` cycles are kept.
 pub struct LockstepTrace {
     ports: Vec<(String, u32)>,
+    /// Port name → column, for the name-keyed [`LockstepTrace::cmp`] form.
+    index: std::collections::HashMap<String, usize>,
+    /// The test name the VCDs are written under (name-keyed form).
+    test: String,
+    /// The cycle of the row being filled (name-keyed form).
+    cycle: u64,
     first: u64,
     cl: std::collections::VecDeque<Vec<u64>>,
     rtl: std::collections::VecDeque<Vec<u64>>,
@@ -43,11 +49,63 @@ impl LockstepTrace {
     pub fn new<S: AsRef<str>>(ports: &[(S, u32)]) -> Self {
         LockstepTrace {
             ports: ports.iter().map(|(n, w)| (n.as_ref().to_string(), *w)).collect(),
+            index: Default::default(),
+            test: String::new(),
+            cycle: 0,
             first: 0,
             cl: Default::default(),
             rtl: Default::default(),
             keep: 20_000,
         }
+    }
+
+    /// The name-keyed form, for suites whose compared ports depend on the case (the router's
+    /// VCs, the UCIe adapter's optional timer): ports are declared on first use, each cycle's
+    /// row starts as a copy of the previous one (a port not compared this cycle holds its
+    /// value in the waveform), and [`LockstepTrace::cmp`] compares and records in one call.
+    pub fn named(test: &str) -> Self {
+        let mut t = LockstepTrace::new::<&str>(&[]);
+        t.test = test.to_string();
+        t
+    }
+
+    /// Starts the row of `cycle` (name-keyed form).
+    pub fn cycle(&mut self, cycle: u64) {
+        let row_cl = self.cl.back().cloned().unwrap_or_default();
+        let row_rtl = self.rtl.back().cloned().unwrap_or_default();
+        if self.cl.is_empty() {
+            self.first = cycle;
+        }
+        self.push(row_cl, row_rtl);
+        self.cycle = cycle;
+    }
+
+    /// Records `port` (`width` bits) of both models in this cycle's row and compares them; on
+    /// a difference returns the message naming the test, cycle, port and both values, with
+    /// the paths of the two VCDs it wrote.
+    pub fn cmp(&mut self, port: &str, width: u32, cl: u64, rtl: u64) -> Result<(), String> {
+        let col = match self.index.get(port) {
+            Some(&c) => c,
+            None => {
+                self.ports.push((port.to_string(), width));
+                self.index.insert(port.to_string(), self.ports.len() - 1);
+                self.ports.len() - 1
+            }
+        };
+        if self.cl.is_empty() {
+            self.cycle(self.cycle);
+        }
+        for (rows, v) in [(&mut self.cl, cl), (&mut self.rtl, rtl)] {
+            let row = rows.back_mut().expect("a row was started");
+            if row.len() <= col {
+                row.resize(col + 1, 0);
+            }
+            row[col] = v;
+        }
+        if cl == rtl {
+            return Ok(());
+        }
+        Err(format!("{} cycle {} {port}: RTL {rtl} CL {cl}; {}", self.test, self.cycle, self.dump(&self.test)))
     }
 
     /// Records one cycle's values (port order as declared).
@@ -72,13 +130,20 @@ impl LockstepTrace {
             let decls: Vec<waves::SignalDecl> = self
                 .ports
                 .iter()
-                .map(|(n, w)| waves::SignalDecl::new(["lockstep"], n.as_str(), (*w).clamp(1, 64)))
+                .map(|(n, w)| {
+                    // VCD identifiers: "state.head" / "in 1 vc 0" become state_head / in_1_vc_0.
+                    let id: String = n.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+                    waves::SignalDecl::new(["lockstep"], id.as_str(), (*w).clamp(1, 64))
+                })
                 .collect();
             let written = (|| -> Result<(), waves::WaveError> {
                 let mut w = waves::WaveWriter::create(&path, waves::WaveFormat::Vcd, 1000, &decls, &waves::WaveFilter::default())?;
                 for (i, row) in rows.iter().enumerate() {
-                    for (sig, &v) in row.iter().enumerate() {
-                        w.change(self.first + i as u64, sig, v)?;
+                    // Rows of the name-keyed form may predate a port's first use: 0 there.
+                    for sig in 0..self.ports.len() {
+                        let bits = self.ports[sig].1.clamp(1, 64);
+                        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+                        w.change(self.first + i as u64, sig, row.get(sig).copied().unwrap_or(0) & mask)?;
                     }
                 }
                 w.finish(self.first + rows.len() as u64)
