@@ -11,6 +11,7 @@
 # 0 only when every module passes every step (1 otherwise, 2 for a usage/tool problem).
 #
 #   scripts/verilog-check.sh DIR
+#   VERILOG_CHECK_SYNTH=quick scripts/verilog-check.sh DIR   (step 4 elaborates only: the CI test)
 #
 # The wave diff uses ${CARGO_TARGET_DIR:-target}/release/waferstream when it exists, else
 # `cargo run --release --quiet --`. Scratch files (vvp images, logs, ice40 netlists) go to
@@ -56,6 +57,10 @@ NO_FMAX = "n/a (no nextpnr/icetime)"
 # Place-and-route budget per module: the Fmax is an estimate; a near-full device is left
 # without one rather than holding the check for tens of minutes (NEXTPNR_SECONDS=... to change).
 NEXTPNR_SECONDS = int(os.environ.get("NEXTPNR_SECONDS", "300"))
+SYNTH = os.environ.get("VERILOG_CHECK_SYNTH", "full")
+if SYNTH not in ("full", "quick"):
+    print(f"verilog-check: VERILOG_CHECK_SYNTH must be full or quick, got {SYNTH!r}")
+    sys.exit(2)
 
 def run(cmd, log, limit=900):
     """Runs cmd in DIR; returns (exit code, combined output) and keeps the output in build/."""
@@ -78,7 +83,10 @@ def yosys_stat(name, script, kind):
     rc, out = run(["yosys", "-q", "-p", script], f"{name}.{kind}.log")
     if rc != 0 or not os.path.exists(stat):
         return None, first(out, r"ERROR") or f"yosys exit {rc}"
-    return json.load(open(stat))["design"]["num_cells_by_type"], None
+    try:
+        return json.load(open(stat))["design"]["num_cells_by_type"], None
+    except (ValueError, KeyError) as e:  # a yosys whose stat -json is malformed: a failure, not a crash
+        return None, f"unreadable {kind} statistics ({e})"
 
 def check(m):
     """All checks of one module: (summary line, report row, failures)."""
@@ -124,12 +132,24 @@ def check(m):
     else:
         notes.append("no co-sim")
 
-    # 4. Synthesis.
+    # 4. Synthesis. VERILOG_CHECK_SYNTH=quick (the CI test) elaborates only: yosys reads the
+    # file, builds the hierarchy, lowers processes and `check -assert` fails on multiple
+    # drivers, combinational loops or undriven wires; the counts and Fmax come from the full
+    # flow (the default), which takes minutes on the tops.
+    row = {"module": name, "block": m["block"], "top": m["top"], "params": m["params"]}
+    if SYNTH == "quick":
+        st, err = yosys_stat(name, f"read_verilog {f}; hierarchy -check -top {name}; proc; flatten; opt_clean; check -assert; "
+                             f"tee -q -o build/{name}.elab.json stat -json", "elab")
+        if st is None:
+            fail("yosys elaboration: " + err)
+        else:
+            row.update({"synth": "quick", "rtlil_cells": sum(st.values())})
+            notes.append(f"yosys elaboration ok ({row['rtlil_cells']} RTLIL cells; quick: no synth)")
+        return f"{'FAIL' if failures else 'ok  '} {name}: " + ", ".join(notes), row, failures
     gen, err = yosys_stat(name, f"read_verilog {f}; synth -flatten -top {name}; tee -q -o build/{name}.generic.json stat -json",
                           "generic")
     ice, err2 = yosys_stat(name, f"read_verilog {f}; synth_ice40 -top {name} -json build/{name}.ice40.netlist.json; "
                            f"tee -q -o build/{name}.ice40.json stat -json", "ice40")
-    row = {"module": name, "block": m["block"], "top": m["top"], "params": m["params"]}
     if gen is None or ice is None:
         fail("yosys: " + (err or err2))
     else:
