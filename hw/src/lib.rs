@@ -7,6 +7,7 @@ pub mod cfg;
 pub mod harness;
 pub mod pkg;
 pub mod noc;
+pub mod wafer;
 
 pub mod prelude {
     pub use crate::harness::{Cycle, Link, PartStatus, Partition, Probe, SignalSink, Step};

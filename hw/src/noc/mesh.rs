@@ -60,7 +60,12 @@ pub struct MeshWires {
 
 /// Neighbour of node `i` in direction `d` on a k×k mesh.
 fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
-    let c = Coord::of(i, k);
+    neighbour_in(i, d, k, k)
+}
+
+/// Neighbour of node `i` in direction `d` on a `cols`×`rows` mesh (node id = y·cols + x).
+pub fn neighbour_in(i: u32, d: Dir, cols: u32, rows: u32) -> Option<u32> {
+    let c = Coord::of(i, cols);
     let (x, y) = (c.x as i64, c.y as i64);
     let (nx, ny) = match d {
         Dir::XPlus => (x + 1, y),
@@ -69,7 +74,74 @@ fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
         Dir::YMinus => (x, y - 1),
         Dir::Local => return None,
     };
-    (nx >= 0 && ny >= 0 && nx < k as i64 && ny < k as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(k))
+    (nx >= 0 && ny >= 0 && nx < cols as i64 && ny < rows as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(cols))
+}
+
+/// The links of a `cols`×`rows` mesh of routers with one network interface each, allocated
+/// receiver by receiver: the k×k NoC and the wafer's die mesh are wired by this one function.
+pub struct MeshWiring {
+    pub flits: LinkArena<Flit>,
+    pub credits: LinkArena<Credit>,
+    /// Each router's ports.
+    pub routers: Vec<RouterPorts>,
+    /// Each router's local-port peer (NI / die engine).
+    pub nis: Vec<NiPorts>,
+    /// Longest link latency, cycles: a tile that sent within this many cycles may still have
+    /// something arriving somewhere.
+    pub max_lat: u64,
+}
+
+/// Wires the mesh. `link(i, d)` gives the router-to-router link leaving node i in direction
+/// d: (latency L in cycles, serialization in cycles per flit). Latencies follow BookSim's
+/// channel semantics (see the module doc): the flit link carries switch traversal `st`, L + 1
+/// and the serialization tail; credits L + 1 + `cd`; injection/ejection 1 (+1).
+pub fn wire(cols: u32, rows: u32, st: u32, cd: u32, link: &dyn Fn(u32, Dir) -> (u32, u32)) -> MeshWiring {
+    let n = (cols * rows) as usize;
+    let mut flits = LinkArena::new();
+    let mut credits = LinkArena::new();
+    let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
+    let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
+    let mut ej = vec![LinkId::NONE; n];
+    let mut inj_credit = vec![LinkId::NONE; n];
+    let mut max_lat = (2 + cd).max(st + 2) as u64;
+    for i in 0..n {
+        for d in Dir::ALL {
+            let p = d.idx();
+            if d == Dir::Local {
+                flit_in[i][p] = flits.add(2); // NI injection channel
+                credit_in[i][p] = credits.add(2 + cd); // NI ejection credits
+            } else if let Some(nb) = neighbour_in(i as u32, d, cols, rows) {
+                // The link arriving here from the neighbour leaves it in the opposite direction.
+                let (l, ser) = link(nb, d.opposite());
+                flit_in[i][p] = flits.add(st + l + 1 + (ser - 1));
+                credit_in[i][p] = credits.add(l + 1 + cd);
+                max_lat = max_lat.max((l + 1 + cd).max(st + l + ser) as u64);
+            }
+        }
+        ej[i] = flits.add(st + 2);
+        inj_credit[i] = credits.add(2);
+    }
+    let mut routers = Vec::with_capacity(n);
+    let mut nis = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut ports = RouterPorts { in_flit: flit_in[i], out_flit: [LinkId::NONE; NPORTS], in_credit: credit_in[i], out_credit: [LinkId::NONE; NPORTS] };
+        for d in Dir::ALL {
+            let p = d.idx();
+            if d == Dir::Local {
+                ports.out_flit[p] = ej[i];
+                ports.out_credit[p] = inj_credit[i];
+            } else if let Some(nb) = neighbour_in(i as u32, d, cols, rows) {
+                // My output p feeds the neighbour's input on the facing side; credits for my
+                // input p go back to the neighbour's output on that side.
+                let q = d.opposite().idx();
+                ports.out_flit[p] = flit_in[nb as usize][q];
+                ports.out_credit[p] = credit_in[nb as usize][q];
+            }
+        }
+        routers.push(ports);
+        nis.push(NiPorts { inj_flit: flit_in[i][Dir::Local.idx()], inj_credit: inj_credit[i], ej_flit: ej[i], ej_credit: credit_in[i][Dir::Local.idx()] });
+    }
+    MeshWiring { flits, credits, routers, nis, max_lat }
 }
 
 impl Partition for MeshPart {
@@ -202,68 +274,20 @@ impl Mesh {
         let n = (k * k) as usize;
         let r = &cfg.mesh.router;
         let l = cfg.mesh.link_latency;
-        let cd = r.credit_delay;
         // A router hands a flit to its output link at switch allocation; the link's latency
-        // covers switch traversal (`st_delay`) plus the channel.
-        let st = r.st_delay;
-        // Serialization: the flit's last byte arrives ser − 1 cycles after its first.
+        // covers switch traversal (`st_delay`) plus the channel. Serialization: the flit's last
+        // byte arrives ser − 1 cycles after its first.
         let ser = cfg.mesh.ser_cycles();
-        // Allocate every link at its receiver: router i's input flit links and the credit links
-        // of its output ports, then its NI's ejection channel and injection credits.
-        let mut flits = LinkArena::new();
-        let mut credits = LinkArena::new();
-        let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
-        let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
-        let mut ej = vec![LinkId::NONE; n];
-        let mut inj_credit = vec![LinkId::NONE; n];
-        for i in 0..n {
-            for d in Dir::ALL {
-                let p = d.idx();
-                if d == Dir::Local {
-                    flit_in[i][p] = flits.add(2); // NI injection channel
-                    credit_in[i][p] = credits.add(2 + cd); // NI ejection credits
-                } else if neighbour(i as u32, d, k).is_some() {
-                    flit_in[i][p] = flits.add(st + l + 1 + (ser - 1));
-                    credit_in[i][p] = credits.add(l + 1 + cd);
-                }
-            }
-            ej[i] = flits.add(st + 2);
-            inj_credit[i] = credits.add(2);
-        }
-        let max_lat = (l + 1 + cd).max(2 + cd).max(st + l + ser).max(st + 2) as u64;
-
+        let w = wire(k, k, r.st_delay, r.credit_delay, &|_, _| (l, ser));
+        let max_lat = w.max_lat;
         let mut tiles = Vec::with_capacity(n);
-        for i in 0..n as u32 {
-            let iu = i as usize;
-            let mut ports = RouterPorts {
-                in_flit: flit_in[iu],
-                out_flit: [LinkId::NONE; NPORTS],
-                in_credit: credit_in[iu],
-                out_credit: [LinkId::NONE; NPORTS],
-            };
-            for d in Dir::ALL {
-                let p = d.idx();
-                if d == Dir::Local {
-                    ports.out_flit[p] = ej[iu];
-                    ports.out_credit[p] = inj_credit[iu];
-                } else if let Some(nb) = neighbour(i, d, k) {
-                    // My output p feeds the neighbour's input on the facing side; credits for my
-                    // input p go back to the neighbour's output on that side.
-                    let q = d.opposite().idx();
-                    ports.out_flit[p] = flit_in[nb as usize][q];
-                    ports.out_credit[p] = credit_in[nb as usize][q];
-                }
-            }
+        for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
+            let i = i as u32;
             let router = RouterCl::new(i, k, r, ser, ports);
-            let ni = TerminalCl::new(
-                i,
-                k,
-                r,
-                &cfg.traffic,
-                NiPorts { inj_flit: flit_in[iu][Dir::Local.idx()], inj_credit: inj_credit[iu], ej_flit: ej[iu], ej_credit: credit_in[iu][Dir::Local.idx()] },
-            );
+            let ni = TerminalCl::new(i, k, r, &cfg.traffic, np);
             tiles.push(Tile { router, ni, last_send: NEVER });
         }
+        let (flits, credits) = (w.flits, w.credits);
         // Row bands, one per thread.
         let threads = (cfg.sim.threads as usize).clamp(1, n);
         let mut parts = Vec::with_capacity(threads);

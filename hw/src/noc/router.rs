@@ -22,7 +22,7 @@ use sched::noc::{route_xy_fl, Coord, Dir};
 use super::arbiter::rr_pick;
 use super::config::RouterCfg;
 use super::credit::CreditCounterCl;
-use super::flit::{Credit, Flit};
+use super::flit::{Credit, Flit, N_CLASSES};
 use crate::harness::{Cycle, LinkArena, LinkId, Probe, SignalDecl, NEVER};
 
 pub const NPORTS: usize = 5;
@@ -145,12 +145,15 @@ pub struct RouterCl {
     buffered: u32,
     /// Flit sent on each output this cycle (for traces): trace id or 0.
     pub out_trace: [u64; NPORTS],
+    /// Flits sent per output port and traffic class (`Flit::class`), since construction.
+    pub out_class_flits: [[u64; N_CLASSES]; NPORTS],
     traced_send: bool,
     /// Cycle of the latest eval (for the line trace's stall marks).
     last_eval: Cycle,
     /// Serialization cycles of the mesh outputs, and the cycle each output is free again
-    /// (an output sends one flit per `ser` cycles; the local port is never serialized).
-    ser: u64,
+    /// (an output sends one flit per `ser[o]` cycles; the local port is never serialized).
+    /// Per port because a wafer's border routers drive cross-wafer links of another width.
+    ser: [u64; NPORTS],
     out_free_at: [Cycle; NPORTS],
     /// Harness ticks per router cycle (1 in the single-clock mesh; the core clock's divider
     /// in a multi-clock system, where `now` counts ticks and the router is evaluated only at
@@ -192,13 +195,22 @@ impl RouterCl {
             sa_set: 0,
             buffered: 0,
             out_trace: [0; NPORTS],
+            out_class_flits: [[0; N_CLASSES]; NPORTS],
             traced_send: false,
             last_eval: 0,
-            ser: ser as u64,
+            ser: std::array::from_fn(|p| if p == Dir::Local.idx() { 1 } else { ser as u64 }),
             out_free_at: [0; NPORTS],
             tk: 1,
             stats: RouterStats::default(),
         }
+    }
+
+    /// Serialization of one mesh output (`port` 0..4, not the local port): cycles a flit
+    /// occupies that link, >= 1 — e.g. a wafer's cross-wafer border link, narrower or wider
+    /// than the on-wafer links set by `new`.
+    pub fn set_port_ser(&mut self, port: usize, ser: u32) {
+        assert!(port != Dir::Local.idx() && port < NPORTS && ser >= 1, "serialization is per mesh output, >= 1");
+        self.ser[port] = ser as u64;
     }
 
     /// Puts the router in a clock domain of `tk` harness ticks per cycle (see the `tk` field);
@@ -505,7 +517,7 @@ impl RouterCl {
                 self.stats.sa_credit_stalls += 1;
                 continue;
             }
-            if self.ser > 1 && self.out_free_at[o] > now {
+            if self.ser[o] > 1 && self.out_free_at[o] > now {
                 // The output is still serializing the previous flit.
                 continue;
             }
@@ -627,9 +639,10 @@ impl RouterCl {
         // after ST + link.
         // SAFETY: within this router's eval, sole sender on this link.
         unsafe { flits.send(self.ports.out_flit[o], now, f) };
-        if self.ser > 1 && o != Dir::Local.idx() {
-            self.out_free_at[o] = now + self.ser * self.tk;
+        if self.ser[o] > 1 {
+            self.out_free_at[o] = now + self.ser[o] * self.tk;
         }
+        self.out_class_flits[o][f.class as usize % N_CLASSES] += 1;
         self.out_trace[o] = f.trace_id();
         self.traced_send = true;
         self.stats.flits_switched += 1;

@@ -1,0 +1,122 @@
+//! The die's compute engine: an in-order kernel queue (one stream, as a GPU stream) that
+//! runs attention, gating and expert GEMMs, each for as many cycles as its roofline gives on
+//! the B200-class die — `max(FLOPs / peak, bytes / HBM bandwidth)` plus a launch overhead —
+//! while the collective engine moves data beside it. The roofline prices one kernel; what
+//! overlaps with what, and who waits for whom, is decided cycle by cycle by the die's
+//! sequencer (`die.rs`), not by a formula after the run.
+//!
+//! Precision (SPEC §4): attention in FP16, every other linear op (gating, experts) in int8.
+
+use super::config::{DieCfg, WaferCfg};
+use crate::harness::{Cycle, NEVER};
+
+/// What a kernel is (for stats and waveforms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelKind {
+    Attention,
+    Gate,
+    Experts,
+}
+
+impl KernelKind {
+    pub const ALL: [KernelKind; 3] = [KernelKind::Attention, KernelKind::Gate, KernelKind::Experts];
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// FLOPs and bytes of one kernel, and its cycles on the die.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct KernelCost {
+    pub flops: f64,
+    pub bytes: f64,
+    pub fp16: bool,
+}
+
+impl KernelCost {
+    /// Cycles on `die` at `clock_mhz`: the roofline of the kernel plus the launch overhead.
+    pub fn cycles(&self, die: &DieCfg, clock_mhz: f64) -> u64 {
+        let peak = if self.fp16 { die.fp16_tflops } else { die.int8_tops } * 1e12 * die.compute_efficiency;
+        let bw = die.hbm_tbps * 1e12 * die.hbm_efficiency;
+        let secs = (self.flops / peak).max(self.bytes / bw);
+        die.kernel_overhead_cycles as u64 + (secs * clock_mhz * 1e6).ceil() as u64
+    }
+}
+
+/// Attention of `tokens` decode tokens on one die of a TP group of `tp` (heads split by TP):
+/// the Q/K/V/O projections (4·d² weights, FP16) and the scores/values over `context_len`
+/// cached tokens (multi-head attention: K and V of d values per cached token).
+pub fn attention_cost(cfg: &WaferCfg, d_model: u32, tokens: u32) -> KernelCost {
+    let (d, t, tp, ctx) = (d_model as f64, tokens as f64, cfg.tp as f64, cfg.context_len as f64);
+    let proj_flops = 2.0 * t * 4.0 * d * d / tp;
+    let attn_flops = 2.0 * 2.0 * t * ctx * d / tp;
+    let weight_bytes = 4.0 * d * d * 2.0 / tp;
+    let kv_bytes = t * ctx * 2.0 * d * 2.0 / tp;
+    KernelCost { flops: proj_flops + attn_flops, bytes: weight_bytes + kv_bytes, fp16: true }
+}
+
+/// Gating of `tokens` tokens over `experts` experts (int8 router weights).
+pub fn gate_cost(d_model: u32, experts: u32, tokens: u32) -> KernelCost {
+    let (d, e, t) = (d_model as f64, experts as f64, tokens as f64);
+    KernelCost { flops: 2.0 * t * d * e, bytes: d * e + t * d, fp16: false }
+}
+
+/// The experts hosted on a die for one micro-batch: `tokens[i]` tokens for each expert with
+/// work. SwiGLU (3·d·f int8 weights, streamed from HBM once per micro-batch per expert).
+pub fn experts_cost(d_model: u32, d_ffn: u32, tokens: &[u32]) -> KernelCost {
+    let (d, f) = (d_model as f64, d_ffn as f64);
+    let mut c = KernelCost { fp16: false, ..Default::default() };
+    for &n in tokens.iter().filter(|&&n| n > 0) {
+        c.flops += 2.0 * n as f64 * 3.0 * d * f;
+        c.bytes += 3.0 * d * f + 2.0 * n as f64 * d;
+    }
+    c
+}
+
+/// One queued kernel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kernel {
+    pub kind: KernelKind,
+    pub mb: u32,
+    pub cycles: u64,
+}
+
+/// The engine's registers: the kernel running and when it ends.
+#[derive(Debug, Clone, Default)]
+pub struct ComputeEngineCl {
+    /// Index (in the die's kernel list) of the running kernel.
+    pub running: Option<usize>,
+    pub done_at: Cycle,
+    /// Busy cycles per kernel kind.
+    pub busy: [u64; 3],
+}
+
+impl ComputeEngineCl {
+    /// Starts kernel `i` of `cycles` now.
+    pub fn start(&mut self, i: usize, k: &Kernel, now: Cycle) {
+        debug_assert!(self.running.is_none());
+        self.running = Some(i);
+        self.done_at = now + k.cycles.max(1);
+        self.busy[k.kind.idx()] += k.cycles.max(1);
+    }
+
+    /// The running kernel if it finishes this cycle.
+    pub fn finish(&mut self, now: Cycle) -> Option<usize> {
+        match self.running {
+            Some(i) if now >= self.done_at => {
+                self.running = None;
+                Some(i)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn next_event(&self) -> Cycle {
+        if self.running.is_some() {
+            self.done_at
+        } else {
+            NEVER
+        }
+    }
+}

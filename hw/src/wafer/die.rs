@@ -1,0 +1,222 @@
+//! One die of the wafer: its sequencer, compute engine and collective engine. The sequencer
+//! holds the die's program (`program.rs`) as dependence counters — one per kernel and per
+//! outgoing transfer — and a table of which counters each event decrements (a scoreboard):
+//! a transfer whose counter reaches zero is handed to the collective engine, the next kernel
+//! in stream order starts when its counter is zero and the compute engine is free.
+//!
+//! The three blocks sit in one module (one `eval`): the sequencer reacts to the engines'
+//! events of the same cycle (comb inside the die); the die talks to the rest of the wafer
+//! only through its router's local port.
+
+use std::collections::HashMap;
+
+use super::compute::{ComputeEngineCl, Kernel, KernelKind};
+use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
+use super::program::{DieProgram, Ev, LayerProgram, Phase};
+use crate::harness::{Cycle, LinkArena, NEVER};
+use crate::noc::flit::{Credit, Flit};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Node {
+    Kernel(u32),
+    Tx(u32),
+}
+
+/// Per-phase and per-kernel-kind time stamps of one die (cycles; NEVER / 0 when none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DieTimes {
+    /// First transfer of the phase handed to the engine; last transfer of the phase finished
+    /// (sent from or received here).
+    pub phase_first: [Cycle; 3],
+    pub phase_last: [Cycle; 3],
+    pub kernel_first: [Cycle; 3],
+    pub kernel_last: [Cycle; 3],
+    pub done_at: Cycle,
+}
+
+impl Default for DieTimes {
+    fn default() -> Self {
+        DieTimes { phase_first: [NEVER; 3], phase_last: [0; 3], kernel_first: [NEVER; 3], kernel_last: [0; 3], done_at: NEVER }
+    }
+}
+
+pub struct DieCl {
+    pub id: u32,
+    pub compute: ComputeEngineCl,
+    pub dma: CollectiveEngineCl,
+    kernels: Vec<Kernel>,
+    kernel_pending: Vec<u32>,
+    next_kernel: usize,
+    tx: Vec<TxXfer>,
+    tx_phase: Vec<Phase>,
+    tx_pending: Vec<u32>,
+    /// Global transfer id → phase, of the transfers sent or received here.
+    phase_of: HashMap<u32, Phase>,
+    tx_flits_total: u64,
+    dependents: HashMap<Ev, Vec<Node>>,
+    tx_left: u32,
+    rx_left: u32,
+    pub times: DieTimes,
+    ev: DmaEvents,
+    /// Traced: the phase of the newest transfer started (0 none, 1 + Phase), the micro-batch of
+    /// the running kernel, flits left to send.
+    pub cur_phase: u8,
+    pub cur_mb: u32,
+    pub flits_left: u64,
+}
+
+impl DieCl {
+    pub fn new(id: u32, prog: &LayerProgram, ports: DmaPorts, cols: u32, vcs: u32, vc_buf: u32, packet_flits: u32) -> Self {
+        let dp: &DieProgram = &prog.dies[id as usize];
+        let mut dma = CollectiveEngineCl::new(id, cols, vcs, vc_buf, packet_flits, ports);
+        let mut phase_of = HashMap::new();
+        for &x in dp.rx.iter().chain(&dp.tx) {
+            phase_of.insert(x, prog.xfers[x as usize].phase);
+        }
+        for &x in &dp.rx {
+            dma.expect(x, prog.xfers[x as usize].flits);
+        }
+        let mut dependents: HashMap<Ev, Vec<Node>> = HashMap::new();
+        for (i, deps) in dp.kernel_deps.iter().enumerate() {
+            for &e in deps {
+                dependents.entry(e).or_default().push(Node::Kernel(i as u32));
+            }
+        }
+        for (j, deps) in dp.tx_deps.iter().enumerate() {
+            for &e in deps {
+                dependents.entry(e).or_default().push(Node::Tx(j as u32));
+            }
+        }
+        let tx: Vec<TxXfer> = dp
+            .tx
+            .iter()
+            .map(|&x| {
+                let n = &prog.xfers[x as usize];
+                TxXfer { id: x, dst: n.dst, flits: n.flits, class: n.phase as u8 }
+            })
+            .collect();
+        let flits_left = tx.iter().map(|t| t.flits as u64).sum();
+        DieCl {
+            id,
+            compute: ComputeEngineCl::default(),
+            dma,
+            kernels: dp.kernels.clone(),
+            kernel_pending: dp.kernel_deps.iter().map(|d| d.len() as u32).collect(),
+            next_kernel: 0,
+            tx_phase: dp.tx.iter().map(|&x| prog.xfers[x as usize].phase).collect(),
+            tx_pending: dp.tx_deps.iter().map(|d| d.len() as u32).collect(),
+            tx_left: tx.len() as u32,
+            rx_left: dp.rx.len() as u32,
+            tx,
+            phase_of,
+            tx_flits_total: flits_left,
+            dependents,
+            times: DieTimes::default(),
+            ev: DmaEvents::default(),
+            cur_phase: 0,
+            cur_mb: 0,
+            flits_left,
+        }
+    }
+
+    /// Every kernel ran, every transfer went out and came in.
+    pub fn done(&self) -> bool {
+        self.next_kernel == self.kernels.len() && self.compute.running.is_none() && self.tx_left == 0 && self.rx_left == 0
+    }
+
+    fn fire(&mut self, e: Ev, now: Cycle) {
+        let Some(nodes) = self.dependents.get(&e) else { return };
+        for &n in nodes {
+            match n {
+                Node::Kernel(i) => self.kernel_pending[i as usize] -= 1,
+                Node::Tx(j) => {
+                    let p = &mut self.tx_pending[j as usize];
+                    *p -= 1;
+                    if *p == 0 {
+                        let ph = self.tx_phase[j as usize] as usize;
+                        self.times.phase_first[ph] = self.times.phase_first[ph].min(now);
+                        self.cur_phase = 1 + ph as u8;
+                        self.dma.start(self.tx[j as usize]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts what has no dependences (cycle 0).
+    pub fn begin(&mut self, now: Cycle) {
+        for j in 0..self.tx.len() {
+            if self.tx_pending[j] == 0 {
+                let ph = self.tx_phase[j] as usize;
+                self.times.phase_first[ph] = self.times.phase_first[ph].min(now);
+                self.dma.start(self.tx[j]);
+            }
+        }
+    }
+
+    /// One cycle: returns (progress, sent anything).
+    ///
+    /// # Safety
+    /// Link protocol: see [`CollectiveEngineCl::eval`].
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>) -> (u64, bool) {
+        let mut progress = 0;
+        if let Some(i) = self.compute.finish(now) {
+            let k = self.kernels[i];
+            let kk = k.kind.idx();
+            self.times.kernel_last[kk] = self.times.kernel_last[kk].max(now);
+            progress += 1;
+            self.fire(Ev::Kernel(i as u32), now);
+        }
+        let mut ev = std::mem::take(&mut self.ev);
+        ev.tx_done.clear();
+        ev.rx_done.clear();
+        let moved = self.dma.eval(now, flits, credits, &mut ev);
+        progress += moved;
+        self.flits_left = self.tx_flits_total - self.dma.stats.tx_flits;
+        for &x in &ev.tx_done {
+            let ph = self.phase_of[&x] as usize;
+            self.times.phase_last[ph] = self.times.phase_last[ph].max(now);
+            self.tx_left -= 1;
+            self.fire(Ev::Tx(x), now);
+        }
+        for &x in &ev.rx_done {
+            let ph = self.phase_of[&x] as usize;
+            self.times.phase_last[ph] = self.times.phase_last[ph].max(now);
+            self.rx_left -= 1;
+            self.fire(Ev::Rx(x), now);
+        }
+        self.ev = ev;
+        // The next kernel in stream order.
+        if self.compute.running.is_none() && self.next_kernel < self.kernels.len() && self.kernel_pending[self.next_kernel] == 0 {
+            let i = self.next_kernel;
+            let k = self.kernels[i];
+            self.compute.start(i, &k, now);
+            let kk = k.kind.idx();
+            self.times.kernel_first[kk] = self.times.kernel_first[kk].min(now);
+            self.cur_mb = k.mb;
+            self.next_kernel += 1;
+            progress += 1;
+        }
+        if self.times.done_at == NEVER && self.done() {
+            self.times.done_at = now;
+        }
+        (progress, moved > 0)
+    }
+
+    /// Something can change without an arrival: a transfer to send.
+    pub fn busy(&self) -> bool {
+        self.dma.busy()
+    }
+
+    pub fn next_event(&self) -> Cycle {
+        self.compute.next_event()
+    }
+
+    pub fn kernel_kinds(&self) -> [u64; 3] {
+        self.compute.busy
+    }
+
+    pub fn kind_of(&self, i: usize) -> KernelKind {
+        self.kernels[i].kind
+    }
+}

@@ -1,0 +1,194 @@
+//! One MoE layer as a program for every die: the kernels of its compute engine, the
+//! transfers of its collective engine, and what each waits for. The FL decides what moves
+//! where (`sched::wafer`: the mapping, the all-reduce plan, the dispatch plan); this file
+//! only turns those decisions into per-die programs, sized in bytes and flits.
+//!
+//! Per die, with M micro-batches (tokens of every TP group split into M contiguous ranges):
+//! * kernels, in stream order: Attention(0..M), then Gate(m), Experts(m) for each m;
+//! * all-reduce transfers of micro-batch m (the FL plan, one copy per micro-batch): a die's
+//!   step-s send of chunk c waits for Attention(m) and for every earlier-step transfer of
+//!   chunk c into the die (the ring's forward dependence);
+//! * Gate(m) waits for the die's all-reduce of m to be complete (all its receives and sends);
+//! * dispatch of m: one transfer per (holder → expert host) pair, after Gate(m) on the holder;
+//! * Experts(m) on a host waits for every dispatch transfer of m into it;
+//! * combine of m: the reverse transfers, after Experts(m) on the host.
+//!
+//! A transfer whose source is its destination never enters the network.
+
+use sched::models::ModelPreset;
+use sched::wafer::collective::{allreduce_plan, ChunkId};
+use sched::wafer::{dispatch_plan, expert_hosts, Mapping};
+
+use super::compute::{attention_cost, experts_cost, gate_cost, Kernel, KernelKind};
+use super::config::WaferCfg;
+
+/// The phase (traffic class) of a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    AllReduce = 0,
+    Dispatch = 1,
+    Combine = 2,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::AllReduce, Phase::Dispatch, Phase::Combine];
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::AllReduce => "allreduce",
+            Phase::Dispatch => "dispatch",
+            Phase::Combine => "combine",
+        }
+    }
+}
+
+/// One transfer through the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetXfer {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub flits: u32,
+    pub phase: Phase,
+    pub mb: u32,
+}
+
+/// An event a die's program waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ev {
+    /// Kernel i (index in this die's kernel list) finished.
+    Kernel(u32),
+    /// Transfer x (global id) fully received here.
+    Rx(u32),
+    /// Transfer x (global id) fully sent from here.
+    Tx(u32),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DieProgram {
+    pub kernels: Vec<Kernel>,
+    pub kernel_deps: Vec<Vec<Ev>>,
+    /// Transfers this die sends (global ids) and their dependences.
+    pub tx: Vec<u32>,
+    pub tx_deps: Vec<Vec<Ev>>,
+    /// Transfers this die receives (global ids).
+    pub rx: Vec<u32>,
+}
+
+/// The layer's programs, plus what the results report about the traffic.
+#[derive(Debug, Clone, Default)]
+pub struct LayerProgram {
+    pub xfers: Vec<NetXfer>,
+    pub dies: Vec<DieProgram>,
+    /// Token-expert assignments (all of them, including the local ones) and their hop sum.
+    pub a2a_assignments: u64,
+    pub a2a_hops: u64,
+    /// Tokens per expert over the layer.
+    pub expert_tokens: Vec<u64>,
+}
+
+/// Token range of micro-batch `m` of `mbs` over `t` tokens.
+pub fn mb_range(t: u32, mbs: u32, m: u32) -> std::ops::Range<u32> {
+    (m as u64 * t as u64 / mbs as u64) as u32..((m as u64 + 1) * t as u64 / mbs as u64) as u32
+}
+
+/// Builds the layer: `routing[g][t]` = the top-k experts of token t of TP group g.
+pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<Vec<u16>>]) -> LayerProgram {
+    let n = cfg.dies() as usize;
+    let mbs = cfg.micro_batches;
+    let t = cfg.tokens_per_group;
+    let d = model.d_model as u64;
+    let flits = |bytes: u64| bytes.div_ceil(cfg.flit_bytes as u64).max(1) as u32;
+    let mut p = LayerProgram { dies: vec![DieProgram::default(); n], expert_tokens: vec![0; model.experts as usize], ..Default::default() };
+    // Attention kernels first (stream order).
+    let mut k_att = vec![vec![0u32; mbs as usize]; n];
+    for (die, dp) in p.dies.iter_mut().enumerate() {
+        for m in 0..mbs {
+            let tm = mb_range(t, mbs, m).len() as u32;
+            k_att[die][m as usize] = dp.kernels.len() as u32;
+            dp.kernels.push(Kernel { kind: KernelKind::Attention, mb: m, cycles: attention_cost(cfg, model.d_model, tm).cycles(&cfg.die, cfg.clock_mhz) });
+            dp.kernel_deps.push(Vec::new());
+        }
+    }
+    let ar = allreduce_plan(map);
+    let hosts = expert_hosts(model.experts, n as u32);
+    for m in 0..mbs {
+        let range = mb_range(t, mbs, m);
+        let tm = range.len() as u64;
+        // --- all-reduce of m: the FL plan, chunk bytes of this micro-batch.
+        let chunk_bytes = (tm * d * 2).div_ceil(ar.chunks_per_group.max(1) as u64);
+        let first = p.xfers.len() as u32;
+        // (die, chunk) → transfers of that chunk into the die so far, with their steps.
+        let mut into: std::collections::HashMap<(u32, ChunkId), Vec<(u32, u32)>> = std::collections::HashMap::new();
+        for x in &ar.xfers {
+            let id = p.xfers.len() as u32;
+            p.xfers.push(NetXfer { src: x.src, dst: x.dst, bytes: chunk_bytes, flits: flits(chunk_bytes), phase: Phase::AllReduce, mb: m });
+            into.entry((x.dst, x.data)).or_default().push((x.step, id));
+        }
+        let mut ar_deps_of_die: Vec<Vec<Ev>> = vec![Vec::new(); n];
+        for (i, x) in ar.xfers.iter().enumerate() {
+            let id = first + i as u32;
+            let mut deps = vec![Ev::Kernel(k_att[x.src as usize][m as usize])];
+            if let Some(v) = into.get(&(x.src, x.data)) {
+                deps.extend(v.iter().filter(|(s, _)| *s < x.step).map(|&(_, id)| Ev::Rx(id)));
+            }
+            let s = &mut p.dies[x.src as usize];
+            s.tx.push(id);
+            s.tx_deps.push(deps);
+            ar_deps_of_die[x.src as usize].push(Ev::Tx(id));
+            p.dies[x.dst as usize].rx.push(id);
+            ar_deps_of_die[x.dst as usize].push(Ev::Rx(id));
+        }
+        // --- dispatch plan of m.
+        let routing_m: Vec<Vec<Vec<u16>>> =
+            routing.iter().map(|g| g.iter().enumerate().map(|(ti, es)| if range.contains(&(ti as u32)) { es.clone() } else { Vec::new() }).collect()).collect();
+        let plan = dispatch_plan(map, &hosts, &routing_m);
+        // Per (src, dst): tokens; per die: distinct tokens it gates (it is the holder of); per
+        // host: tokens per expert.
+        let mut pair: std::collections::BTreeMap<(u32, u32), u64> = std::collections::BTreeMap::new();
+        let mut gated: Vec<std::collections::BTreeSet<(u32, u32)>> = vec![Default::default(); n];
+        let mut host_tokens: Vec<std::collections::BTreeMap<u32, u32>> = vec![Default::default(); n];
+        for a in &plan {
+            *pair.entry((a.src, a.dst)).or_default() += 1;
+            gated[a.src as usize].insert((a.group, a.token));
+            *host_tokens[a.dst as usize].entry(a.expert).or_default() += 1;
+            p.expert_tokens[a.expert as usize] += 1;
+            p.a2a_assignments += 1;
+            p.a2a_hops += map.geom.hops(a.src, a.dst) as u64;
+        }
+        // Gate(m) and Experts(m) kernels.
+        let mut k_gate = vec![0u32; n];
+        let mut k_exp = vec![0u32; n];
+        for (die, dp) in p.dies.iter_mut().enumerate() {
+            k_gate[die] = dp.kernels.len() as u32;
+            let g = gated[die].len() as u32;
+            dp.kernels.push(Kernel { kind: KernelKind::Gate, mb: m, cycles: gate_cost(model.d_model, model.experts, g.max(1)).cycles(&cfg.die, cfg.clock_mhz) });
+            dp.kernel_deps.push(std::mem::take(&mut ar_deps_of_die[die]));
+            k_exp[die] = dp.kernels.len() as u32;
+            let toks: Vec<u32> = host_tokens[die].values().copied().collect();
+            dp.kernels.push(Kernel { kind: KernelKind::Experts, mb: m, cycles: experts_cost(model.d_model, model.d_ffn, &toks).cycles(&cfg.die, cfg.clock_mhz) });
+            dp.kernel_deps.push(Vec::new());
+        }
+        // Dispatch and combine transfers (network ones only).
+        for (&(src, dst), &tokens) in &pair {
+            if src == dst {
+                continue;
+            }
+            let id = p.xfers.len() as u32;
+            let bytes = tokens * d * cfg.dispatch_elem_bytes as u64;
+            p.xfers.push(NetXfer { src, dst, bytes, flits: flits(bytes), phase: Phase::Dispatch, mb: m });
+            p.dies[src as usize].tx.push(id);
+            p.dies[src as usize].tx_deps.push(vec![Ev::Kernel(k_gate[src as usize])]);
+            p.dies[dst as usize].rx.push(id);
+            let ke = k_exp[dst as usize] as usize;
+            p.dies[dst as usize].kernel_deps[ke].push(Ev::Rx(id));
+            let cid = p.xfers.len() as u32;
+            let cbytes = tokens * d * cfg.combine_elem_bytes as u64;
+            p.xfers.push(NetXfer { src: dst, dst: src, bytes: cbytes, flits: flits(cbytes), phase: Phase::Combine, mb: m });
+            p.dies[dst as usize].tx.push(cid);
+            p.dies[dst as usize].tx_deps.push(vec![Ev::Kernel(k_exp[dst as usize])]);
+            p.dies[src as usize].rx.push(cid);
+        }
+    }
+    p
+}
