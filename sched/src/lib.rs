@@ -9,6 +9,7 @@ pub mod models;
 pub mod noc;
 pub mod pkg;
 pub mod trace;
+pub mod wafer;
 pub mod workload;
 
 pub mod prelude {
