@@ -267,3 +267,54 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn geom_config_is_strict_and_mapping_serializes() {
+    let g: WaferGeom = serde_json::from_str(r#"{"wafers_x":2,"wafers_y":2,"die_cols":8,"die_rows":8}"#).unwrap();
+    assert_eq!(g.dies(), 256);
+    let e = serde_json::from_str::<WaferGeom>(r#"{"wafers_x":2,"wafers_y":2,"die_cols":8,"die_rows":8,"dies":1}"#);
+    assert!(e.unwrap_err().to_string().contains("dies"));
+    let m = map(MappingKind::Er, g44(), 4, 4, true).unwrap();
+    let j = serde_json::to_value(&m).unwrap();
+    assert_eq!(j["kind"], "er");
+    assert_eq!(j["groups"][0], serde_json::json!([0, 2, 10, 8]));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Every (token, expert) pair gets one record; its source is the holder of the chosen
+    /// replica and no other replica is closer (ties → lower host id).
+    #[test]
+    fn dispatch_picks_nearest_replica(case in 0usize..1000, kind in 0usize..2, ag in any::<bool>(), experts in 1u32..40,
+                                      toks in prop::collection::vec(prop::collection::vec(0u16..40, 1..4), 0..12)) {
+        let cases = all_cases();
+        let (c, r, tp) = cases[case % cases.len()];
+        let m = map(MappingKind::ALL[kind], WaferGeom::single(c, r), tp, c * r / tp, ag).unwrap();
+        let hosts = expert_hosts(experts, m.geom.dies());
+        for (e, hs) in hosts.iter().enumerate() {
+            prop_assert!(!hs.is_empty());
+            prop_assert!(hs.iter().all(|&h| h % experts.min(m.geom.dies()) == e as u32 % m.geom.dies()));
+        }
+        let toks: Vec<Vec<u16>> = toks.into_iter().map(|t| t.into_iter().map(|e| e % experts as u16).collect()).collect();
+        let g = (case as u32) % m.dp;
+        let mut routing = vec![Vec::new(); m.dp as usize];
+        routing[g as usize] = toks.clone();
+        let plan = dispatch_plan(&m, &hosts, &routing);
+        prop_assert_eq!(plan.len(), toks.iter().map(|t| t.len()).sum::<usize>());
+        let mut i = 0;
+        for (t, es) in toks.iter().enumerate() {
+            for &e in es {
+                let x = plan[i];
+                i += 1;
+                prop_assert_eq!((x.group, x.token, x.expert), (g, t as u32, e as u32));
+                prop_assert!(hosts[e as usize].contains(&x.dst));
+                prop_assert_eq!(x.src, m.holder(x.dst, g, t as u32 % tp));
+                for &h in &hosts[e as usize] {
+                    let d = m.geom.hops(m.holder(h, g, t as u32 % tp), h);
+                    prop_assert!(d > x.hops(&m) || (d == x.hops(&m) && h >= x.dst));
+                }
+            }
+        }
+    }
+}
