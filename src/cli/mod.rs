@@ -10,6 +10,7 @@ mod regress;
 mod run;
 mod sweep;
 mod trace;
+mod wafer;
 mod wave;
 
 use std::process::ExitCode;
@@ -50,6 +51,8 @@ pub enum Cmd {
     Trace(trace::TraceCmd),
     /// A grid of package scenarios on all cores, one JSON line per point (resumable, shardable).
     Sweep(sweep::SweepArgs),
+    /// One MoE layer on the wafer-scale chip (die mesh, collectives, FTDs), per mapping.
+    Wafer(Box<wafer::WaferArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -64,6 +67,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Trace(t) => trace::run(t),
         Cmd::Package(a) => package::run(*a),
         Cmd::Sweep(a) => sweep::run(a),
+        Cmd::Wafer(a) => wafer::run(*a),
     }
 }
 

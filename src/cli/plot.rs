@@ -851,3 +851,50 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Per-phase link-utilization heatmaps of a wafer run (paper Fig. 11): one SVG per phase,
+/// dies as grey squares, each die-to-die link as a bar between them, shaded by the flits it
+/// carried in that phase (the busier direction) relative to the phase's busiest link; hot
+/// links (`hot_fraction`) are outlined, cross-wafer links drawn dashed-dark at their ends.
+pub fn wafer_heatmaps(dir: &Path, cfg: &hw::wafer::WaferCfg, r: &hw::wafer::WaferResult) -> CliResult<Vec<PathBuf>> {
+    let (cols, rows) = (cfg.cols(), cfg.rows());
+    let cell = (560 / cols.max(rows)).clamp(16, 90) as i32;
+    let pad = 40;
+    let (w, h) = (cols as i32 * cell + 2 * pad, rows as i32 * cell + 2 * pad + 30);
+    let mut out = Vec::new();
+    for (p, phase) in ["allreduce", "dispatch", "combine"].iter().enumerate() {
+        let path = dir.join(format!("wafer-{}-{phase}.svg", r.mapping));
+        let root = SVGBackend::new(&path, (w as u32, h as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| err(&path, x))?;
+        let max = r.links.iter().map(|l| l.flits[p]).max().unwrap_or(0).max(1) as f64;
+        let title = format!("{} mapping, {phase}: link flits (max {})", r.mapping, max as u64);
+        root.draw(&Text::new(title, (pad, 8), ("sans-serif", 16))).map_err(|x| err(&path, x))?;
+        let center = |d: u32| (pad + (d % cols) as i32 * cell + cell / 2, pad + 30 + (d / cols) as i32 * cell + cell / 2);
+        let die = cell * 2 / 5;
+        // Links first (an undirected bar per neighbour pair, the busier direction's count).
+        for l in r.links.iter().filter(|l| l.from < l.to) {
+            let back = r.links.iter().find(|b| b.from == l.to && b.to == l.from);
+            let f = l.flits[p].max(back.map_or(0, |b| b.flits[p])) as f64;
+            let hot = l.heat[p] == hw::wafer::Heat::Hot || back.is_some_and(|b| b.heat[p] == hw::wafer::Heat::Hot);
+            let x = (f / max).clamp(0.0, 1.0);
+            let color = RGBColor((255.0 - 40.0 * x) as u8, (255.0 - 200.0 * x) as u8, (255.0 - 230.0 * x) as u8);
+            let (a, b) = (center(l.from), center(l.to));
+            let t = (cell / 6).max(3);
+            let rect = if a.1 == b.1 { [(a.0 + die / 2, a.1 - t), (b.0 - die / 2, b.1 + t)] } else { [(a.0 - t, a.1 + die / 2), (b.0 + t, b.1 - die / 2)] };
+            root.draw(&Rectangle::new(rect, color.filled())).map_err(|x| err(&path, x))?;
+            if hot {
+                root.draw(&Rectangle::new(rect, BLACK.stroke_width(2))).map_err(|x| err(&path, x))?;
+            } else if l.cross_wafer {
+                root.draw(&Rectangle::new(rect, RGBColor(90, 90, 200).stroke_width(1))).map_err(|x| err(&path, x))?;
+            }
+        }
+        for d in 0..cols * rows {
+            let (x, y) = center(d);
+            root.draw(&Rectangle::new([(x - die / 2, y - die / 2), (x + die / 2, y + die / 2)], RGBColor(200, 200, 200).filled())).map_err(|x| err(&path, x))?;
+        }
+        root.present().map_err(|x| err(&path, x))?;
+        drop(root);
+        out.push(path);
+    }
+    Ok(out)
+}

@@ -287,6 +287,7 @@ impl TerminalCl {
                         tail: pkt.next + 1 == pkt.size,
                         record: pkt.record,
                         watch: false,
+                        class: 0,
                         data: 0,
                     };
                     self.inj_credits[vc as usize].on_send();

@@ -398,6 +398,7 @@ impl D2dEngineCl {
                         tail: job.next + 1 == job.flits,
                         record: true,
                         watch: false,
+                        class: 0,
                         data: match (head, job.kind) {
                             (true, PacketKind::Slice) => pack_tag(job.tag),
                             (true, k) => 1 << 31 | ((k == PacketKind::Combine) as u32) << 30 | (job.tag.expert as u32 & 0x7fff) << 15 | job.tokens,

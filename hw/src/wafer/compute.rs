@@ -45,14 +45,18 @@ impl KernelCost {
 }
 
 /// Attention of `tokens` decode tokens on one die of a TP group of `tp` (heads split by TP):
-/// the Q/K/V/O projections (4·d² weights, FP16) and the scores/values over `context_len`
-/// cached tokens (multi-head attention: K and V of d values per cached token).
+/// the Q/K/V/O projections (4·d² FP16 weights, MHA-sized — an upper bound for GQA/MLA
+/// models) and the scores/values over `context_len` cached tokens of `kv_bytes_per_token`
+/// each (read from HBM; 2 FLOPs per cached byte-pair per head dimension).
 pub fn attention_cost(cfg: &WaferCfg, d_model: u32, tokens: u32) -> KernelCost {
     let (d, t, tp, ctx) = (d_model as f64, tokens as f64, cfg.tp as f64, cfg.context_len as f64);
+    let kv = cfg.kv_bytes_per_token as f64;
     let proj_flops = 2.0 * t * 4.0 * d * d / tp;
+    // Scores q·k and the weighted sum of v over every cached token: 2 FLOPs per query head
+    // element per cached token each, d elements of queries.
     let attn_flops = 2.0 * 2.0 * t * ctx * d / tp;
     let weight_bytes = 4.0 * d * d * 2.0 / tp;
-    let kv_bytes = t * ctx * 2.0 * d * 2.0 / tp;
+    let kv_bytes = t * ctx * kv / tp;
     KernelCost { flops: proj_flops + attn_flops, bytes: weight_bytes + kv_bytes, fp16: true }
 }
 

@@ -85,6 +85,9 @@ pub struct WaferCfg {
     pub tokens_per_group: u32,
     /// KV-cache length each token attends over (decode), tokens.
     pub context_len: u32,
+    /// KV-cache bytes per cached token per layer, all heads (split over TP). 2048 B = a
+    /// GQA-class model (4 KV heads x 128 x K,V x FP16); DeepSeek's MLA caches ~1.1 KB.
+    pub kv_bytes_per_token: u32,
     /// Bytes per activation element dispatched to the experts (int8) and combined back (FP16).
     pub dispatch_elem_bytes: u32,
     pub combine_elem_bytes: u32,
@@ -117,6 +120,7 @@ impl Default for WaferCfg {
             micro_batches: 4,
             tokens_per_group: 256,
             context_len: 4096,
+            kv_bytes_per_token: 2048,
             dispatch_elem_bytes: 1,
             combine_elem_bytes: 2,
             hot_fraction: 0.75,
@@ -240,6 +244,9 @@ impl WaferCfg {
         }
         if c.context_len > 1 << 20 {
             return err("context_len", format!("at most 1048576 tokens (got {})", c.context_len));
+        }
+        if c.kv_bytes_per_token > 1 << 24 {
+            return err("kv_bytes_per_token", format!("at most 16 MiB per token (got {})", c.kv_bytes_per_token));
         }
         for (name, v) in [("dispatch_elem_bytes", c.dispatch_elem_bytes), ("combine_elem_bytes", c.combine_elem_bytes)] {
             if !(1..=4).contains(&v) {

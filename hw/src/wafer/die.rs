@@ -23,20 +23,20 @@ enum Node {
 }
 
 /// Per-phase and per-kernel-kind time stamps of one die (cycles; NEVER / 0 when none).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DieTimes {
-    /// First transfer of the phase handed to the engine; last transfer of the phase finished
+    /// Per micro-batch and phase: first transfer handed to the engine; last transfer finished
     /// (sent from or received here).
-    pub phase_first: [Cycle; 3],
-    pub phase_last: [Cycle; 3],
+    pub phase_first: Vec<[Cycle; 3]>,
+    pub phase_last: Vec<[Cycle; 3]>,
     pub kernel_first: [Cycle; 3],
     pub kernel_last: [Cycle; 3],
     pub done_at: Cycle,
 }
 
-impl Default for DieTimes {
-    fn default() -> Self {
-        DieTimes { phase_first: [NEVER; 3], phase_last: [0; 3], kernel_first: [NEVER; 3], kernel_last: [0; 3], done_at: NEVER }
+impl DieTimes {
+    fn new(mbs: usize) -> Self {
+        DieTimes { phase_first: vec![[NEVER; 3]; mbs], phase_last: vec![[0; 3]; mbs], kernel_first: [NEVER; 3], kernel_last: [0; 3], done_at: NEVER }
     }
 }
 
@@ -48,10 +48,10 @@ pub struct DieCl {
     kernel_pending: Vec<u32>,
     next_kernel: usize,
     tx: Vec<TxXfer>,
-    tx_phase: Vec<Phase>,
+    tx_phase: Vec<(Phase, u32)>,
     tx_pending: Vec<u32>,
-    /// Global transfer id → phase, of the transfers sent or received here.
-    phase_of: HashMap<u32, Phase>,
+    /// Global transfer id → (phase, micro-batch), of the transfers sent or received here.
+    phase_of: HashMap<u32, (Phase, u32)>,
     tx_flits_total: u64,
     dependents: HashMap<Ev, Vec<Node>>,
     tx_left: u32,
@@ -71,7 +71,7 @@ impl DieCl {
         let mut dma = CollectiveEngineCl::new(id, cols, vcs, vc_buf, packet_flits, ports);
         let mut phase_of = HashMap::new();
         for &x in dp.rx.iter().chain(&dp.tx) {
-            phase_of.insert(x, prog.xfers[x as usize].phase);
+            phase_of.insert(x, (prog.xfers[x as usize].phase, prog.xfers[x as usize].mb));
         }
         for &x in &dp.rx {
             dma.expect(x, prog.xfers[x as usize].flits);
@@ -103,7 +103,7 @@ impl DieCl {
             kernels: dp.kernels.clone(),
             kernel_pending: dp.kernel_deps.iter().map(|d| d.len() as u32).collect(),
             next_kernel: 0,
-            tx_phase: dp.tx.iter().map(|&x| prog.xfers[x as usize].phase).collect(),
+            tx_phase: dp.tx.iter().map(|&x| (prog.xfers[x as usize].phase, prog.xfers[x as usize].mb)).collect(),
             tx_pending: dp.tx_deps.iter().map(|d| d.len() as u32).collect(),
             tx_left: tx.len() as u32,
             rx_left: dp.rx.len() as u32,
@@ -111,7 +111,7 @@ impl DieCl {
             phase_of,
             tx_flits_total: flits_left,
             dependents,
-            times: DieTimes::default(),
+            times: DieTimes::new(prog.micro_batches as usize),
             ev: DmaEvents::default(),
             cur_phase: 0,
             cur_mb: 0,
@@ -133,8 +133,10 @@ impl DieCl {
                     let p = &mut self.tx_pending[j as usize];
                     *p -= 1;
                     if *p == 0 {
-                        let ph = self.tx_phase[j as usize] as usize;
-                        self.times.phase_first[ph] = self.times.phase_first[ph].min(now);
+                        let (ph, mb) = self.tx_phase[j as usize];
+                        let ph = ph as usize;
+                        let f = &mut self.times.phase_first[mb as usize][ph];
+                        *f = (*f).min(now);
                         self.cur_phase = 1 + ph as u8;
                         self.dma.start(self.tx[j as usize]);
                     }
@@ -147,8 +149,9 @@ impl DieCl {
     pub fn begin(&mut self, now: Cycle) {
         for j in 0..self.tx.len() {
             if self.tx_pending[j] == 0 {
-                let ph = self.tx_phase[j] as usize;
-                self.times.phase_first[ph] = self.times.phase_first[ph].min(now);
+                let (ph, mb) = self.tx_phase[j];
+                let f = &mut self.times.phase_first[mb as usize][ph as usize];
+                *f = (*f).min(now);
                 self.dma.start(self.tx[j]);
             }
         }
@@ -174,14 +177,16 @@ impl DieCl {
         progress += moved;
         self.flits_left = self.tx_flits_total - self.dma.stats.tx_flits;
         for &x in &ev.tx_done {
-            let ph = self.phase_of[&x] as usize;
-            self.times.phase_last[ph] = self.times.phase_last[ph].max(now);
+            let (ph, mb) = self.phase_of[&x];
+            let l = &mut self.times.phase_last[mb as usize][ph as usize];
+            *l = (*l).max(now);
             self.tx_left -= 1;
             self.fire(Ev::Tx(x), now);
         }
         for &x in &ev.rx_done {
-            let ph = self.phase_of[&x] as usize;
-            self.times.phase_last[ph] = self.times.phase_last[ph].max(now);
+            let (ph, mb) = self.phase_of[&x];
+            let l = &mut self.times.phase_last[mb as usize][ph as usize];
+            *l = (*l).max(now);
             self.rx_left -= 1;
             self.fire(Ev::Rx(x), now);
         }

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::harness::{Cycle, LinkArena, LinkId, NEVER};
+use crate::harness::{Cycle, LinkArena, NEVER};
 use crate::noc::credit::CreditCounterCl;
 use crate::noc::flit::{make_pid, Credit, Flit};
 use sched::noc::Coord;

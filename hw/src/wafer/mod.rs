@@ -8,7 +8,10 @@ pub mod config;
 pub mod die;
 pub mod dma;
 pub mod program;
+pub mod result;
+#[allow(clippy::module_inception)]
 pub mod wafer;
 
 pub use config::{DieCfg, WaferCfg};
+pub use result::{classify_links, Heat, LinkUse, WaferResult};
 pub use wafer::{Wafer, WaferError, WaferRun};

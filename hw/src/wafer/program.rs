@@ -78,6 +78,7 @@ pub struct DieProgram {
 /// The layer's programs, plus what the results report about the traffic.
 #[derive(Debug, Clone, Default)]
 pub struct LayerProgram {
+    pub micro_batches: u32,
     pub xfers: Vec<NetXfer>,
     pub dies: Vec<DieProgram>,
     /// Token-expert assignments (all of them, including the local ones) and their hop sum.
@@ -99,7 +100,7 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
     let t = cfg.tokens_per_group;
     let d = model.d_model as u64;
     let flits = |bytes: u64| bytes.div_ceil(cfg.flit_bytes as u64).max(1) as u32;
-    let mut p = LayerProgram { dies: vec![DieProgram::default(); n], expert_tokens: vec![0; model.experts as usize], ..Default::default() };
+    let mut p = LayerProgram { micro_batches: mbs, dies: vec![DieProgram::default(); n], expert_tokens: vec![0; model.experts as usize], ..Default::default() };
     // Attention kernels first (stream order).
     let mut k_att = vec![vec![0u32; mbs as usize]; n];
     for (die, dp) in p.dies.iter_mut().enumerate() {

@@ -102,7 +102,7 @@ impl WaferResult {
         let hot_links = [0, 1, 2].map(|p| links.iter().filter(|l| l.heat[p] == Heat::Hot).count());
         let wall = wall.max(1e-9);
         WaferResult {
-            mapping: format!("{:?}", map.kind).to_ascii_lowercase(),
+            mapping: map.kind.name().to_string(),
             avg_a2a_hops: map.avg_a2a_hops(),
             ftds_disjoint: map.ftds_disjoint(),
             allreduce_cycles: run.phase_cycles(Phase::AllReduce),

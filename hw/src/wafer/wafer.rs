@@ -87,16 +87,23 @@ pub struct WaferRun {
 }
 
 impl WaferRun {
-    /// Span of a phase over the wafer: first transfer started to last transfer finished.
+    /// Communication latency of a phase: per micro-batch, from the first transfer of the
+    /// phase started anywhere to the last one finished anywhere, summed over micro-batches
+    /// (the time the phase's traffic is in the network, whatever the compute around it).
     pub fn phase_cycles(&self, p: Phase) -> u64 {
         let i = p as usize;
-        let first = self.times.iter().map(|t| t.phase_first[i]).min().unwrap_or(NEVER);
-        let last = self.times.iter().map(|t| t.phase_last[i]).max().unwrap_or(0);
-        if first == NEVER {
-            0
-        } else {
-            last.saturating_sub(first) + 1
-        }
+        let mbs = self.times.first().map_or(0, |t| t.phase_first.len());
+        (0..mbs)
+            .map(|m| {
+                let first = self.times.iter().map(|t| t.phase_first[m][i]).min().unwrap_or(NEVER);
+                let last = self.times.iter().map(|t| t.phase_last[m][i]).max().unwrap_or(0);
+                if first == NEVER {
+                    0
+                } else {
+                    last.saturating_sub(first) + 1
+                }
+            })
+            .sum()
     }
     /// Span of a kernel kind over the wafer.
     pub fn kernel_cycles(&self, k: usize) -> u64 {
@@ -186,7 +193,7 @@ impl Wafer {
         if !ctl.finished {
             return Err(WaferError::Timeout(max_cycles));
         }
-        let times: Vec<DieTimes> = self.tiles().map(|t| t.die.times).collect();
+        let times: Vec<DieTimes> = self.tiles().map(|t| t.die.times.clone()).collect();
         let layer_cycles = times.iter().map(|t| t.done_at).max().unwrap_or(0) + 1;
         let mut kernel_busy = [0u64; 3];
         for t in self.tiles() {

@@ -1,0 +1,258 @@
+//! `waferstream wafer`: one MoE layer on the wafer-scale chip, per mapping.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use hw::wafer::program::{build, LayerProgram};
+use hw::wafer::{Wafer, WaferCfg, WaferResult};
+use sched::models::{model_by_name, ModelPreset};
+use sched::trace::load_trace;
+use sched::wafer::{map, MappingKind};
+use sched::workload::{generate, GenCfg};
+
+use super::{check_writable, ensure_parent, CliResult};
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct WaferArgs {
+    /// Model preset (SPEC §4: deepseek-v3, qwen3-235b, deepseek-v2, dbrx, mixtral-8x22b).
+    #[arg(long, default_value = "deepseek-v3")]
+    pub model: String,
+    /// Dies per wafer, CxR (4x4, 6x6, 8x8).
+    #[arg(long)]
+    pub wafer: Option<String>,
+    /// Wafers, CxR (2x2 for the multi-wafer system).
+    #[arg(long)]
+    pub wafers: Option<String>,
+    /// Tensor parallelism of attention (dies per TP group).
+    #[arg(long)]
+    pub tp: Option<u32>,
+    /// Data parallelism (TP groups); default dies / TP.
+    #[arg(long)]
+    pub dp: Option<u32>,
+    /// Mappings, comma-separated: baseline, er, her.
+    #[arg(long, default_value = "baseline,er")]
+    pub mapping: String,
+    #[arg(long)]
+    pub tokens_per_group: Option<u32>,
+    #[arg(long)]
+    pub micro_batches: Option<u32>,
+    /// Drop the all-gather half of the all-reduce (the paper keeps it).
+    #[arg(long)]
+    pub no_all_gather: bool,
+    /// Routing trace (SPEC §8): the first iteration's tokens, first layer, in order (reused
+    /// cyclically when the layer needs more tokens than the iteration holds).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Zipf skew of the generated routing (0 = uniform).
+    #[arg(long)]
+    pub skew: Option<f64>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Wafer config (TOML, the `WaferCfg` fields); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Stepper threads (row bands of dies).
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Evaluate every cycle (results are identical; for checking).
+    #[arg(long)]
+    pub no_fast_forward: bool,
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Directory for the per-phase link heatmaps (SVG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_grid(s: &str, flag: &str) -> CliResult<(u32, u32)> {
+    let (a, b) = s.trim().split_once(['x', 'X']).ok_or_else(|| format!("{flag}: expected CxR, e.g. 4x4 (got {s:?})"))?;
+    let p = |v: &str| v.trim().parse::<u32>().map_err(|_| format!("{flag}: {v:?} is not a whole number (got {s:?})"));
+    let (c, r) = (p(a)?, p(b)?);
+    if c == 0 || r == 0 {
+        return Err(format!("{flag}: both sides must be at least 1 (got {s:?})"));
+    }
+    Ok((c, r))
+}
+
+/// The config of the run: file, then flags.
+pub fn wafer_cfg(a: &WaferArgs) -> CliResult<WaferCfg> {
+    let mut c: WaferCfg = match &a.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            super::noc::parse_toml(&text, &p.display().to_string())?
+        }
+        None => WaferCfg::default(),
+    };
+    if let Some(w) = &a.wafer {
+        (c.die_cols, c.die_rows) = parse_grid(w, "--wafer")?;
+    }
+    if let Some(w) = &a.wafers {
+        (c.wafers_x, c.wafers_y) = parse_grid(w, "--wafers")?;
+    }
+    if let Some(tp) = a.tp {
+        c.tp = tp;
+    }
+    match a.dp {
+        Some(dp) => c.dp = dp,
+        // Default: the rest of the dies (a config's dp is kept when it matches).
+        None if c.tp > 0 && c.dies() % c.tp == 0 && c.tp * c.dp != c.dies() => c.dp = c.dies() / c.tp,
+        None => {}
+    }
+    if let Some(t) = a.tokens_per_group {
+        c.tokens_per_group = t;
+    }
+    if let Some(m) = a.micro_batches {
+        c.micro_batches = m;
+    }
+    if a.no_all_gather {
+        c.all_gather = false;
+    }
+    if let Some(s) = a.seed {
+        c.seed = s;
+    }
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+/// Refuses a model whose weights do not fit the dies' HBM: per die, its experts of every MoE
+/// layer (routed, by the placement; shared ones on every die) plus its 1/TP of the attention
+/// weights (FP16, 4·d² per layer).
+pub fn check_fits(c: &WaferCfg, m: &ModelPreset) -> CliResult<()> {
+    let dies = c.dies() as u64;
+    let per_die = (m.experts as u64).div_ceil(dies).max(1) + m.shared_experts as u64;
+    let bytes = m.layers as u64 * (per_die * m.expert_bytes() + 8 * m.d_model as u64 * m.d_model as u64 / c.tp as u64);
+    let cap = (c.die.hbm_gb * 1e9) as u64;
+    if bytes > cap {
+        return Err(format!(
+            "--model {}: {:.1} GB of weights per die ({} experts x {} layers + attention / TP={}) exceed die.hbm_gb = {} GB on {} dies",
+            m.name,
+            bytes as f64 / 1e9,
+            per_die,
+            m.layers,
+            c.tp,
+            c.die.hbm_gb,
+            dies
+        ));
+    }
+    Ok(())
+}
+
+/// Routing of the layer: `[group][token]` → top-k experts.
+pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: f64) -> CliResult<Vec<Vec<Vec<u16>>>> {
+    let need = c.dp as usize * c.tokens_per_group as usize;
+    let tokens: Vec<Vec<u16>> = match trace {
+        Some(p) => {
+            let t = load_trace(p).map_err(|e| e.to_string())?;
+            if t.header.experts != m.experts || t.header.top_k != m.top_k {
+                return Err(format!(
+                    "--trace {}: {} experts top-{} in the trace, {} has {} top-{}",
+                    p.display(),
+                    t.header.experts,
+                    t.header.top_k,
+                    m.name,
+                    m.experts,
+                    m.top_k
+                ));
+            }
+            let (_, first) = t.iterations().into_iter().next().ok_or_else(|| format!("--trace {}: no tokens", p.display()))?;
+            let it: Vec<Vec<u16>> = t.routing(first, 0);
+            (0..need).map(|i| it[i % it.len()].clone()).collect()
+        }
+        None => {
+            if need as u64 > sched::workload::MAX_GEN_TOKENS {
+                return Err(format!("--tokens-per-group: {need} tokens is more than {}", sched::workload::MAX_GEN_TOKENS));
+            }
+            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: 1, tokens_per_iter: need as u32, iters: 1, skew, seed: c.seed.max(1), ..Default::default() };
+            let t = generate(&g).map_err(|e| e.to_string())?;
+            t.routing(0..t.tokens.len(), 0)
+        }
+    };
+    Ok(tokens.chunks(c.tokens_per_group as usize).map(|g| g.to_vec()).collect())
+}
+
+/// One mapping end to end: the mapping controller's decision, the layer program, the run.
+pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool) -> CliResult<(WaferResult, LayerProgram)> {
+    let mp = map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
+    let prog = build(c, m, &mp, routing);
+    let mut w = Wafer::new(c, &prog, threads).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let run = w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?;
+    let wall = t0.elapsed().as_secs_f64();
+    Ok((WaferResult::new(c, &mp, &prog, &run, wall), prog))
+}
+
+pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
+    let model = model_by_name(&a.model).map_err(|e| format!("--model: {e}"))?;
+    let base = wafer_cfg(&a)?;
+    let kinds: Vec<MappingKind> = a.mapping.split(',').map(|s| s.trim().parse::<MappingKind>().map_err(|e| format!("--mapping: {e}"))).collect::<Result<_, _>>()?;
+    if kinds.is_empty() {
+        return Err("--mapping: give at least one of baseline, er, her".into());
+    }
+    check_fits(&base, &model)?;
+    // Every mapping is checked before the first simulation.
+    for &k in &kinds {
+        map(k, base.geom(), base.tp, base.dp, base.all_gather).map_err(|e| format!("--mapping {}: {e}", k.name()))?;
+    }
+    let skew = a.skew.unwrap_or(0.0);
+    if !(skew.is_finite() && (0.0..=4.0).contains(&skew)) {
+        return Err(format!("--skew: must be within 0..=4 (got {skew})"));
+    }
+    if let Some(j) = &a.json {
+        check_writable(j)?;
+    }
+    if let Some(d) = &a.plot {
+        super::package::check_plot_dir(d)?;
+    }
+    let routing = layer_routing(&base, &model, a.trace.as_deref(), skew)?;
+    let threads = a.threads.max(1) as usize;
+    let mut results = Vec::new();
+    for &k in &kinds {
+        let c = WaferCfg { mapping: k, ..base.clone() };
+        let (r, _) = run_one(&c, &model, &routing, threads, !a.no_fast_forward)?;
+        if !a.quiet {
+            println!(
+                "wafer {}x{} x {}x{} {} TP={} DP={} {}: hops {:.2} (FTDs disjoint: {}), all-reduce {} cyc, dispatch {} cyc, experts {} cyc, combine {} cyc, layer {} cyc ({:.2} s, {:.2e} cyc/s)",
+                c.die_cols,
+                c.die_rows,
+                c.wafers_x,
+                c.wafers_y,
+                model.name,
+                c.tp,
+                c.dp,
+                r.mapping,
+                r.avg_a2a_hops,
+                r.ftds_disjoint,
+                r.allreduce_cycles,
+                r.a2a_dispatch_cycles,
+                r.expert_cycles,
+                r.a2a_combine_cycles,
+                r.layer_cycles,
+                r.wall_seconds,
+                r.cycles_per_second
+            );
+        }
+        if let Some(d) = &a.plot {
+            super::plot::wafer_heatmaps(d, &c, &r)?;
+        }
+        results.push(r);
+    }
+    if let Some(j) = &a.json {
+        ensure_parent(j)?;
+        let wall: f64 = results.iter().map(|r| r.wall_seconds).sum();
+        let cycles: u64 = results.iter().map(|r| r.layer_cycles).sum();
+        let v = serde_json::json!({
+            "model": model.name,
+            "config": base,
+            "threads": threads,
+            "results": results,
+            "wall_seconds": wall,
+            "cycles_per_second": cycles as f64 / wall.max(1e-9),
+        });
+        std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
