@@ -10,7 +10,7 @@ use hw::wafer::{Wafer, WaferCfg, WaferResult};
 use sched::models::{model_by_name, ModelPreset};
 use sched::trace::load_trace;
 use sched::wafer::{map, MappingKind};
-use sched::workload::{generate, GenCfg};
+use sched::wafer::routing::{generated_routing, trace_routing};
 
 use super::{check_writable, ensure_parent, CliResult};
 
@@ -141,37 +141,16 @@ pub fn check_fits(c: &WaferCfg, m: &ModelPreset) -> CliResult<()> {
     Ok(())
 }
 
-/// Routing of the layer: `[group][token]` → top-k experts.
+/// Routing of the layer: `[group][token]` → top-k experts (generated, or a trace's first
+/// iteration, first layer).
 pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: f64) -> CliResult<Vec<Vec<Vec<u16>>>> {
-    let need = c.dp as usize * c.tokens_per_group as usize;
-    let tokens: Vec<Vec<u16>> = match trace {
+    match trace {
         Some(p) => {
             let t = load_trace(p).map_err(|e| e.to_string())?;
-            if t.header.experts != m.experts || t.header.top_k != m.top_k {
-                return Err(format!(
-                    "--trace {}: {} experts top-{} in the trace, {} has {} top-{}",
-                    p.display(),
-                    t.header.experts,
-                    t.header.top_k,
-                    m.name,
-                    m.experts,
-                    m.top_k
-                ));
-            }
-            let (_, first) = t.iterations().into_iter().next().ok_or_else(|| format!("--trace {}: no tokens", p.display()))?;
-            let it: Vec<Vec<u16>> = t.routing(first, 0);
-            (0..need).map(|i| it[i % it.len()].clone()).collect()
+            trace_routing(&t, m, 0, c.dp, c.tokens_per_group).map_err(|e| format!("--trace {}: {e}", p.display()))
         }
-        None => {
-            if need as u64 > sched::workload::MAX_GEN_TOKENS {
-                return Err(format!("--tokens-per-group: {need} tokens is more than {}", sched::workload::MAX_GEN_TOKENS));
-            }
-            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: 1, tokens_per_iter: need as u32, iters: 1, skew, seed: c.seed.max(1), ..Default::default() };
-            let t = generate(&g).map_err(|e| e.to_string())?;
-            t.routing(0..t.tokens.len(), 0)
-        }
-    };
-    Ok(tokens.chunks(c.tokens_per_group as usize).map(|g| g.to_vec()).collect())
+        None => generated_routing(m, c.dp, c.tokens_per_group, skew, c.seed).map_err(|e| format!("--tokens-per-group: {e}")),
+    }
 }
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.

@@ -26,6 +26,7 @@ pub mod collective;
 pub mod dispatch;
 pub mod gpu;
 pub mod mapping;
+pub mod routing;
 
 pub use collective::{allreduce_plan, execute_fl, ChunkId, CollectivePlan, Xfer};
 pub use dispatch::{dispatch_plan, expert_hosts, try_dispatch_plan, A2aXfer};

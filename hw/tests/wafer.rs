@@ -1,0 +1,154 @@
+//! The wafer system: the paper's worked example (4×4, TP=4, DP=4) under baseline and
+//! ER-Mapping, the hot/cold pattern of the links, conservation of flits, and results that
+//! do not depend on threads or fast-forward.
+
+use hw::wafer::program::{build, LayerProgram, Phase};
+use hw::wafer::{classify_links, Heat, Wafer, WaferCfg, WaferRun};
+use proptest::prelude::*;
+use sched::models::{model_by_name, ModelPreset};
+use sched::wafer::routing::generated_routing;
+use sched::wafer::{map, Mapping, MappingKind};
+
+fn setup(c: &WaferCfg, model: &str) -> (ModelPreset, Mapping, LayerProgram) {
+    let m = model_by_name(model).unwrap();
+    let mp = map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).unwrap();
+    let routing = generated_routing(&m, c.dp, c.tokens_per_group, 0.0, c.seed).unwrap();
+    let prog = build(c, &m, &mp, &routing);
+    (m, mp, prog)
+}
+
+fn run(c: &WaferCfg, prog: &LayerProgram, threads: usize, ff: bool) -> (WaferRun, Wafer) {
+    let mut w = Wafer::new(c, prog, threads).unwrap();
+    let r = w.run(threads, ff, 1 << 34, 500_000).unwrap();
+    (r, w)
+}
+
+fn example(kind: MappingKind) -> WaferCfg {
+    WaferCfg { mapping: kind, tokens_per_group: 64, micro_batches: 1, ..WaferCfg::default() }
+}
+
+/// Every flit sent was received, nothing is left in a router, and the DMA's injection credits
+/// are all back (credits conserved end to end).
+fn check_conservation(prog: &LayerProgram, r: &WaferRun, w: &Wafer) {
+    let planned: u64 = prog.xfers.iter().map(|x| x.flits as u64).sum();
+    let tx: u64 = w.tiles().map(|t| t.die.dma.stats.tx_flits).sum();
+    let rx: u64 = w.tiles().map(|t| t.die.dma.stats.rx_flits).sum();
+    assert_eq!(tx, planned, "flits sent vs planned");
+    assert_eq!(rx, planned, "flits received vs planned");
+    assert_eq!(r.tx_flits, planned);
+    for t in w.tiles() {
+        assert_eq!(t.router.occupancy(), 0, "die {} router still holds flits", t.die.id);
+        assert!(t.die.done());
+        assert!(t.die.dma.idle());
+    }
+}
+
+#[test]
+fn worked_example_er_halves_hops_and_all_to_all() {
+    let b = example(MappingKind::Baseline);
+    let e = example(MappingKind::Er);
+    let (_, mb, pb) = setup(&b, "deepseek-v3");
+    let (_, me, pe) = setup(&e, "deepseek-v3");
+    assert!((mb.avg_a2a_hops() - 8.0 / 3.0).abs() < 1e-9);
+    assert!((me.avg_a2a_hops() - 4.0 / 3.0).abs() < 1e-9);
+    assert!(me.ftds_disjoint() && !mb.ftds_disjoint());
+    let (rb, wb) = run(&b, &pb, 1, true);
+    let (re, we) = run(&e, &pe, 1, true);
+    check_conservation(&pb, &rb, &wb);
+    check_conservation(&pe, &re, &we);
+    // All-to-all: ER's FTD-local traffic is faster in both directions.
+    for p in [Phase::Dispatch, Phase::Combine] {
+        let (cb, ce) = (rb.phase_cycles(p), re.phase_cycles(p));
+        assert!(ce * 4 < cb * 3, "{p:?}: ER {ce} cycles vs baseline {cb}");
+    }
+    // All-reduce: the entwined two-hop rings take longer than baseline's one-hop rings.
+    let (ab, ae) = (rb.phase_cycles(Phase::AllReduce), re.phase_cycles(Phase::AllReduce));
+    assert!(ae > ab, "all-reduce ER {ae} vs baseline {ab}");
+    assert!(pe.a2a_hops * 2 == pb.a2a_hops || (pe.a2a_hops as f64) < pb.a2a_hops as f64 * 0.6, "hop sums ER {} baseline {}", pe.a2a_hops, pb.a2a_hops);
+}
+
+#[test]
+fn er_links_are_complementary_hot_and_cold() {
+    let c = example(MappingKind::Er);
+    let (_, mp, prog) = setup(&c, "deepseek-v3");
+    let (r, _) = run(&c, &prog, 1, true);
+    let links = classify_links(&c, &r);
+    let inter_ftd = |l: &hw::wafer::LinkUse| mp.ftd_of[l.from as usize] != mp.ftd_of[l.to as usize];
+    // All-to-all stays inside the FTDs: the links between FTDs are idle in dispatch and combine.
+    for l in links.iter().filter(|l| inter_ftd(l)) {
+        assert_eq!(l.heat[1], Heat::Idle, "dispatch on inter-FTD link {}->{}", l.from, l.to);
+        assert_eq!(l.heat[2], Heat::Idle, "combine on inter-FTD link {}->{}", l.from, l.to);
+    }
+    // All-reduce: the hot links are the ones between FTDs; intra-FTD links carry less.
+    let max_intra = links.iter().filter(|l| !inter_ftd(l)).map(|l| l.flits[0]).max().unwrap();
+    let min_inter = links.iter().filter(|l| inter_ftd(l)).map(|l| l.flits[0]).min().unwrap();
+    assert!(max_intra < min_inter, "all-reduce: intra-FTD max {max_intra} vs inter-FTD min {min_inter}");
+    for l in links.iter().filter(|l| !inter_ftd(l)) {
+        assert_ne!(l.heat[0], Heat::Hot, "intra-FTD link {}->{} hot in all-reduce", l.from, l.to);
+    }
+}
+
+#[test]
+fn her_runs_on_two_by_two_wafers() {
+    let c = WaferCfg { die_cols: 4, die_rows: 4, wafers_x: 2, wafers_y: 2, tp: 16, dp: 4, mapping: MappingKind::Her, tokens_per_group: 64, micro_batches: 2, ..WaferCfg::default() };
+    let (_, mp, prog) = setup(&c, "qwen3-235b");
+    assert!(mp.ftds_disjoint());
+    let (r, w) = run(&c, &prog, 2, true);
+    check_conservation(&prog, &r, &w);
+    // HER confines the all-to-all to each wafer: no dispatch or combine flit crosses a border.
+    for l in classify_links(&c, &r).iter().filter(|l| l.cross_wafer) {
+        assert_eq!(l.flits[1] + l.flits[2], 0, "all-to-all crossed wafers on {}->{}", l.from, l.to);
+    }
+}
+
+fn fingerprint(r: &WaferRun) -> (u64, Vec<hw::wafer::die::DieTimes>, Vec<[[u64; 4]; 5]>, [u64; 3]) {
+    (r.layer_cycles, r.times.clone(), r.link_flits.clone(), r.kernel_busy)
+}
+
+#[test]
+fn threads_and_fast_forward_do_not_change_results() {
+    let c = WaferCfg { tokens_per_group: 32, micro_batches: 2, ..example(MappingKind::Er) };
+    let (_, _, prog) = setup(&c, "qwen3-235b");
+    let (a, _) = run(&c, &prog, 1, false);
+    let (b, _) = run(&c, &prog, 1, true);
+    let (d, _) = run(&c, &prog, 2, true);
+    let (e, _) = run(&c, &prog, 4, false);
+    assert_eq!(fingerprint(&a), fingerprint(&b));
+    assert_eq!(fingerprint(&a), fingerprint(&d));
+    assert_eq!(fingerprint(&a), fingerprint(&e));
+    assert!(b.evaluated < a.evaluated, "fast-forward skipped nothing ({} vs {})", b.evaluated, a.evaluated);
+}
+
+#[test]
+fn bad_configs_are_refused_with_the_field() {
+    let e = |c: WaferCfg| c.validate().unwrap_err().to_string();
+    assert!(e(WaferCfg { tp: 3, dp: 5, ..WaferCfg::default() }).contains("`tp`"));
+    assert!(e(WaferCfg { tp: 4, dp: 3, ..WaferCfg::default() }).contains("`dp`"));
+    assert!(e(WaferCfg { micro_batches: 0, ..WaferCfg::default() }).contains("micro_batches"));
+    assert!(e(WaferCfg { link_bytes_per_cycle: 1, ..WaferCfg::default() }).contains("link_bytes_per_cycle"));
+    assert!(e(WaferCfg { die: hw::wafer::DieCfg { hbm_tbps: 0.0, ..Default::default() }, ..WaferCfg::default() }).contains("die.hbm_tbps"));
+    let her1 = map(MappingKind::Her, WaferCfg::default().geom(), 4, 4, true).unwrap_err();
+    assert_eq!(her1.field, "mapping");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+
+    /// Any small mesh, TP and mapping: the layer completes (no watchdog), every flit arrives,
+    /// and two threads give the serial result.
+    #[test]
+    fn small_wafers_complete_and_conserve(cols in 1u32..=4, rows in 1u32..=4, tp_i in 0usize..8, er in any::<bool>(), ag in any::<bool>(), mbs in 1u32..=3, seed in 1u64..1000) {
+        let dies = cols * rows;
+        let tps: Vec<u32> = (1..=dies).filter(|t| dies % t == 0).collect();
+        let tp = tps[tp_i % tps.len()];
+        let c = WaferCfg { die_cols: cols, die_rows: rows, tp, dp: dies / tp, mapping: if er { MappingKind::Er } else { MappingKind::Baseline }, all_gather: ag, tokens_per_group: 8, micro_batches: mbs, seed, ..WaferCfg::default() };
+        let m = model_by_name("olmoe-1b-7b").unwrap();
+        let Ok(mp) = map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather) else { return Ok(()) };
+        let routing = generated_routing(&m, c.dp, c.tokens_per_group, 1.0, seed).unwrap();
+        let prog = build(&c, &m, &mp, &routing);
+        let (a, w) = run(&c, &prog, 1, true);
+        check_conservation(&prog, &a, &w);
+        let (b, _) = run(&c, &prog, 2, true);
+        prop_assert_eq!(fingerprint(&a), fingerprint(&b));
+    }
+}

@@ -1,0 +1,38 @@
+//! A wafer layer's routing, `[group][token]` → top-k experts: from the seeded generator or a
+//! SPEC §8 trace (the package's loader), grouped by TP group — the first `tokens_per_group`
+//! tokens are group 0's, the next group 1's, and so on.
+
+use crate::models::ModelPreset;
+use crate::trace::Trace;
+use crate::workload::{generate, GenCfg, MAX_GEN_TOKENS};
+
+/// Generated routing (`skew` 0 = uniform popularity) for `groups` × `tokens_per_group` tokens.
+pub fn generated_routing(m: &ModelPreset, groups: u32, tokens_per_group: u32, skew: f64, seed: u64) -> Result<Vec<Vec<Vec<u16>>>, String> {
+    let need = groups as u64 * tokens_per_group as u64;
+    if need == 0 || need > MAX_GEN_TOKENS {
+        return Err(format!("tokens_per_group: {groups} groups x {tokens_per_group} tokens must be within 1..={MAX_GEN_TOKENS}"));
+    }
+    let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: 1, tokens_per_iter: need as u32, iters: 1, skew, seed: seed.max(1), ..Default::default() };
+    let t = generate(&g).map_err(|e| e.to_string())?;
+    Ok(group(t.routing(0..t.tokens.len(), 0), tokens_per_group))
+}
+
+/// Routing from a trace: its first iteration's tokens of MoE layer `layer`, in order, reused
+/// cyclically when the layer needs more tokens than the iteration holds. The trace must match
+/// the model's experts and top-k.
+pub fn trace_routing(t: &Trace, m: &ModelPreset, layer: u32, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
+    if t.header.experts != m.experts || t.header.top_k != m.top_k {
+        return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
+    }
+    if layer >= t.header.layers {
+        return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
+    }
+    let (_, first) = t.iterations().into_iter().next().ok_or("the trace holds no tokens")?;
+    let it = t.routing(first, layer as usize);
+    let need = groups as usize * tokens_per_group as usize;
+    Ok(group((0..need).map(|i| it[i % it.len()].clone()).collect(), tokens_per_group))
+}
+
+fn group(tokens: Vec<Vec<u16>>, per: u32) -> Vec<Vec<Vec<u16>>> {
+    tokens.chunks(per as usize).map(|g| g.to_vec()).collect()
+}
