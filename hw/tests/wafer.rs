@@ -152,3 +152,53 @@ proptest! {
         prop_assert_eq!(fingerprint(&a), fingerprint(&b));
     }
 }
+
+/// The CL mapping controller decides exactly what the FL mapping decides: every table, for
+/// every single-wafer mesh up to 8×8, every TP dividing the dies, baseline and ER (where
+/// defined), and HER on multi-wafer grids; it costs one cycle per shape candidate, ring cell
+/// and die.
+#[test]
+fn mapping_controller_equals_fl() {
+    use hw::wafer::mapping::MappingCtrlCl;
+    use sched::wafer::WaferGeom;
+    let mut checked = 0;
+    let mut geoms: Vec<WaferGeom> = Vec::new();
+    for c in 1..=8 {
+        for r in 1..=8 {
+            geoms.push(WaferGeom::single(c, r));
+        }
+    }
+    for (wx, wy, c, r) in [(2, 2, 4, 4), (2, 1, 4, 4), (2, 2, 8, 8), (1, 2, 6, 6), (3, 1, 2, 4)] {
+        geoms.push(WaferGeom { wafers_x: wx, wafers_y: wy, die_cols: c, die_rows: r });
+    }
+    for g in geoms {
+        let dies = g.dies();
+        for tp in (1..=dies).filter(|t| dies % t == 0) {
+            for kind in MappingKind::ALL {
+                for ag in [true, false] {
+                    let fl = map(kind, g, tp, dies / tp, ag);
+                    let cl = MappingCtrlCl::new(kind, g, tp, dies / tp, ag);
+                    match (fl, cl) {
+                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                        (Ok(fl), Ok(cl)) => {
+                            let (m, cycles) = cl.run();
+                            let s = |m: &Mapping| serde_json::to_string(m).unwrap();
+                            assert_eq!(s(&m), s(&fl), "{g:?} tp={tp} {kind:?}");
+                            for h in 0..dies {
+                                for grp in 0..fl.dp {
+                                    for sl in 0..tp {
+                                        assert_eq!(m.holder(h, grp, sl), fl.holder(h, grp, sl));
+                                    }
+                                }
+                            }
+                            assert!(cycles >= dies as u64 && cycles <= 3 * dies as u64 + tp.max(dies / tp) as u64 + 1, "{cycles} cycles");
+                            checked += 1;
+                        }
+                        (a, b) => panic!("{g:?} tp={tp} {kind:?}: FL {:?} vs CL {:?}", a.is_ok(), b.is_ok()),
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "{checked} mappings checked");
+}

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+use hw::wafer::mapping::MappingCtrlCl;
 use hw::wafer::program::{build, LayerProgram};
 use hw::wafer::{Wafer, WaferCfg, WaferResult};
 use sched::models::{model_by_name, ModelPreset};
@@ -155,13 +156,17 @@ pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: 
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.
 pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool) -> CliResult<(WaferResult, LayerProgram)> {
-    let mp = map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
+    // The mapping controller (CL) decides the tables the collective engines run on.
+    let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
+    let (mp, map_cycles) = ctrl.run();
     let prog = build(c, m, &mp, routing);
     let mut w = Wafer::new(c, &prog, threads).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let run = w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?;
     let wall = t0.elapsed().as_secs_f64();
-    Ok((WaferResult::new(c, &mp, &prog, &run, wall), prog))
+    let mut r = WaferResult::new(c, &mp, &prog, &run, wall);
+    r.mapping_controller_cycles = map_cycles;
+    Ok((r, prog))
 }
 
 pub fn run(a: WaferArgs) -> CliResult<ExitCode> {

@@ -7,6 +7,7 @@ pub mod compute;
 pub mod config;
 pub mod die;
 pub mod dma;
+pub mod mapping;
 pub mod program;
 pub mod result;
 #[allow(clippy::module_inception)]
