@@ -42,6 +42,10 @@ pub struct WaferArgs {
     /// Drop the all-gather half of the all-reduce (the paper keeps it).
     #[arg(long)]
     pub no_all_gather: bool,
+    /// Real values through the collectives (all-reduce chunks, dispatched tokens, expert
+    /// outputs), checked against the FL reference after the run; timing is unchanged.
+    #[arg(long)]
+    pub functional: bool,
     /// Routing trace (SPEC §8): the first iteration's tokens, first layer, in order (reused
     /// cyclically when the layer needs more tokens than the iteration holds).
     #[arg(long)]
@@ -155,17 +159,21 @@ pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: 
 }
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.
-pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool) -> CliResult<(WaferResult, LayerProgram)> {
+pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool, functional: bool) -> CliResult<(WaferResult, LayerProgram)> {
     // The mapping controller (CL) decides the tables the collective engines run on.
     let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
     let (mp, map_cycles) = ctrl.run();
     let prog = build(c, m, &mp, routing);
-    let mut w = Wafer::new(c, &prog, threads).map_err(|e| e.to_string())?;
+    let mut w = Wafer::new_with(c, &prog, threads, functional).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let run = w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?;
     let wall = t0.elapsed().as_secs_f64();
     let mut r = WaferResult::new(c, &mp, &prog, &run, wall);
     r.mapping_controller_cycles = map_cycles;
+    if functional {
+        let rep = hw::wafer::functional::check(&prog, &w).map_err(|e| format!("functional check failed ({} mapping): {e}", c.mapping.name()))?;
+        r.functional = Some(rep);
+    }
     Ok((r, prog))
 }
 
@@ -196,7 +204,10 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     let mut results = Vec::new();
     for &k in &kinds {
         let c = WaferCfg { mapping: k, ..base.clone() };
-        let (r, _) = run_one(&c, &model, &routing, threads, !a.no_fast_forward)?;
+        let (r, _) = run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional)?;
+        if let (Some(f), false) = (&r.functional, a.quiet) {
+            println!("functional ({}): {} all-reduce chunks, {} dispatched tokens, {} expert outputs equal to the FL reference", r.mapping, f.chunks_checked, f.tokens_checked, f.outputs_checked);
+        }
         if !a.quiet {
             println!(
                 "wafer {}x{} x {}x{} {} TP={} DP={} {}: hops {:.2} (FTDs disjoint: {}), all-reduce {} cyc, dispatch {} cyc, experts {} cyc, combine {} cyc, layer {} cyc ({:.2} s, {:.2e} cyc/s)",

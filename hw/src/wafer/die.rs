@@ -10,7 +10,10 @@
 
 use std::collections::HashMap;
 
+use std::sync::Arc;
+
 use super::compute::{ComputeEngineCl, Kernel, KernelKind};
+use super::functional::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
 use super::program::{DieProgram, Ev, LayerProgram, Phase};
 use crate::harness::{Cycle, LinkArena, NEVER};
@@ -63,6 +66,12 @@ pub struct DieCl {
     pub cur_phase: u8,
     pub cur_mb: u32,
     pub flits_left: u64,
+    /// Functional mode: the die's values and the program the payloads are built from.
+    pub func: Option<FuncDie>,
+    prog: Option<Arc<LayerProgram>>,
+    /// Transfers handed to the engine this cycle (their payloads are captured at the end of
+    /// the cycle's eval, when the store is at hand).
+    started: Vec<u32>,
 }
 
 impl DieCl {
@@ -116,7 +125,16 @@ impl DieCl {
             cur_phase: 0,
             cur_mb: 0,
             flits_left,
+            func: None,
+            prog: None,
+            started: Vec::new(),
         }
+    }
+
+    /// Functional mode: the die computes on real values (`prog` is the layer it runs).
+    pub fn set_functional(&mut self, prog: Arc<LayerProgram>) {
+        self.func = Some(FuncDie::new(self.id, &prog));
+        self.prog = Some(prog);
     }
 
     /// Every kernel ran, every transfer went out and came in.
@@ -139,6 +157,7 @@ impl DieCl {
                         *f = (*f).min(now);
                         self.cur_phase = 1 + ph as u8;
                         self.dma.start(self.tx[j as usize]);
+                        self.started.push(self.tx[j as usize].id);
                     }
                 }
             }
@@ -153,6 +172,7 @@ impl DieCl {
                 let f = &mut self.times.phase_first[mb as usize][ph as usize];
                 *f = (*f).min(now);
                 self.dma.start(self.tx[j]);
+                self.started.push(self.tx[j].id);
             }
         }
     }
@@ -161,7 +181,15 @@ impl DieCl {
     ///
     /// # Safety
     /// Link protocol: see [`CollectiveEngineCl::eval`].
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>) -> (u64, bool) {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, store: Option<&PayloadStore>) -> (u64, bool) {
+        if let (Some(st), Some(f), Some(p)) = (store, self.func.as_mut(), self.prog.as_ref()) {
+            // Payloads of the transfers started at the end of the previous cycle (or at begin).
+            for x in self.started.drain(..) {
+                st.put(x, f.payload(self.id, x, p));
+            }
+        } else {
+            self.started.clear();
+        }
         let mut progress = 0;
         if let Some(i) = self.compute.finish(now) {
             let k = self.kernels[i];
@@ -188,6 +216,9 @@ impl DieCl {
             let l = &mut self.times.phase_last[mb as usize][ph as usize];
             *l = (*l).max(now);
             self.rx_left -= 1;
+            if let (Some(st), Some(f), Some(p)) = (store, self.func.as_mut(), self.prog.as_ref()) {
+                f.arrive(x, st.take(x), p);
+            }
             self.fire(Ev::Rx(x), now);
         }
         self.ev = ev;

@@ -7,6 +7,7 @@ pub mod compute;
 pub mod config;
 pub mod die;
 pub mod dma;
+pub mod functional;
 pub mod mapping;
 pub mod program;
 pub mod result;

@@ -17,6 +17,7 @@
 
 use sched::models::ModelPreset;
 use sched::wafer::collective::{allreduce_plan, ChunkId};
+use sched::wafer::dispatch::A2aXfer;
 use sched::wafer::{dispatch_plan, expert_hosts, Mapping};
 
 use super::compute::{attention_cost, experts_cost, gate_cost, Kernel, KernelKind};
@@ -51,6 +52,10 @@ pub struct NetXfer {
     pub flits: u32,
     pub phase: Phase,
     pub mb: u32,
+    /// All-reduce: the chunk moved and whether the receiver adds it (reduce-scatter) or
+    /// overwrites (all-gather).
+    pub chunk: Option<ChunkId>,
+    pub reduce: bool,
 }
 
 /// An event a die's program waits for.
@@ -79,6 +84,13 @@ pub struct DieProgram {
 #[derive(Debug, Clone, Default)]
 pub struct LayerProgram {
     pub micro_batches: u32,
+    /// The decisions the program was built from (functional mode checks against them).
+    pub mapping: Option<Mapping>,
+    pub allreduce: Option<sched::wafer::collective::CollectivePlan>,
+    /// Per micro-batch, every token→expert assignment (the FL dispatch plan).
+    pub assignments: Vec<Vec<A2aXfer>>,
+    /// Dispatch and combine transfers → the assignments they carry.
+    pub items: std::collections::HashMap<u32, Vec<A2aXfer>>,
     pub xfers: Vec<NetXfer>,
     pub dies: Vec<DieProgram>,
     /// Token-expert assignments (all of them, including the local ones) and their hop sum.
@@ -113,6 +125,8 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
     }
     let ar = allreduce_plan(map);
     let hosts = expert_hosts(model.experts, n as u32);
+    p.mapping = Some(map.clone());
+    p.allreduce = Some(ar.clone());
     for m in 0..mbs {
         let range = mb_range(t, mbs, m);
         let tm = range.len() as u64;
@@ -123,7 +137,7 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
         let mut into: std::collections::HashMap<(u32, ChunkId), Vec<(u32, u32)>> = std::collections::HashMap::new();
         for x in &ar.xfers {
             let id = p.xfers.len() as u32;
-            p.xfers.push(NetXfer { src: x.src, dst: x.dst, bytes: chunk_bytes, flits: flits(chunk_bytes), phase: Phase::AllReduce, mb: m });
+            p.xfers.push(NetXfer { src: x.src, dst: x.dst, bytes: chunk_bytes, flits: flits(chunk_bytes), phase: Phase::AllReduce, mb: m, chunk: Some(x.data), reduce: x.reduce });
             into.entry((x.dst, x.data)).or_default().push((x.step, id));
         }
         let mut ar_deps_of_die: Vec<Vec<Ev>> = vec![Vec::new(); n];
@@ -144,6 +158,11 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
         let routing_m: Vec<Vec<Vec<u16>>> =
             routing.iter().map(|g| g.iter().enumerate().map(|(ti, es)| if range.contains(&(ti as u32)) { es.clone() } else { Vec::new() }).collect()).collect();
         let plan = dispatch_plan(map, &hosts, &routing_m);
+        let mut pair_items: std::collections::BTreeMap<(u32, u32), Vec<A2aXfer>> = std::collections::BTreeMap::new();
+        for a in &plan {
+            pair_items.entry((a.src, a.dst)).or_default().push(*a);
+        }
+        p.assignments.push(plan.clone());
         // Per (src, dst): tokens; per die: distinct tokens it gates (it is the holder of); per
         // host: tokens per expert.
         let mut pair: std::collections::BTreeMap<(u32, u32), u64> = std::collections::BTreeMap::new();
@@ -177,7 +196,8 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             }
             let id = p.xfers.len() as u32;
             let bytes = tokens * d * cfg.dispatch_elem_bytes as u64;
-            p.xfers.push(NetXfer { src, dst, bytes, flits: flits(bytes), phase: Phase::Dispatch, mb: m });
+            p.xfers.push(NetXfer { src, dst, bytes, flits: flits(bytes), phase: Phase::Dispatch, mb: m, chunk: None, reduce: false });
+            p.items.insert(id, pair_items[&(src, dst)].clone());
             p.dies[src as usize].tx.push(id);
             p.dies[src as usize].tx_deps.push(vec![Ev::Kernel(k_gate[src as usize])]);
             p.dies[dst as usize].rx.push(id);
@@ -185,7 +205,8 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             p.dies[dst as usize].kernel_deps[ke].push(Ev::Rx(id));
             let cid = p.xfers.len() as u32;
             let cbytes = tokens * d * cfg.combine_elem_bytes as u64;
-            p.xfers.push(NetXfer { src: dst, dst: src, bytes: cbytes, flits: flits(cbytes), phase: Phase::Combine, mb: m });
+            p.xfers.push(NetXfer { src: dst, dst: src, bytes: cbytes, flits: flits(cbytes), phase: Phase::Combine, mb: m, chunk: None, reduce: false });
+            p.items.insert(cid, pair_items[&(src, dst)].clone());
             p.dies[dst as usize].tx.push(cid);
             p.dies[dst as usize].tx_deps.push(vec![Ev::Kernel(k_exp[dst as usize])]);
             p.dies[src as usize].rx.push(cid);

@@ -84,6 +84,9 @@ pub struct WaferResult {
     pub gate_cycles: u64,
     /// Cycles the mapping controller took to fill its tables (before the layer).
     pub mapping_controller_cycles: u64,
+    /// Functional mode: what was checked against the FL reference (all equal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functional: Option<super::functional::FuncReport>,
     /// Mean hops of the layer's token→expert assignments (local ones count 0).
     pub dispatch_mean_hops: f64,
     pub transfers: usize,
@@ -115,6 +118,7 @@ impl WaferResult {
             attention_cycles: run.kernel_cycles(0),
             gate_cycles: run.kernel_cycles(1),
             mapping_controller_cycles: 0,
+            functional: None,
             dispatch_mean_hops: if prog.a2a_assignments == 0 { 0.0 } else { prog.a2a_hops as f64 / prog.a2a_assignments as f64 },
             transfers: prog.xfers.len(),
             flits_injected: run.tx_flits,

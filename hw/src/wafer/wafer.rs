@@ -11,6 +11,7 @@ use sched::noc::Dir;
 
 use super::config::WaferCfg;
 use super::die::{DieCl, DieTimes};
+use super::functional::PayloadStore;
 use super::program::{LayerProgram, Phase};
 use crate::cfg::CfgError;
 use crate::harness::{run_partitions, ClockDomain, ClockSet, ClockedControl, Cycle, LinkArena, PartStatus, Partition, C_FINISHED, NEVER};
@@ -40,6 +41,8 @@ pub struct WaferPart {
 pub struct WaferWires {
     pub flits: LinkArena<Flit>,
     pub credits: LinkArena<Credit>,
+    /// Functional mode: the transfers' payloads.
+    pub payloads: Option<PayloadStore>,
 }
 
 impl Partition for WaferPart {
@@ -53,7 +56,7 @@ impl Partition for WaferPart {
             // SAFETY: the engine evaluates every partition for `now` with a barrier between
             // cycles; `wire` made each router and die the sole sender/receiver of its links.
             let (m1, s1) = unsafe { t.router.eval(now, &w.flits, &w.credits) };
-            let (m2, s2) = unsafe { t.die.eval(now, &w.flits, &w.credits) };
+            let (m2, s2) = unsafe { t.die.eval(now, &w.flits, &w.credits, w.payloads.as_ref()) };
             if s1 || s2 {
                 t.last_send = now;
             }
@@ -136,6 +139,13 @@ pub struct Wafer {
 impl Wafer {
     /// Builds the wafer for one layer program (the config is validated first).
     pub fn new(cfg: &WaferCfg, prog: &LayerProgram, threads: usize) -> Result<Wafer, WaferError> {
+        Self::new_with(cfg, prog, threads, false)
+    }
+
+    /// `functional`: the dies compute on real values, checked afterwards by
+    /// [`super::functional::check`].
+    pub fn new_with(cfg: &WaferCfg, prog: &LayerProgram, threads: usize, functional: bool) -> Result<Wafer, WaferError> {
+        let shared = functional.then(|| std::sync::Arc::new(prog.clone()));
         cfg.validate()?;
         let (cols, rows) = (cfg.cols(), cfg.rows());
         let n = (cols * rows) as usize;
@@ -160,6 +170,9 @@ impl Wafer {
                 }
             }
             let mut die = DieCl::new(i, prog, np, cols, r.vcs, r.vc_buf, cfg.packet_flits);
+            if let Some(p) = &shared {
+                die.set_functional(p.clone());
+            }
             die.begin(0);
             tiles.push(WaferTile { router, die, last_send: NEVER });
         }
@@ -173,7 +186,8 @@ impl Wafer {
             parts.push(WaferPart { tiles: it.by_ref().take(take).collect(), max_lat });
             first += take;
         }
-        Ok(Wafer { cfg: cfg.clone(), parts, wires: WaferWires { flits: w.flits, credits: w.credits } })
+        let payloads = functional.then(|| PayloadStore::new(prog.xfers.len()));
+        Ok(Wafer { cfg: cfg.clone(), parts, wires: WaferWires { flits: w.flits, credits: w.credits, payloads } })
     }
 
     pub fn tiles(&self) -> impl Iterator<Item = &WaferTile> {

@@ -24,6 +24,7 @@
 
 pub mod collective;
 pub mod dispatch;
+pub mod functional;
 pub mod gpu;
 pub mod mapping;
 pub mod routing;
