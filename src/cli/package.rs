@@ -242,13 +242,14 @@ fn accumulate(acc: &mut Option<PkgResult>, r: PkgResult) {
     }
 }
 
-fn wave_path(base: &Path, s: Strategy, several: bool) -> PathBuf {
+/// The waveform file of one run among several: NAME-<run>.EXT (the base path when alone).
+pub fn wave_path(base: &Path, run: &str, several: bool) -> PathBuf {
     if !several {
         return base.to_path_buf();
     }
     let stem = base.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
     let ext = base.extension().map(|x| format!(".{}", x.to_string_lossy())).unwrap_or_default();
-    base.with_file_name(format!("{stem}-{}{ext}", s.name()))
+    base.with_file_name(format!("{stem}-{run}{ext}"))
 }
 
 /// Runs every strategy on the workload, layer batch by layer batch through the request
@@ -288,7 +289,7 @@ pub fn run_strategies_with(
             let mut p = Package::new_with_blocks(cfg, s, &l, functional, rtl).map_err(|e| e.to_string())?;
             let r = match waves.filter(|_| i == 0) {
                 Some((base, fmt)) => {
-                    let path = wave_path(base, s, several);
+                    let path = wave_path(base, s.name(), several);
                     ensure_parent(&path)?;
                     let mut w = waves::WaveWriter::create(&path, fmt, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
                     let r = p.run(Some(&mut w)).map_err(|e| format!("{}: {e}", s.name()))?;

@@ -66,6 +66,12 @@ pub struct WaferArgs {
     pub no_fast_forward: bool,
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Waveforms of the run (one file per mapping: NAME-<mapping>.vcd when several), scopes
+    /// `top.wafer.w_I_J.d_R_C.*`.
+    #[arg(long)]
+    pub vcd: Option<PathBuf>,
+    #[arg(long)]
+    pub fst: Option<PathBuf>,
     /// Directory for the per-phase link heatmaps (SVG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -159,14 +165,24 @@ pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: 
 }
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.
-pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool, functional: bool) -> CliResult<(WaferResult, LayerProgram)> {
+pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool, functional: bool, wave: Option<(&Path, waves::WaveFormat)>) -> CliResult<(WaferResult, LayerProgram)> {
     // The mapping controller (CL) decides the tables the collective engines run on.
     let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
     let (mp, map_cycles) = ctrl.run();
     let prog = build(c, m, &mp, routing);
     let mut w = Wafer::new_with(c, &prog, threads, functional).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let run = w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?;
+    let run = match wave {
+        Some((path, fmt)) => {
+            ensure_parent(path)?;
+            let period_ps = (1e6 / c.clock_mhz).round().max(1.0) as u64;
+            let mut wr = waves::WaveWriter::create(path, fmt, period_ps, &w.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
+            let run = w.run_traced(threads, ff, 1 << 40, 2_000_000, Some(&mut wr)).map_err(|e| e.to_string())?;
+            wr.finish(run.layer_cycles).map_err(|e| format!("{}: {e}", path.display()))?;
+            run
+        }
+        None => w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?,
+    };
     let wall = t0.elapsed().as_secs_f64();
     let mut r = WaferResult::new(c, &mp, &prog, &run, wall);
     r.mapping_controller_cycles = map_cycles;
@@ -193,9 +209,17 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     if !(skew.is_finite() && (0.0..=4.0).contains(&skew)) {
         return Err(format!("--skew: must be within 0..=4 (got {skew})"));
     }
-    if let Some(j) = &a.json {
-        check_writable(j)?;
+    for p in [a.json.as_ref(), a.vcd.as_ref(), a.fst.as_ref()].into_iter().flatten() {
+        check_writable(p)?;
     }
+    if a.vcd.is_some() && a.fst.is_some() {
+        return Err("give --vcd or --fst, not both".into());
+    }
+    let waves = match (&a.vcd, &a.fst) {
+        (Some(p), _) => Some((p.as_path(), waves::WaveFormat::Vcd)),
+        (_, Some(p)) => Some((p.as_path(), waves::WaveFormat::Fst)),
+        _ => None,
+    };
     if let Some(d) = &a.plot {
         super::package::check_plot_dir(d)?;
     }
@@ -204,7 +228,11 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     let mut results = Vec::new();
     for &k in &kinds {
         let c = WaferCfg { mapping: k, ..base.clone() };
-        let (r, _) = run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional)?;
+        let wave_file = waves.map(|(p, f)| (super::package::wave_path(p, k.name(), kinds.len() > 1), f));
+        let (r, _) = run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional, wave_file.as_ref().map(|(p, f)| (p.as_path(), *f)))?;
+        if let (Some((p, _)), false) = (&wave_file, a.quiet) {
+            println!("wrote {}", p.display());
+        }
         if let (Some(f), false) = (&r.functional, a.quiet) {
             println!("functional ({}): {} all-reduce chunks, {} dispatched tokens, {} expert outputs equal to the FL reference", r.mapping, f.chunks_checked, f.tokens_checked, f.outputs_checked);
         }

@@ -1,4 +1,4 @@
-//! `waferstream wave diff|stats`.
+//! `waferstream wave diff|stats|check`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +13,10 @@ pub enum WaveCmd {
     Diff { a: PathBuf, b: PathBuf },
     /// Signals, scopes, time range and the busiest signals of a dump.
     Stats { file: PathBuf },
+    /// Runs every waveform checker that applies to the dump (package: ring capacity,
+    /// trajectory visits, ICV grants; wafer: links idle where the mapping says so); exit code
+    /// 1 if one fails.
+    Check { file: PathBuf },
 }
 
 pub fn run(c: WaveCmd) -> CliResult<ExitCode> {
@@ -24,6 +28,16 @@ pub fn run(c: WaveCmd) -> CliResult<ExitCode> {
                 waves::DiffResult::Same { .. } => ExitCode::SUCCESS,
                 _ => ExitCode::from(1),
             })
+        }
+        WaveCmd::Check { file } => {
+            let rs = waves::check_package(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            if rs.is_empty() {
+                return Err(format!("{}: no checker applies to this dump", file.display()));
+            }
+            for r in &rs {
+                println!("{} {}: {}", if r.ok { "ok  " } else { "FAIL" }, r.name, r.detail);
+            }
+            Ok(if rs.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         WaveCmd::Stats { file } => {
             let s = waves::stats(&file).map_err(|e| format!("{}: {e}", file.display()))?;

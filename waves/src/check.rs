@@ -9,6 +9,10 @@
 //!   `ctrl.pe_expert`/`ctrl.pe_k` naming the micro-slice).
 //! * `icv_grants_idle`: every IO-die grant (`iodie.grants` counter, `iodie.grant_start`) names
 //!   a chiplet whose ICV bit was set just before the grant (`iodie.icv`).
+//! * `links_idle_as_mapped` (wafer): no die-to-die link carries a flit of a traffic class
+//!   (`top.wafer.….d_R_C.link_X.class`: 0 none, 1 all-reduce, 2 dispatch, 3 combine, 4
+//!   migration) in which the mapping controller marks it idle (`map.link_X.idle`, bit
+//!   class − 1) — e.g. the links between disjoint FTDs during the all-to-all.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -155,8 +159,33 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
         }
         out.push(CheckResult { name: "icv_grants_idle", ok: bad.is_none(), detail: bad.unwrap_or(format!("{n} grants, each to an idle chiplet")) });
     }
+    // --- wafer links idle where the mapping says so
+    let mut flits = 0u64;
+    let mut links = 0u64;
+    let mut bad: Option<String> = None;
+    for (n, &cls) in names.iter().filter(|(n, _)| n.ends_with(".class") && n.contains(".link_")) {
+        let Some((die, link)) = n.strip_suffix(".class").and_then(|p| p.rsplit_once('.')) else { continue };
+        let Some(&idle) = names.get(&format!("{die}.map.{link}.idle")) else { continue };
+        links += 1;
+        let idle = series(&w, idle);
+        for (t, v) in series(&w, cls) {
+            if v == 0 {
+                continue;
+            }
+            flits += 1;
+            if at(&idle, t) >> (v - 1) & 1 == 1 && bad.is_none() {
+                let what = ["all-reduce", "dispatch", "combine", "migration"].get(v as usize - 1).copied().unwrap_or("unknown");
+                bad = Some(format!("{die}.{link} carried {what} traffic (class {v}) at time {t}, where the mapping marks it idle"));
+            }
+        }
+    }
+    if links > 0 {
+        out.push(CheckResult { name: "links_idle_as_mapped", ok: bad.is_none(), detail: bad.unwrap_or(format!("{flits} link bursts on {links} links, none in a phase its mapping marks idle")) });
+    }
     if out.is_empty() {
-        return Err(WaveError::Format { what: format!("{}: no package signals (top.pkg.c_R_C.ring.occ, .ctrl.pe_starts, top.pkg.iodie.icv) to check", path.display()) });
+        return Err(WaveError::Format {
+            what: format!("{}: no package signals (top.pkg.c_R_C.ring.occ, .ctrl.pe_starts, top.pkg.iodie.icv) nor wafer links (top.wafer.….link_X.class) to check", path.display()),
+        });
     }
     Ok(out)
 }

@@ -147,6 +147,9 @@ pub struct RouterCl {
     pub out_trace: [u64; NPORTS],
     /// Flits sent per output port and traffic class (`Flit::class`), since construction.
     pub out_class_flits: [[u64; N_CLASSES]; NPORTS],
+    /// Traffic class + 1 of the flit sent on each output this cycle, 0 if none (for traces;
+    /// cleared with `out_trace`).
+    pub out_class: [u8; NPORTS],
     traced_send: bool,
     /// Cycle of the latest eval (for the line trace's stall marks).
     last_eval: Cycle,
@@ -196,6 +199,7 @@ impl RouterCl {
             buffered: 0,
             out_trace: [0; NPORTS],
             out_class_flits: [[0; N_CLASSES]; NPORTS],
+            out_class: [0; NPORTS],
             traced_send: false,
             last_eval: 0,
             ser: std::array::from_fn(|p| if p == Dir::Local.idx() { 1 } else { ser as u64 }),
@@ -291,6 +295,7 @@ impl RouterCl {
         self.last_eval = now;
         if self.traced_send {
             self.out_trace = [0; NPORTS];
+            self.out_class = [0; NPORTS];
             self.traced_send = false;
         }
         // --- input queuing: flits into VC buffers, credits into counters
@@ -643,6 +648,7 @@ impl RouterCl {
             self.out_free_at[o] = now + self.ser[o] * self.tk;
         }
         self.out_class_flits[o][f.class as usize % N_CLASSES] += 1;
+        self.out_class[o] = f.class % N_CLASSES as u8 + 1;
         self.out_trace[o] = f.trace_id();
         self.traced_send = true;
         self.stats.flits_switched += 1;

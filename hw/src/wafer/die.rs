@@ -52,6 +52,7 @@ pub struct DieCl {
     next_kernel: usize,
     tx: Vec<TxXfer>,
     tx_phase: Vec<(Phase, u32)>,
+    tx_step: Vec<u32>,
     tx_pending: Vec<u32>,
     /// Global transfer id → (phase, micro-batch), of the transfers sent or received here.
     phase_of: HashMap<u32, (Phase, u32)>,
@@ -64,6 +65,11 @@ pub struct DieCl {
     /// Traced: the phase of the newest transfer started (0 none, 1 + Phase), the micro-batch of
     /// the running kernel, flits left to send.
     pub cur_phase: u8,
+    /// Traced: the collective step and micro-batch of the newest transfer started.
+    pub cur_step: u32,
+    pub cur_tx_mb: u32,
+    /// The mapping controller's table entries of this die: TP group, ring rank, FTD.
+    pub map_regs: [u32; 3],
     pub cur_mb: u32,
     pub flits_left: u64,
     /// Functional mode: the die's values and the program the payloads are built from.
@@ -113,6 +119,10 @@ impl DieCl {
             kernel_pending: dp.kernel_deps.iter().map(|d| d.len() as u32).collect(),
             next_kernel: 0,
             tx_phase: dp.tx.iter().map(|&x| (prog.xfers[x as usize].phase, prog.xfers[x as usize].mb)).collect(),
+            tx_step: dp.tx.iter().map(|&x| prog.xfers[x as usize].step).collect(),
+            cur_step: 0,
+            cur_tx_mb: 0,
+            map_regs: [0; 3],
             tx_pending: dp.tx_deps.iter().map(|d| d.len() as u32).collect(),
             tx_left: tx.len() as u32,
             rx_left: dp.rx.len() as u32,
@@ -156,6 +166,8 @@ impl DieCl {
                         let f = &mut self.times.phase_first[mb as usize][ph];
                         *f = (*f).min(now);
                         self.cur_phase = 1 + ph as u8;
+                        self.cur_step = self.tx_step[j as usize];
+                        self.cur_tx_mb = mb;
                         self.dma.start(self.tx[j as usize]);
                         self.started.push(self.tx[j as usize].id);
                     }
@@ -254,5 +266,42 @@ impl DieCl {
 
     pub fn kind_of(&self, i: usize) -> KernelKind {
         self.kernels[i].kind
+    }
+}
+
+impl crate::harness::Probe for DieCl {
+    /// `dma.*`: the collective engine (phase of the newest transfer started: 0 none, 1
+    /// all-reduce, 2 dispatch, 3 combine; its step and micro-batch; transfers queued; flits
+    /// left to send); `compute.*`: the kernel running (0 idle, 1 attention, 2 gate, 3 experts)
+    /// and its micro-batch; `map.*`: the mapping controller's entries for this die.
+    fn declare(&self, scope: &[String], out: &mut Vec<crate::harness::SignalDecl>) {
+        let sig = |sub: &str, name: &str, width: u32| {
+            let mut sc = scope.to_vec();
+            sc.push(sub.into());
+            crate::harness::SignalDecl { scope: sc, name: name.into(), width }
+        };
+        out.push(sig("dma", "phase", 2));
+        out.push(sig("dma", "step", 8));
+        out.push(sig("dma", "mb", 8));
+        out.push(sig("dma", "queued", 16));
+        out.push(sig("dma", "flits_left", 32));
+        out.push(sig("compute", "kernel", 2));
+        out.push(sig("compute", "mb", 8));
+        out.push(sig("map", "group", 16));
+        out.push(sig("map", "rank", 16));
+        out.push(sig("map", "ftd", 16));
+    }
+
+    fn sample(&self, out: &mut Vec<u64>) {
+        out.push(self.cur_phase as u64);
+        out.push(self.cur_step as u64 & 0xff);
+        out.push(self.cur_tx_mb as u64 & 0xff);
+        out.push(self.dma.queued as u64 & 0xffff);
+        out.push(self.flits_left & 0xffff_ffff);
+        out.push(self.compute.running.map_or(0, |i| self.kernels[i].kind.idx() as u64 + 1));
+        out.push(self.compute.running.map_or(0, |i| self.kernels[i].mb as u64 & 0xff));
+        for v in self.map_regs {
+            out.push(v as u64 & 0xffff);
+        }
     }
 }

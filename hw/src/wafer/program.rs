@@ -56,6 +56,8 @@ pub struct NetXfer {
     /// overwrites (all-gather).
     pub chunk: Option<ChunkId>,
     pub reduce: bool,
+    /// All-reduce: the collective step (0 for the all-to-all).
+    pub step: u32,
 }
 
 /// An event a die's program waits for.
@@ -137,7 +139,7 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
         let mut into: std::collections::HashMap<(u32, ChunkId), Vec<(u32, u32)>> = std::collections::HashMap::new();
         for x in &ar.xfers {
             let id = p.xfers.len() as u32;
-            p.xfers.push(NetXfer { src: x.src, dst: x.dst, bytes: chunk_bytes, flits: flits(chunk_bytes), phase: Phase::AllReduce, mb: m, chunk: Some(x.data), reduce: x.reduce });
+            p.xfers.push(NetXfer { src: x.src, dst: x.dst, bytes: chunk_bytes, flits: flits(chunk_bytes), phase: Phase::AllReduce, mb: m, chunk: Some(x.data), reduce: x.reduce, step: x.step });
             into.entry((x.dst, x.data)).or_default().push((x.step, id));
         }
         let mut ar_deps_of_die: Vec<Vec<Ev>> = vec![Vec::new(); n];
@@ -196,7 +198,7 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             }
             let id = p.xfers.len() as u32;
             let bytes = tokens * d * cfg.dispatch_elem_bytes as u64;
-            p.xfers.push(NetXfer { src, dst, bytes, flits: flits(bytes), phase: Phase::Dispatch, mb: m, chunk: None, reduce: false });
+            p.xfers.push(NetXfer { src, dst, bytes, flits: flits(bytes), phase: Phase::Dispatch, mb: m, chunk: None, reduce: false, step: 0 });
             p.items.insert(id, pair_items[&(src, dst)].clone());
             p.dies[src as usize].tx.push(id);
             p.dies[src as usize].tx_deps.push(vec![Ev::Kernel(k_gate[src as usize])]);
@@ -205,7 +207,7 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             p.dies[dst as usize].kernel_deps[ke].push(Ev::Rx(id));
             let cid = p.xfers.len() as u32;
             let cbytes = tokens * d * cfg.combine_elem_bytes as u64;
-            p.xfers.push(NetXfer { src: dst, dst: src, bytes: cbytes, flits: flits(cbytes), phase: Phase::Combine, mb: m, chunk: None, reduce: false });
+            p.xfers.push(NetXfer { src: dst, dst: src, bytes: cbytes, flits: flits(cbytes), phase: Phase::Combine, mb: m, chunk: None, reduce: false, step: 0 });
             p.items.insert(cid, pair_items[&(src, dst)].clone());
             p.dies[dst as usize].tx.push(cid);
             p.dies[dst as usize].tx_deps.push(vec![Ev::Kernel(k_exp[dst as usize])]);

@@ -14,7 +14,9 @@ use super::die::{DieCl, DieTimes};
 use super::functional::PayloadStore;
 use super::program::{LayerProgram, Phase};
 use crate::cfg::CfgError;
-use crate::harness::{run_partitions, ClockDomain, ClockSet, ClockedControl, Cycle, LinkArena, PartStatus, Partition, C_FINISHED, NEVER};
+use crate::harness::{
+    run_partitions, ChangeLog, ClockDomain, ClockSet, ClockedControl, Cycle, LinkArena, PartStatus, Partition, Probe, SignalDecl, SignalSink, C_FINISHED, NEVER,
+};
 use crate::noc::flit::{Credit, Flit, N_CLASSES};
 use crate::noc::mesh::{neighbour_in, wire};
 use crate::noc::router::{RouterCl, NPORTS};
@@ -23,6 +25,45 @@ pub struct WaferTile {
     pub router: RouterCl,
     pub die: DieCl,
     last_send: Cycle,
+    /// Per mesh output (`Dir` index): bit p set when the mapping says the link leaving here
+    /// carries no traffic of phase p (all-to-all phases on links between disjoint FTDs);
+    /// traced as `map.link_X.idle`, checked against `link_X.class` by the waveform checker.
+    pub idle_mask: [u8; 4],
+}
+
+const LINK_DIRS: [Dir; 4] = [Dir::XPlus, Dir::XMinus, Dir::YPlus, Dir::YMinus];
+
+impl WaferTile {
+    fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
+        let mut rs = scope.to_vec();
+        rs.push("router".into());
+        self.router.declare(&rs, out);
+        self.die.declare(scope, out);
+        for d in LINK_DIRS {
+            if self.router.ports.out_flit[d.idx()].is_none() {
+                continue;
+            }
+            let mut sc = scope.to_vec();
+            sc.push(format!("link_{}", d.short()));
+            out.push(SignalDecl { scope: sc, name: "class".into(), width: 3 });
+            let mut sc = scope.to_vec();
+            sc.push("map".into());
+            sc.push(format!("link_{}", d.short()));
+            out.push(SignalDecl { scope: sc, name: "idle".into(), width: 4 });
+        }
+    }
+
+    fn sample(&self, out: &mut Vec<u64>) {
+        self.router.sample(out);
+        self.die.sample(out);
+        for d in LINK_DIRS {
+            if self.router.ports.out_flit[d.idx()].is_none() {
+                continue;
+            }
+            out.push(self.router.out_class[d.idx()] as u64);
+            out.push(self.idle_mask[d.idx()] as u64);
+        }
+    }
 }
 
 impl WaferTile {
@@ -36,6 +77,7 @@ impl WaferTile {
 pub struct WaferPart {
     pub tiles: Vec<WaferTile>,
     max_lat: u64,
+    log: Option<ChangeLog>,
 }
 
 pub struct WaferWires {
@@ -69,6 +111,15 @@ impl Partition for WaferPart {
             done &= t.die.done();
         }
         st.counters[C_FINISHED] = done as u64;
+        if let Some(log) = self.log.as_mut() {
+            if log.active(now) {
+                let buf = log.begin();
+                for t in &self.tiles {
+                    t.sample(buf);
+                }
+                log.commit(now);
+            }
+        }
         st
     }
 }
@@ -128,6 +179,8 @@ pub enum WaferError {
     Watchdog { cycle: u64, stalled: u64, dies: String },
     #[error("the layer did not finish within {0} cycles")]
     Timeout(u64),
+    #[error("waveform: {0}")]
+    Wave(String),
 }
 
 pub struct Wafer {
@@ -170,11 +223,26 @@ impl Wafer {
                 }
             }
             let mut die = DieCl::new(i, prog, np, cols, r.vcs, r.vc_buf, cfg.packet_flits);
+            let mut idle_mask = [0u8; 4];
+            if let Some(m) = &prog.mapping {
+                die.map_regs = [m.group_of[i as usize], m.rank_of[i as usize], m.ftd_of[i as usize]];
+                // FTD-confined all-to-all: with all-gather and disjoint FTDs every fetch stays
+                // inside its FTD, so links between FTDs are idle in dispatch and combine.
+                if m.all_gather && m.ftds_disjoint() {
+                    for d in LINK_DIRS {
+                        if let Some(nb) = neighbour_in(i, d, cols, rows) {
+                            if m.ftd_of[i as usize] != m.ftd_of[nb as usize] {
+                                idle_mask[d.idx()] = 1 << Phase::Dispatch as u8 | 1 << Phase::Combine as u8;
+                            }
+                        }
+                    }
+                }
+            }
             if let Some(p) = &shared {
                 die.set_functional(p.clone());
             }
             die.begin(0);
-            tiles.push(WaferTile { router, die, last_send: NEVER });
+            tiles.push(WaferTile { router, die, last_send: NEVER, idle_mask });
         }
         // Row bands.
         let threads = threads.clamp(1, n);
@@ -183,7 +251,7 @@ impl Wafer {
         let mut first = 0;
         for p in 0..threads {
             let take = (n - first) / (threads - p);
-            parts.push(WaferPart { tiles: it.by_ref().take(take).collect(), max_lat });
+            parts.push(WaferPart { tiles: it.by_ref().take(take).collect(), max_lat, log: None });
             first += take;
         }
         let payloads = functional.then(|| PayloadStore::new(prog.xfers.len()));
@@ -194,12 +262,69 @@ impl Wafer {
         self.parts.iter().flat_map(|p| p.tiles.iter())
     }
 
-    /// Runs the layer to its end.
+    /// Every traceable signal, in global id order (dies in id order): per die
+    /// `top.wafer.w_I_J.d_R_C.{router.*, dma.*, compute.*, map.*, link_X.class, map.link_X.idle}`.
+    pub fn signals(&self) -> Vec<SignalDecl> {
+        let mut out = Vec::new();
+        for t in self.tiles() {
+            let scope: Vec<String> = t.scope(&self.cfg).split('.').map(String::from).collect();
+            t.declare(&scope, &mut out);
+        }
+        out
+    }
+
+    /// Records what `sink` writes (its window and filter) from the next evaluated cycle.
+    pub fn enable_trace_for(&mut self, sink: &dyn SignalSink) {
+        let mut base = 0;
+        let mut decl = Vec::new();
+        for p in self.parts.iter_mut() {
+            decl.clear();
+            for t in &p.tiles {
+                t.declare(&[], &mut decl);
+            }
+            p.log = Some(ChangeLog::for_sink(base, decl.len(), sink));
+            base += decl.len();
+        }
+    }
+
+    fn drain_trace(&mut self, sink: &mut dyn SignalSink, last: bool) -> Result<(), WaferError> {
+        if last {
+            for l in self.parts.iter_mut().filter_map(|p| p.log.as_mut()) {
+                l.flush_pre();
+            }
+        }
+        let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
+        ChangeLog::drain_merged(&mut logs, sink).map_err(WaferError::Wave)
+    }
+
+    /// Runs the layer to its end. With `sink`, value changes are drained into it every 2^16
+    /// cycles (trace memory stays bounded).
     pub fn run(&mut self, threads: usize, fast_forward: bool, max_cycles: u64, watchdog: u64) -> Result<WaferRun, WaferError> {
+        self.run_traced(threads, fast_forward, max_cycles, watchdog, None)
+    }
+
+    pub fn run_traced(&mut self, threads: usize, fast_forward: bool, max_cycles: u64, watchdog: u64, mut sink: Option<&mut dyn SignalSink>) -> Result<WaferRun, WaferError> {
+        if let Some(s) = sink.as_deref() {
+            self.enable_trace_for(s);
+        }
         let period_ps = (1e6 / self.cfg.clock_mhz).round().max(1.0) as u64;
         let clocks = ClockSet::new(vec![ClockDomain::new("core", period_ps)]).expect("one clock");
-        let ctl = ClockedControl::new(clocks, max_cycles, self.parts.len(), fast_forward, watchdog);
-        let (end, ctl) = run_partitions(&mut self.parts, &self.wires, &(), 0, ctl, threads);
+        let mut ctl = ClockedControl::new(clocks, 0, self.parts.len(), fast_forward, watchdog);
+        let mut now: Cycle = 0;
+        let chunk = if sink.is_some() { 1u64 << 16 } else { max_cycles };
+        let (end, ctl) = loop {
+            ctl.end = now.saturating_add(chunk).min(max_cycles);
+            let (last, c) = run_partitions(&mut self.parts, &self.wires, &(), now, ctl, threads);
+            ctl = c;
+            now = last + 1;
+            let stop = ctl.tripped || ctl.finished || last >= max_cycles;
+            if let Some(s) = sink.as_deref_mut() {
+                self.drain_trace(s, stop)?;
+            }
+            if stop {
+                break (last, ctl);
+            }
+        };
         if ctl.tripped {
             let dies: Vec<String> = self.tiles().filter(|t| !t.die.done()).take(8).map(|t| t.scope(&self.cfg)).collect();
             return Err(WaferError::Watchdog { cycle: end, stalled: watchdog, dies: dies.join(", ") });
