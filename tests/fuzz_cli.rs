@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -97,6 +97,11 @@ const SEEDS: &[&str] = &[
     "sweep @D/grid.toml --shard 2/3 --out @D/out/s2.jsonl",
     "sweep @D/grid.toml --list",
     "sweep @D/badgrid.toml --quiet",
+    "wafer --model qwen3-235b --wafer 2x2 --tp 2 --mapping baseline,er --tokens-per-group 8 --micro-batches 2 --json @D/out/w.json --quiet",
+    "wafer --model mixtral-8x22b --wafer 2x2 --tp 2 --trace @D/t.jsonl --tokens-per-group 4 --functional --vcd @D/out/w.vcd --quiet",
+    "wafer --model qwen3-235b --wafers 2x1 --wafer 2x2 --tp 2 --mapping her,er --tokens-per-group 4 --threads 2 --plot @D/out/wp --quiet",
+    "wafer --config @D/wafer.toml --model qwen3-235b --tokens-per-group 4 --no-fast-forward --no-all-gather --fst @D/out/w.fst --quiet",
+    "wave check @D/ok.vcd",
     "--help",
     "--version",
     "noc --help",
@@ -124,6 +129,7 @@ fn fixtures(d: &Path) {
     w("small.toml", small.as_bytes());
     w("hot.toml", format!("{small}[traffic]\nrate = 0.1\n[traffic.pattern]\nhotspot = {{ nodes = [3], fraction = 0.5 }}\n").as_bytes());
     w("bad.toml", b"[mesh]\nbogus = 1\n");
+    w("wafer.toml", b"die_cols = 2\ndie_rows = 2\ntp = 2\ndp = 2\nmicro_batches = 2\nflit_bytes = 1024\n[router]\nvc_buf = 8\n[die]\nhbm_gb = 1000\n");
     w("pkg.toml", b"rows = 2\ncols = 2\nmicro_slices = 4\n[pe]\nrows = 8\ncols = 8\n[sim]\nwatchdog_cycles = 20000\n");
     // A sweep grid of four functional points (a [[grid]] block with a table-valued axis).
     let grid = "[scenario]\nname = \"fuzz\"\nkind = \"package\"\n[workload]\nmodel = \"functional\"\ntokens = 8\nstrategies = [\"ep\"]\nfunctional = true\n[package]\nmicro_slices = 4\n";
@@ -228,6 +234,17 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--dataflow", &["os", "ws", "is", ""]), ("--timing", &["scalesim", "double-buffered", "x"]), ("--json", OUT),
             ],
             &["--help"],
+        ),
+        "wafer" => (
+            &[
+                ("--model", &["deepseek-v3", "qwen3-235b", "deepseek-v2", "dbrx", "mixtral-8x22b", "functional", "gpt-5", ""]),
+                ("--wafer", &["2x2", "4x4", "3x2", "1x1", "0x4", "8x8", "65x1", "x", "2x"]), ("--wafers", &["1x1", "2x1", "2x2", "0x1", "x", "70x1"]),
+                ("--tp", NUMS), ("--dp", NUMS), ("--mapping", &["baseline", "er", "her", "baseline,er,her", "nosuch", "", ","]),
+                ("--tokens-per-group", NUMS), ("--micro-batches", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
+                ("--skew", FRACS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml", "@D/pkg.toml"]), ("--threads", NUMS),
+                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT),
+            ],
+            &["--no-all-gather", "--functional", "--no-fast-forward", "--quiet", "--help"],
         ),
         "wave" | "trace" => (
             &[
@@ -390,6 +407,33 @@ fn bound(args: Vec<String>) -> Vec<String> {
         }
         if !a.iter().any(|x| x == "--cycles" || x == "--help") {
             a.extend(["--cycles".to_string(), "256".to_string()]);
+        }
+    }
+    if sub == "wafer" {
+        // A full-size layer on a big wafer takes seconds: small grids, few tokens.
+        for i in value_after(&a, "--wafer").collect::<Vec<_>>() {
+            if let Some((c, r)) = a[i].split_once('x').and_then(|(c, r)| Some((int(c)?, int(r)?))) {
+                if (c > 4 || r > 4) && c <= 64 && r <= 64 {
+                    a[i] = "4x4".into();
+                }
+            }
+        }
+        for i in value_after(&a, "--wafers").collect::<Vec<_>>() {
+            if let Some((c, r)) = a[i].split_once('x').and_then(|(c, r)| Some((int(c)?, int(r)?))) {
+                if (c > 2 || r > 2) && c <= 64 && r <= 64 {
+                    a[i] = "2x2".into();
+                }
+            }
+        }
+        if !a.iter().any(|x| x == "--tokens-per-group") {
+            a.extend(["--tokens-per-group".to_string(), "8".to_string()]);
+        }
+        for (flag, max) in [("--tokens-per-group", 16), ("--micro-batches", 4), ("--threads", 4)] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
+                    a[i] = (v % max + 1).to_string();
+                }
+            }
         }
     }
     if sub == "regress" && !a.iter().any(|x| x == "--list") {
