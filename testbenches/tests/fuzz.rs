@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use hw::noc::{run_point, NocCfg, WaveOut};
 use hw::pkg::config::PkgCfg;
+use hw::wafer::WaferCfg;
 use sched::trace::{load_trace, parse_trace, trace_stats, trace_to_string, TraceError};
 use testbenches::fuzz::{fuzz_test, mutate_lines, CountingAlloc, Target};
 
@@ -280,7 +281,73 @@ const TARGETS: &[Target] = &[
         mem_limit: MEM,
         known: &[],
     },
+    Target {
+        name: "wafercfg",
+        seeds: wafer_configs,
+        tokens: &[
+            b"die_cols = 65536\n",
+            b"wafers_x = 4294967295\n",
+            b"tp = 0\n",
+            b"tp = 3\n",
+            b"dp = 1\n",
+            b"clock_mhz = nan\n",
+            b"flit_bytes = 1\n",
+            b"link_bytes_per_cycle = 1\n",
+            b"link_latency_ns = 1e300\n",
+            b"border_tbps = 1e-9\n",
+            b"packet_flits = 0\n",
+            b"micro_batches = 65\n",
+            b"tokens_per_group = 1\n",
+            b"mapping = \"her\"\n",
+            b"mapping = \"nosuch\"\n",
+            b"[die]\nhbm_tbps = 0\n",
+            b"[router]\nvcs = 13\n",
+            b"bogus = 1\n",
+            b"0",
+            b"9",
+        ],
+        mutate: Some(mutate_lines),
+        check: wafer_check,
+        multiline_ok: true,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
 ];
+
+fn wafer_configs(_: &Path) -> Vec<Vec<u8>> {
+    let small = WaferCfg { die_cols: 2, die_rows: 2, tp: 2, dp: 2, tokens_per_group: 4, micro_batches: 2, ..WaferCfg::default() };
+    let her = WaferCfg { wafers_x: 2, mapping: hw::wafer::config::MappingKind::Her, tp: 2, dp: 4, ..small.clone() };
+    let mut out: Vec<Vec<u8>> = [WaferCfg::default(), small, her].iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
+    out.push(b"die_cols = 3\ndie_rows = 1\ntp = 1\ndp = 3\nall_gather = false\n".to_vec());
+    out.push(Vec::new());
+    out
+}
+
+/// Parse error, or a validate/mapping error naming a WaferCfg field, or Ok — and then a
+/// small enough wafer runs one layer to its end with every flit delivered.
+fn wafer_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let c: WaferCfg = toml::from_str(text).map_err(|e| e.to_string())?;
+    if let Err(e) = c.validate() {
+        let fields = toml::Value::try_from(WaferCfg::default()).unwrap();
+        assert!(fields.as_table().unwrap().contains_key(e.field.split('.').next().unwrap_or("")), "validate error names no WaferCfg field: {e}");
+        return Err(e.to_string());
+    }
+    let m = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
+    // Keep the simulated layer small (the fuzz checks robustness, not big runs).
+    if c.dies() > 16 || c.tokens_per_group as u64 * c.dp as u64 > 256 {
+        return Ok(());
+    }
+    let model = sched::models::model_by_name("olmoe-1b-7b").unwrap();
+    let routing = sched::wafer::routing::generated_routing(&model, c.dp, c.tokens_per_group, 0.5, c.seed).map_err(|e| e.to_string())?;
+    let prog = hw::wafer::program::build(&c, &model, &m, &routing);
+    let mut w = hw::wafer::Wafer::new(&c, &prog, 1).map_err(|e| e.to_string())?;
+    let r = w.run(1, true, 50_000_000, 200_000).map_err(|e| e.to_string())?;
+    let planned: u64 = prog.xfers.iter().map(|x| x.flits as u64).sum();
+    assert_eq!(r.tx_flits, planned, "flits sent vs planned");
+    Ok(())
+}
 
 fn run(name: &str) {
     let t = TARGETS.iter().find(|t| t.name == name).unwrap();
@@ -306,6 +373,10 @@ fn fuzz_trace() {
 #[test]
 fn fuzz_pkgcfg() {
     run("pkgcfg");
+}
+#[test]
+fn fuzz_wafercfg() {
+    run("wafercfg");
 }
 
 // ----- the harness itself: each failure kind is caught and reported with its input
