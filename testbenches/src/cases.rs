@@ -14,6 +14,8 @@ pub fn cases() -> Vec<Case> {
         Case { name: "noc/watchdog_names_blocked_buffer", about: "a port that never returns credits trips the watchdog with a diagnostic", run: watchdog },
         Case { name: "noc/transpose_bitcomp_hotspot", about: "every pattern delivers all packets on a 4x4 mesh", run: patterns },
         Case { name: "noc/serialization_narrow_links", about: "32-byte flits on 8-byte links: +3 cycles per link at zero load, plateau under the 0.125 bisection bound", run: serialization },
+        Case { name: "wafer/worked_example_er_vs_baseline", about: "4x4 TP=4 DP=4 DeepSeek-V3: hops 8/3 -> 4/3, FTDs disjoint under ER, all-to-all faster, all-reduce slower", run: wafer_worked_example },
+        Case { name: "wafer/functional_er_and_her", about: "all-reduce chunks, dispatched tokens and expert outputs equal the FL (ER 4x4, HER 2 wafers)", run: wafer_functional },
     ]
 }
 
@@ -155,4 +157,49 @@ fn serialization() -> Result<String, String> {
         return Err(format!("accepted {:.4} at offered 0.2 (expected saturated, 0.09 ..= 0.125 bisection bound)", r.accepted_flit_rate));
     }
     Ok(format!("zero-load {lat:.2} = 2 + 5H + 3D; plateau {:.4} flits/node/cycle", r.accepted_flit_rate))
+}
+
+fn wafer_layer(c: &hw::wafer::WaferCfg, model: &str, functional: bool) -> Result<(sched::wafer::Mapping, hw::wafer::program::LayerProgram, hw::wafer::WaferRun, hw::wafer::Wafer), String> {
+    let m = sched::models::model_by_name(model)?;
+    let mp = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
+    let routing = sched::wafer::routing::generated_routing(&m, c.dp, c.tokens_per_group, 0.0, c.seed)?;
+    let prog = hw::wafer::program::build(c, &m, &mp, &routing);
+    let mut w = hw::wafer::Wafer::new_with(c, &prog, 1, functional).map_err(|e| e.to_string())?;
+    let r = w.run(1, true, 1 << 34, 500_000).map_err(|e| e.to_string())?;
+    Ok((mp, prog, r, w))
+}
+
+fn wafer_worked_example() -> Result<String, String> {
+    use hw::wafer::program::Phase;
+    use sched::wafer::MappingKind;
+    let cfg = |k| hw::wafer::WaferCfg { mapping: k, tokens_per_group: 64, micro_batches: 1, ..Default::default() };
+    let (mb, _, rb, _) = wafer_layer(&cfg(MappingKind::Baseline), "deepseek-v3", false)?;
+    let (me, _, re, _) = wafer_layer(&cfg(MappingKind::Er), "deepseek-v3", false)?;
+    let (hb, he) = (mb.avg_a2a_hops(), me.avg_a2a_hops());
+    if (hb - 8.0 / 3.0).abs() > 1e-9 || (he - 4.0 / 3.0).abs() > 1e-9 {
+        return Err(format!("hops {hb} / {he}, want 8/3 / 4/3"));
+    }
+    if !me.ftds_disjoint() || mb.ftds_disjoint() {
+        return Err("FTDs: want disjoint under ER only".into());
+    }
+    let a2a = |r: &hw::wafer::WaferRun| r.phase_cycles(Phase::Dispatch) + r.phase_cycles(Phase::Combine);
+    let (ab, ae) = (a2a(&rb), a2a(&re));
+    let (arb, are) = (rb.phase_cycles(Phase::AllReduce), re.phase_cycles(Phase::AllReduce));
+    if ae >= ab || are <= arb {
+        return Err(format!("all-to-all ER {ae} vs baseline {ab}; all-reduce ER {are} vs baseline {arb}"));
+    }
+    Ok(format!("hops 2.67 -> 1.33; all-to-all {ab} -> {ae} cycles ({:.2}x); all-reduce {arb} -> {are} cycles", ab as f64 / ae as f64))
+}
+
+fn wafer_functional() -> Result<String, String> {
+    use sched::wafer::MappingKind;
+    let er = hw::wafer::WaferCfg { mapping: MappingKind::Er, tokens_per_group: 16, micro_batches: 2, ..Default::default() };
+    let her = hw::wafer::WaferCfg { die_cols: 2, die_rows: 2, wafers_x: 2, tp: 2, dp: 4, mapping: MappingKind::Her, tokens_per_group: 8, micro_batches: 2, ..Default::default() };
+    let mut msg = Vec::new();
+    for c in [er, her] {
+        let (_, prog, _, w) = wafer_layer(&c, "qwen3-235b", true)?;
+        let rep = hw::wafer::functional::check(&prog, &w)?;
+        msg.push(format!("{}: {} chunks, {} tokens, {} outputs", c.mapping.name(), rep.chunks_checked, rep.tokens_checked, rep.outputs_checked));
+    }
+    Ok(msg.join("; "))
 }
