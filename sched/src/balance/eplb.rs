@@ -128,7 +128,7 @@ impl Policy {
 impl EplbCfg {
     /// The policy the reference picks for these sizes.
     pub fn policy(&self) -> Policy {
-        if self.num_nodes != 0 && self.num_groups % self.num_nodes == 0 {
+        if self.num_nodes != 0 && self.num_groups.is_multiple_of(self.num_nodes) {
             Policy::Hierarchical
         } else {
             Policy::Global
@@ -179,13 +179,13 @@ impl EplbCfg {
         if self.num_replicas > MAX_REPLICAS {
             return Err(EplbError::new(NumReplicas, format!("{} slots per layer, at most {MAX_REPLICAS}", self.num_replicas)));
         }
-        if self.num_gpus % self.num_nodes != 0 {
+        if !self.num_gpus.is_multiple_of(self.num_nodes) {
             return Err(EplbError::new(NumGpus, format!("{} GPUs do not split evenly over {} nodes", self.num_gpus, self.num_nodes)));
         }
-        if self.num_replicas % self.num_gpus != 0 {
+        if !self.num_replicas.is_multiple_of(self.num_gpus) {
             return Err(EplbError::new(NumReplicas, format!("{} replicas do not split evenly over {} GPUs", self.num_replicas, self.num_gpus)));
         }
-        if experts % self.num_groups != 0 {
+        if !experts.is_multiple_of(self.num_groups) {
             return Err(EplbError::new(NumGroups, format!("{experts} experts do not split into {} equal groups", self.num_groups)));
         }
         if self.num_replicas < experts {
@@ -254,7 +254,7 @@ fn has_nan(w: &[f64]) -> bool {
 /// `None` if `num_packs` is 0 or does not divide `n`, or a weight is NaN.
 pub fn balanced_packing(weight: &[f64], num_packs: usize) -> Option<Packing> {
     let n = weight.len();
-    if num_packs == 0 || n % num_packs != 0 || has_nan(weight) {
+    if num_packs == 0 || !n.is_multiple_of(num_packs) || has_nan(weight) {
         return None;
     }
     let per_pack = n / num_packs;
