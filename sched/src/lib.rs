@@ -5,6 +5,7 @@
 //! pattern). Today: mesh routing and synthetic traffic patterns; the FSE-DP trajectory
 //! scheduler, ER/HER-Mapping, NI-Balancer, MoE-GPS and Sem-MoE land here next.
 
+pub mod balance;
 pub mod models;
 pub mod noc;
 pub mod pkg;

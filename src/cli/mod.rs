@@ -1,6 +1,7 @@
 //! Subcommands.
 
 mod bench;
+mod eplb;
 mod export;
 mod noc;
 mod package;
@@ -53,6 +54,8 @@ pub enum Cmd {
     Sweep(sweep::SweepArgs),
     /// One MoE layer on the wafer-scale chip (die mesh, collectives, FTDs), per mapping.
     Wafer(Box<wafer::WaferArgs>),
+    /// DeepSeek's expert-parallel load balancer (EPLB) on per-layer expert loads: replicas and placement.
+    Eplb(eplb::EplbArgs),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -68,6 +71,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Package(a) => package::run(*a),
         Cmd::Sweep(a) => sweep::run(a),
         Cmd::Wafer(a) => wafer::run(*a),
+        Cmd::Eplb(a) => eplb::run(a),
     }
 }
 
