@@ -24,7 +24,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Release build for everything: the simulations in the tests are cycle-level and run
-# 20-50x faster optimised; one build serves tests, regressions and the smoke runs.
+# 20-50x faster optimised; one build serves tests, regressions and the smoke runs (the same
+# feature set everywhere: a `cargo run` without the test's features rebuilt the binary and
+# the RTL crate, ~5 minutes).
 export CARGO_TERM_COLOR=never
 echo "== cargo test (workspace, release, RTL tool tests on)"
 mkdir -p out
@@ -40,12 +42,12 @@ fi
 
 echo "== regression suite"
 set +e
-cargo run --release --quiet -- regress --junit out/regress.xml
+cargo run --release --features rtl/yosys --quiet -- regress --junit out/regress.xml
 rstatus=$?
 set -e
 
 echo "== acceptance smoke: BookSim comparison sweep"
-cargo run --release --quiet -- noc --k 8 --vcs 2 --vc-buf 8 --packet-size 1 --traffic uniform \
+cargo run --release --features rtl/yosys --quiet -- noc --k 8 --vcs 2 --vc-buf 8 --packet-size 1 --traffic uniform \
     --rates 0.05,0.10,0.15,0.20,0.25 --seed 0 --json out/noc.json --quiet
 
 passed=$(grep -Eo "test result: [A-Za-z]+\. [0-9]+ passed" out/test.log | awk '{s+=$4} END {print s+0}')
