@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -102,6 +102,8 @@ const SEEDS: &[&str] = &[
     "wafer --model qwen3-235b --wafers 2x1 --wafer 2x2 --tp 2 --mapping her,er --tokens-per-group 4 --threads 2 --plot @D/out/wp --quiet",
     "wafer --config @D/wafer.toml --model qwen3-235b --tokens-per-group 4 --no-fast-forward --no-all-gather --fst @D/out/w.fst --quiet",
     "wave check @D/ok.vcd",
+    "eplb --weights @D/w.json --replicas 16 --groups 4 --nodes 2 --devices 8 --json @D/out/e.json --quiet",
+    "eplb --weights @D/w.json --replicas 12 --devices 4",
     "--help",
     "--version",
     "noc --help",
@@ -129,6 +131,8 @@ fn fixtures(d: &Path) {
     w("small.toml", small.as_bytes());
     w("hot.toml", format!("{small}[traffic]\nrate = 0.1\n[traffic.pattern]\nhotspot = {{ nodes = [3], fraction = 0.5 }}\n").as_bytes());
     w("bad.toml", b"[mesh]\nbogus = 1\n");
+    w("w.json", b"[[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86], [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]");
+    w("ragged.json", b"[[1, 2, 3], [4, 5]]");
     w("wafer.toml", b"die_cols = 2\ndie_rows = 2\ntp = 2\ndp = 2\nmicro_batches = 2\nflit_bytes = 1024\n[router]\nvc_buf = 8\n[die]\nhbm_gb = 1000\n");
     w("pkg.toml", b"rows = 2\ncols = 2\nmicro_slices = 4\n[pe]\nrows = 8\ncols = 8\n[sim]\nwatchdog_cycles = 20000\n");
     // A sweep grid of four functional points (a [[grid]] block with a table-valued axis).
@@ -245,6 +249,13 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT),
             ],
             &["--no-all-gather", "--functional", "--no-fast-forward", "--quiet", "--help"],
+        ),
+        "eplb" => (
+            &[
+                ("--weights", &["@D/w.json", "@D/ragged.json", "@D/missing.json", "@D/file", "@D/t.jsonl", "@D"]),
+                ("--replicas", NUMS), ("--groups", NUMS), ("--nodes", NUMS), ("--devices", NUMS), ("--json", OUT),
+            ],
+            &["--quiet", "--help"],
         ),
         "wave" | "trace" => (
             &[
