@@ -439,6 +439,13 @@ fn bound(args: Vec<String>) -> Vec<String> {
         if !a.iter().any(|x| x == "--tokens-per-group") {
             a.extend(["--tokens-per-group".to_string(), "8".to_string()]);
         }
+        // Every cycle of a multi-wafer layer without fast-forward is seconds of stepping: one
+        // wafer then (fast-forward is what the slow cases need; its equality is tested).
+        if a.iter().any(|x| x == "--no-fast-forward") {
+            for i in value_after(&a, "--wafers").collect::<Vec<_>>() {
+                a[i] = "1x1".into();
+            }
+        }
         for (flag, max) in [("--tokens-per-group", 16), ("--micro-batches", 4), ("--threads", 4)] {
             for i in value_after(&a, flag).collect::<Vec<_>>() {
                 if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
