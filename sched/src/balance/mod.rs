@@ -7,6 +7,7 @@
 //! The reading of the algorithms is written down in `docs/balance.md`.
 
 pub mod eplb;
+pub mod ni;
 
 pub use eplb::{
     balanced_packing, in_order_device_loads, max_over_mean, rebalance_experts, replicate_experts, EplbArg, EplbCfg, EplbError,
