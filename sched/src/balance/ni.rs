@@ -31,8 +31,8 @@
 //! * destination ([`greedy_balance`]): the smallest heat among the candidates; equal → the lower
 //!   device id; its copy source: the host of the expert nearest to the destination; equal hops
 //!   → the lower device id;
-//! * all comparisons are plain `f64` comparisons of the values defined above; "cold" is the
-//!   strict `Heat_d < Heat_hot − load_src / num_src`.
+//! * all comparisons are plain `f64` comparisons of the values defined above; "cold" is strict
+//!   under both [`ColdRule`]s, which the caller picks (the CL must use the same one).
 
 use super::eplb;
 use crate::noc::{path_xy_fl, Coord};
@@ -141,6 +141,26 @@ impl BalancePlan {
     }
 }
 
+/// Which devices count as *cold*, i.e. may receive the source expert `src` copied off the
+/// hottest device `hot` (paper Algorithm 1, line 5 vs the prose of §V-C). Both are strict, so
+/// with either the destination's new heat stays below the old peak and **the peak heat never
+/// increases**.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColdRule {
+    /// Algorithm 1, line 5, as printed: `Heat_d < Heat_hot − Load_src / Num_src`, the share
+    /// *before* the copy. It leaves a margin of `Load_src / (Num_src (Num_src + 1))` under the
+    /// peak, and so never replicates an expert whose share alone outweighs everything else on
+    /// the hottest device (a single dominant expert stays where it is).
+    ShareBefore,
+    /// The prose: "devices whose Heat_d would not exceed the current maximum after hosting this
+    /// expert": the heat `d` would have with `src` added and `Num_src + 1`, computed by the
+    /// heat formula itself (in ascending expert id, [`device_loads`]), strictly below
+    /// `Heat_hot`. Since that is exactly the value `d`'s heat becomes, the no-increase property
+    /// holds bit for bit.
+    HeatAfter,
+}
+
 /// Device loads of a placement: `Σ load_e / num_e` over the experts on each device, summed in
 /// ascending expert id, `num_e` = how many devices of `placement` host `e` (the load of an
 /// expert is split evenly over its replicas; an expert listed nowhere contributes nothing).
@@ -241,6 +261,31 @@ impl<'a> State<'a> {
         best as u32
     }
 
+    /// `d` may take `src` copied off a device of heat `peak` under `rule` (slots and hosting
+    /// are checked by the caller).
+    fn is_cold(&self, rule: ColdRule, d: u32, src: u32, peak: f64) -> bool {
+        match rule {
+            ColdRule::ShareBefore => self.heats[d as usize] < peak - self.share(src),
+            ColdRule::HeatAfter => {
+                // the same sum as heat_of over placement[d] ∪ {src}, in ascending id
+                let new_share = self.load[src as usize] / (self.num[src as usize] + 1) as f64;
+                let mut h = 0.0;
+                let mut added = false;
+                for &e in &self.placement[d as usize] {
+                    if !added && e > src {
+                        h += new_share;
+                        added = true;
+                    }
+                    h += self.share(e);
+                }
+                if !added {
+                    h += new_share;
+                }
+                h < peak
+            }
+        }
+    }
+
     fn hosts_expert(&self, d: u32, e: u32) -> bool {
         self.placement[d as usize].binary_search(&e).is_ok()
     }
@@ -277,27 +322,32 @@ impl<'a> State<'a> {
 /// 1. `hot` = the device of largest heat (ties → lower id);
 /// 2. `src` = the expert on `hot` with the largest `load_e / num_e` (ties → lower id); if `hot`
 ///    hosts nothing, stop;
-/// 3. cold set = devices `d` with `Heat_d < Heat_hot − load_src / num_src` (strict) that do not
-///    host `src` and have a free shadow slot; stop if it is empty;
+/// 3. cold set = devices `d` that are cold under `rule` ([`ColdRule`]: `Heat_d < Heat_hot −
+///    load_src / num_src` as line 5 prints it, or the heat after hosting `src` below `Heat_hot`
+///    as the prose says), do not host `src` and have a free shadow slot; stop if it is empty;
 /// 4. `dst` = the cold device fewest hops from `hot` (ties → lower id);
 /// 5. copy `src` from `hot` to `dst`: `num_src += 1`, a slot of `dst` used, heats recomputed.
 ///
-/// The cold rule is the algorithm's line 5 as written (`Load_src / Num_src`, the share
-/// *before* the copy), slightly stricter than the prose ("would not exceed the current maximum
-/// after hosting", i.e. with `Num_src + 1`). With it the destination's new heat is below the old
-/// peak and every other heat falls or stays, so **the peak heat never increases**. The loop
+/// Under either rule the destination's new heat is below the old peak and every other heat
+/// falls or stays, so **the peak heat never increases**. The loop
 /// also stops after `min(Σ shadow_slots, devices × experts)` copies — it cannot take more, each
 /// copy using a slot and a new (device, expert) pair — so it always terminates.
-pub fn topo_balance(load: &[f64], placement: &[Vec<u32>], shadow_slots: &[u32], geom: &WaferGeom) -> Result<BalancePlan, NiError> {
+pub fn topo_balance(
+    load: &[f64],
+    placement: &[Vec<u32>],
+    shadow_slots: &[u32],
+    geom: &WaferGeom,
+    rule: ColdRule,
+) -> Result<BalancePlan, NiError> {
     let mut st = State::new(load, placement, shadow_slots, geom)?;
     let mut moves = Vec::new();
     for _ in 0..st.max_moves() {
         let hot = st.hottest();
         let Some(src) = max_share(&st, &st.placement[hot as usize]) else { break };
-        let bar = st.heats[hot as usize] - st.share(src);
+        let peak = st.heats[hot as usize];
         let mut dst: Option<(u32, u32)> = None; // (hops, device)
         for d in 0..st.heats.len() as u32 {
-            if !(st.heats[d as usize] < bar) || st.slots[d as usize] == 0 || st.hosts_expert(d, src) {
+            if st.slots[d as usize] == 0 || st.hosts_expert(d, src) || !st.is_cold(rule, d, src, peak) {
                 continue;
             }
             let h = st.geom.hops(hot, d);
@@ -329,14 +379,20 @@ fn max_share(st: &State<'_>, experts: &[u32]) -> Option<u32> {
 /// 1. `src` = the expert of largest `load_e / num_e` over **all** experts (ties → lower id);
 /// 2. candidates = devices with a free shadow slot that do not host `src`; `dst` = the one of
 ///    smallest heat (ties → lower id); stop if there is none;
-/// 3. stop unless `Heat_dst < Heat_max − load_src / num_src` (Algorithm 1's cold rule against
-///    the current peak, so that both balancers stop on the same criterion and the peak never
-///    increases — without it the greedy would keep filling slots and could raise the peak);
+/// 3. stop unless `dst` is cold under `rule` against the current peak `Heat_max` (the hottest
+///    device's heat), so that both balancers stop on the same criterion and the peak never
+///    increases — without it the greedy would keep filling slots and could raise the peak;
 /// 4. copy `src` to `dst` from the host of `src` nearest to `dst` (ties → lower id) — the
 ///    cheapest source, which favours the baseline in hop counts.
 ///
 /// The same `min(Σ shadow_slots, devices × experts)` cap bounds the loop.
-pub fn greedy_balance(load: &[f64], placement: &[Vec<u32>], shadow_slots: &[u32], geom: &WaferGeom) -> Result<BalancePlan, NiError> {
+pub fn greedy_balance(
+    load: &[f64],
+    placement: &[Vec<u32>],
+    shadow_slots: &[u32],
+    geom: &WaferGeom,
+    rule: ColdRule,
+) -> Result<BalancePlan, NiError> {
     let mut st = State::new(load, placement, shadow_slots, geom)?;
     let mut moves = Vec::new();
     let all: Vec<u32> = (0..load.len() as u32).collect();
@@ -353,7 +409,7 @@ pub fn greedy_balance(load: &[f64], placement: &[Vec<u32>], shadow_slots: &[u32]
             }
         }
         let Some(dst) = dst else { break };
-        if !(st.heats[dst as usize] < st.heats[hot as usize] - st.share(src)) {
+        if !st.is_cold(rule, dst, src, st.heats[hot as usize]) {
             break;
         }
         let mut from: Option<(u32, u32)> = None;
@@ -447,17 +503,18 @@ mod tests {
     #[test]
     fn refuses_bad_input() {
         let g = WaferGeom::single(2, 1);
-        let e = topo_balance(&[1.0, f64::NAN], &[vec![0], vec![1]], &[1, 1], &g).unwrap_err();
+        let r = ColdRule::HeatAfter;
+        let e = topo_balance(&[1.0, f64::NAN], &[vec![0], vec![1]], &[1, 1], &g, r).unwrap_err();
         assert_eq!(e.field, "load");
-        let e = topo_balance(&[1.0, 1.0], &[vec![0]], &[1, 1], &g).unwrap_err();
+        let e = topo_balance(&[1.0, 1.0], &[vec![0]], &[1, 1], &g, r).unwrap_err();
         assert_eq!(e.field, "placement");
-        let e = topo_balance(&[1.0, 1.0], &[vec![0, 0, 1], vec![]], &[1, 1], &g).unwrap_err();
+        let e = topo_balance(&[1.0, 1.0], &[vec![0, 0, 1], vec![]], &[1, 1], &g, r).unwrap_err();
         assert!(e.reason.contains("twice"), "{e}");
-        let e = topo_balance(&[1.0, 1.0], &[vec![0], vec![0]], &[1, 1], &g).unwrap_err();
+        let e = topo_balance(&[1.0, 1.0], &[vec![0], vec![0]], &[1, 1], &g, r).unwrap_err();
         assert!(e.reason.contains("expert 1 is hosted on no device"), "{e}");
-        let e = greedy_balance(&[1.0], &[vec![0], vec![]], &[1], &g).unwrap_err();
+        let e = greedy_balance(&[1.0], &[vec![0], vec![]], &[1], &g, r).unwrap_err();
         assert_eq!(e.field, "shadow_slots");
-        let e = greedy_balance(&[1.0], &[vec![3], vec![]], &[1, 1], &g).unwrap_err();
+        let e = greedy_balance(&[1.0], &[vec![3], vec![]], &[1, 1], &g, r).unwrap_err();
         assert_eq!(e.field, "placement");
     }
 }
