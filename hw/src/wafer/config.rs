@@ -239,6 +239,11 @@ impl WaferCfg {
         if c.tokens_per_group == 0 || c.tokens_per_group > 65_536 {
             return err("tokens_per_group", format!("must be within 1..=65536 (got {})", c.tokens_per_group));
         }
+        // The layer program holds every token-expert assignment (and its payload in
+        // functional mode): bound the layer, not the machine's memory.
+        if c.tokens_per_group as u64 * c.dp as u64 > 1 << 20 {
+            return err("tokens_per_group", format!("{} tokens per group x {} groups is more than 1048576 tokens in the layer", c.tokens_per_group, c.dp));
+        }
         if c.micro_batches > c.tokens_per_group {
             return err("micro_batches", format!("{} micro-batches of {} tokens per group leave some empty", c.micro_batches, c.tokens_per_group));
         }
