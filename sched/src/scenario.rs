@@ -464,3 +464,52 @@ pub fn layer_skewness(trace: &Trace) -> Vec<f64> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_ranges_partition_the_vocabulary() {
+        for (vocab, clusters) in [(1, 1), (10, 3), (10, 10), (32000, 64), (7, 5), (u32::MAX, 7)] {
+            let c = ScenarioCfg { vocab, clusters, ..Default::default() };
+            let mut next = 0u64;
+            for k in 0..clusters {
+                let (lo, hi) = cluster_range(&c, k);
+                assert_eq!(lo as u64, next);
+                assert!(hi > lo);
+                assert_eq!(cluster_of(&c, lo), k);
+                assert_eq!(cluster_of(&c, hi - 1), k);
+                next = hi as u64;
+            }
+            assert_eq!(next, vocab as u64);
+        }
+    }
+
+    #[test]
+    fn scenario_tables_are_pinned() {
+        // The hash and seeding are part of the scenario's identity: a change here changes
+        // every scenario's hot experts (and the docs' numbers).
+        assert_eq!(stable_hash(&[b"math"]), stable_hash(&[b"math"]));
+        assert_ne!(stable_hash(&[b"ma", b"th"]), stable_hash(&[b"m", b"ath"]));
+        let o = scenario_order("math", 0, 16, 4);
+        assert_eq!(o, scenario_order("math", 0, 16, 4));
+        assert_eq!(&o[..6], &PINNED_MATH_L0[..]);
+        let p = scenario_popularity("chat", 1, 16, 4, 1.0);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(cluster_preference(3, 0, 16, 4).len(), 4);
+    }
+
+    const PINNED_MATH_L0: [usize; 6] = [1, 7, 15, 5, 6, 0];
+
+    #[test]
+    fn shares_sum_to_one_and_repeat() {
+        let c = ScenarioCfg { mix: Mix::Mixed { period_iters: 12 }, ..Default::default() };
+        for t in 0..30 {
+            let s = arrival_shares(&c, t);
+            assert!((s.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{s:?}");
+            let r = arrival_shares(&c, t + 12);
+            assert!(s.iter().zip(&r).all(|(a, b)| (a - b).abs() < 1e-12));
+        }
+    }
+}
