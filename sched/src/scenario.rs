@@ -383,7 +383,7 @@ pub fn generate_scenario(cfg: &ScenarioCfg) -> Result<Trace, ScenarioError> {
         let shares = arrival_shares(cfg, it);
         let alpha = if cfg.warmup_iters == 0 { 1.0 } else { (it as f64 / cfg.warmup_iters as f64).min(1.0) };
         for slot in slots.iter_mut() {
-            if slot.as_ref().map_or(true, |s| s.pos >= s.len) {
+            if slot.as_ref().is_none_or(|s| s.pos >= s.len) {
                 let scen = if ns == 1 { 0 } else { draw(&shares, &mut rng) };
                 let len = rng.gen_range(cfg.req_len[0]..=cfg.req_len[1]);
                 *slot = Some(Slot { req: next_req, scen, pos: 0, len });
