@@ -49,6 +49,9 @@ use serde::{Deserialize, Serialize};
 use crate::trace::{Trace, TraceHeader, TraceToken, MAX_EXPERTS, MAX_LAYERS};
 use crate::workload::MAX_GEN_TOKENS;
 
+/// Largest `clusters` value (the per-scenario cluster tables are this long).
+pub const MAX_CLUSTERS: u32 = 1 << 20;
+
 /// The scenario names a config may use.
 pub const SCENARIO_NAMES: &[&str] = &["chat", "coding", "math", "privacy", "writing", "translation"];
 
@@ -176,8 +179,8 @@ impl ScenarioCfg {
         if self.vocab == 0 {
             return err("vocab", "must be at least 1");
         }
-        if self.clusters == 0 || self.clusters > self.vocab {
-            return err("clusters", format!("{} outside 1..=vocab ({})", self.clusters, self.vocab));
+        if self.clusters == 0 || self.clusters > self.vocab || self.clusters > MAX_CLUSTERS {
+            return err("clusters", format!("{} outside 1..=min(vocab ({}), {MAX_CLUSTERS})", self.clusters, self.vocab));
         }
         if !self.affinity.is_finite() || !(0.0..=1.0).contains(&self.affinity) {
             return err("affinity", format!("{} outside [0, 1]", self.affinity));
@@ -356,8 +359,9 @@ pub fn generate_scenario(cfg: &ScenarioCfg) -> Result<Trace, ScenarioError> {
         .iter()
         .map(|s| (0..cfg.layers).map(|l| scenario_popularity(s, l, cfg.experts, cfg.top_k, cfg.skew)).collect())
         .collect();
-    // Cluster distribution per scenario: Zipf(1) over a name-seeded order of the clusters.
-    let cl_w: Vec<Vec<f64>> = cfg
+    // Cluster distribution per scenario: Zipf(1) over a name-seeded order of the clusters,
+    // as cumulative weights (binary search per token).
+    let cl_cum: Vec<Vec<f64>> = cfg
         .scenarios
         .iter()
         .map(|s| {
@@ -367,11 +371,15 @@ pub fn generate_scenario(cfg: &ScenarioCfg) -> Result<Trace, ScenarioError> {
             for (r, &c) in order.iter().enumerate() {
                 w[c] = 1.0 / (r + 1) as f64;
             }
-            w
+            let mut acc = 0.0;
+            w.iter().map(|x| {
+                acc += x;
+                acc
+            }).collect()
         })
         .collect();
-    // Cluster preferences are built lazily (clusters may be many).
-    let mut pref: Vec<Option<Vec<Vec<usize>>>> = vec![None; cfg.clusters as usize];
+    // Cluster preferences are built lazily, for the clusters that occur.
+    let mut pref: std::collections::HashMap<usize, Vec<Vec<usize>>> = std::collections::HashMap::new();
     let uniform = 1.0 / e as f64;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
     let mut taken = vec![false; e];
@@ -390,11 +398,13 @@ pub fn generate_scenario(cfg: &ScenarioCfg) -> Result<Trace, ScenarioError> {
                 next_req = next_req.wrapping_add(1);
             }
             let s = slot.as_mut().expect("filled above");
-            let c = draw(&cl_w[s.scen], &mut rng) as u32;
+            let cum = &cl_cum[s.scen];
+            let u = rng.gen::<f64>() * cum.last().copied().unwrap_or(0.0);
+            let c = cum.partition_point(|&x| x <= u).min(cum.len() - 1) as u32;
             let (lo, hi) = cluster_range(cfg, c);
             let token_id = if hi > lo { rng.gen_range(lo..hi) } else { lo.min(cfg.vocab - 1) };
             let c = cluster_of(cfg, token_id) as usize;
-            let pc = pref[c].get_or_insert_with(|| {
+            let pc = pref.entry(c).or_insert_with(|| {
                 (0..cfg.layers).map(|l| cluster_preference(c as u32, l, cfg.experts, cfg.top_k)).collect()
             });
             let layers = (0..cfg.layers as usize)

@@ -231,6 +231,7 @@ fn bad_configs_name_their_field() {
         ("vocab", ScenarioCfg { vocab: 0, clusters: 0, ..ok.clone() }),
         ("clusters", ScenarioCfg { clusters: 0, ..ok.clone() }),
         ("clusters", ScenarioCfg { vocab: 10, clusters: 11, ..ok.clone() }),
+        ("clusters", ScenarioCfg { vocab: u32::MAX, clusters: (1 << 20) + 1, ..ok.clone() }),
         ("affinity", ScenarioCfg { affinity: 1.5, ..ok.clone() }),
         ("affinity", ScenarioCfg { affinity: f64::NAN, ..ok.clone() }),
         ("skew", ScenarioCfg { skew: -1.0, ..ok.clone() }),
