@@ -9,6 +9,7 @@ pub mod balance;
 pub mod models;
 pub mod noc;
 pub mod pkg;
+pub mod scenario;
 pub mod trace;
 pub mod wafer;
 pub mod workload;
