@@ -282,6 +282,34 @@ const TARGETS: &[Target] = &[
         known: &[],
     },
     Target {
+        name: "scenariocfg",
+        seeds: scenario_configs,
+        tokens: &[
+            b"experts = 0\n",
+            b"experts = 4294967295\n",
+            b"top_k = 200\n",
+            b"iters = 4294967295\n",
+            b"tokens_per_iter = 0\n",
+            b"scenarios = []\n",
+            b"scenarios = [\"nosuch\"]\n",
+            b"affinity = 1.5\n",
+            b"skew = nan\n",
+            b"vocab = 0\n",
+            b"clusters = 4294967295\n",
+            b"req_len = [0, 0]\n",
+            b"[mix]\nfixed = \"math\"\n",
+            b"[mix.mixed]\nperiod_iters = 0\n",
+            b"bogus = 1\n",
+            b"0",
+        ],
+        mutate: Some(mutate_lines),
+        check: scenario_check,
+        multiline_ok: true,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
+    Target {
         name: "wafercfg",
         seeds: wafer_configs,
         tokens: &[
@@ -314,6 +342,37 @@ const TARGETS: &[Target] = &[
         known: &[],
     },
 ];
+
+fn scenario_configs(_: &Path) -> Vec<Vec<u8>> {
+    use sched::scenario::{Mix, ScenarioCfg};
+    let small = ScenarioCfg { experts: 16, top_k: 2, layers: 2, tokens_per_iter: 8, iters: 6, warmup_iters: 2, vocab: 64, clusters: 4, ..ScenarioCfg::default() };
+    let mixed = ScenarioCfg { mix: Mix::Mixed { period_iters: 4 }, ..small.clone() };
+    let mut out: Vec<Vec<u8>> = [small, mixed].iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
+    out.push(Vec::new());
+    out
+}
+
+/// Parse error, or a validate error naming a ScenarioCfg field, or Ok — and then a small
+/// enough workload generates a trace that passes the trace checks and reloads identically.
+fn scenario_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
+    use sched::scenario::{generate_scenario, ScenarioCfg};
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let c: ScenarioCfg = toml::from_str(text).map_err(|e| e.to_string())?;
+    if let Err(e) = c.validate() {
+        let fields = toml::Value::try_from(ScenarioCfg::default()).unwrap();
+        let head = e.field.split(['.', '[']).next().unwrap_or("");
+        assert!(fields.as_table().unwrap().contains_key(head), "validate error names no ScenarioCfg field: {e}");
+        return Err(e.to_string());
+    }
+    if c.tokens_per_iter as u64 * c.iters as u64 * c.layers as u64 > 20_000 || c.experts > 1024 {
+        return Ok(());
+    }
+    let t = generate_scenario(&c).map_err(|e| e.to_string())?;
+    t.validate().map_err(|e| e.to_string())?;
+    let back = parse_trace(&trace_to_string(&t)).map_err(|e| e.to_string())?;
+    assert_eq!(back.tokens.len(), t.tokens.len(), "round trip lost tokens");
+    Ok(())
+}
 
 fn wafer_configs(_: &Path) -> Vec<Vec<u8>> {
     let small = WaferCfg { die_cols: 2, die_rows: 2, tp: 2, dp: 2, tokens_per_group: 4, micro_batches: 2, ..WaferCfg::default() };
@@ -373,6 +432,10 @@ fn fuzz_trace() {
 #[test]
 fn fuzz_pkgcfg() {
     run("pkgcfg");
+}
+#[test]
+fn fuzz_scenariocfg() {
+    run("scenariocfg");
 }
 #[test]
 fn fuzz_wafercfg() {
