@@ -737,8 +737,9 @@ pub struct IterationLoads {
     pub recv: Vec<u64>,
     /// Device each assignment is computed on.
     pub device: Vec<u32>,
-    /// T2E: assignments sent to a device that does not host their true expert and forwarded.
-    pub misrouted: u64,
+    /// T2E: assignments forwarded from their guessed device d̂(t) to another (Σ `recv`); 0 for
+    /// the other strategies.
+    pub forwarded: u64,
 }
 
 /// Per-device loads of one iteration with the true routing `truth` under `strategy`.
@@ -748,11 +749,14 @@ pub struct IterationLoads {
 ///   index order, are dealt to e's hosts in ascending device order, in counts apportioned to
 ///   the plan's quota (largest remainder; no quota → all on its lowest host). An assignment
 ///   computed away from its start device counts once in `recv` of the computing device.
-/// * Token-to-Expert: assignment t goes straight to the guessed dispatch d̂(t) (scatter
-///   skipped). If d̂(t) hosts the true expert, it is computed there, no transfer. Otherwise it
-///   is misrouted and forwarded (one `recv` on the computing device): misrouted assignments,
-///   in index order, fill their true expert's unused quota on its hosts in ascending device
-///   order; beyond all quota, the lowest host.
+/// * Token-to-Expert: assignment t goes straight to its guessed dispatch d̂(t) (scatter
+///   skipped, no transfer). The plan's quota is then enforced by the receiving devices, in
+///   three passes, each in index order: (1) computed on d̂(t) if it hosts the true expert and
+///   the expert's quota there is not used up; (2) otherwise forwarded to the lowest host of the
+///   true expert with quota left; (3) beyond all of its expert's quota: computed on d̂(t) if it
+///   hosts the true expert, else forwarded to its lowest host. A forward is one `recv` on the
+///   computing device. With a histogram-preserving (optimistic) guess every assignment finds
+///   quota, so `compute` equals the plan's loads exactly.
 pub fn estimate_iteration(truth: &[u32], setup: &DupSetup, strategy: Strategy<'_>) -> Result<IterationLoads, GpsError> {
     setup.check()?;
     let ne = setup.experts as usize;
@@ -792,7 +796,7 @@ pub fn estimate_iteration(truth: &[u32], setup: &DupSetup, strategy: Strategy<'_
     let mut device = vec![0u32; truth.len()];
     let mut compute = vec![0u64; ng];
     let mut recv = vec![0u64; ng];
-    let mut misrouted = 0u64;
+    let mut forwarded = 0u64;
     match dispatch {
         None => {
             let mut left: Vec<Vec<u64>> = (0..ne)
@@ -818,29 +822,44 @@ pub fn estimate_iteration(truth: &[u32], setup: &DupSetup, strategy: Strategy<'_
         }
         Some(d) => {
             let mut used = vec![vec![0u64; ng]; ne];
-            let mut mis = Vec::new();
+            let mut rest = Vec::new();
             for (t, &e) in truth.iter().enumerate() {
-                let g = d[t] as usize;
-                if plan.hosts(e, g) {
+                let (g, eu) = (d[t] as usize, e as usize);
+                if plan.hosts(e, g) && used[eu][g] < plan.quota[eu][g] {
                     device[t] = g as u32;
-                    used[e as usize][g] += 1;
+                    used[eu][g] += 1;
                     compute[g] += 1;
                 } else {
-                    mis.push(t);
+                    rest.push(t);
                 }
             }
-            for t in mis {
+            let mut over = Vec::new();
+            for t in rest {
                 let e = truth[t] as usize;
-                let g = hosts[e]
-                    .iter()
-                    .copied()
-                    .find(|&g| used[e][g] < plan.quota[e][g])
-                    .unwrap_or(hosts[e][0]);
-                used[e][g] += 1;
+                match hosts[e].iter().copied().find(|&g| used[e][g] < plan.quota[e][g]) {
+                    Some(g) => {
+                        used[e][g] += 1;
+                        device[t] = g as u32;
+                        compute[g] += 1;
+                        recv[g] += 1;
+                        forwarded += 1;
+                    }
+                    None => over.push(t),
+                }
+            }
+            for t in over {
+                let e = truth[t];
+                let g = if plan.hosts(e, d[t] as usize) {
+                    d[t] as usize
+                } else {
+                    hosts[e as usize][0]
+                };
                 device[t] = g as u32;
                 compute[g] += 1;
-                recv[g] += 1;
-                misrouted += 1;
+                if g != d[t] as usize {
+                    recv[g] += 1;
+                    forwarded += 1;
+                }
             }
         }
     }
@@ -849,6 +868,6 @@ pub fn estimate_iteration(truth: &[u32], setup: &DupSetup, strategy: Strategy<'_
         compute,
         recv,
         device,
-        misrouted,
+        forwarded,
     })
 }
