@@ -403,3 +403,33 @@ proptest! {
         prop_assert_eq!(p.predicted_loads(1001).iter().sum::<u64>(), 1001);
     }
 }
+
+/// The numbers quoted in docs/balance.md ("MoE-GPS (FL)"): `--nocapture` prints them.
+#[test]
+fn strategy_table() {
+    let setup = DupSetup::round_robin(8, 4, 4, 4);
+    for s in [0.6, 1.2] {
+        let truth = draw(&zipf(8, s), 2048, &mut rng(20));
+        let h = hist(&truth, 8);
+        let mut p = DistOnlyPredictor::new(DistOnlyCfg::default(), 8).unwrap();
+        let mut r = rng(21);
+        for _ in 0..16 {
+            p.observe(&hist(&draw(&zipf(8, s), 2048, &mut r), 8)).unwrap();
+        }
+        let pl = p.predicted_loads(2048);
+        let none = estimate_iteration(&truth, &setup, gps::Strategy::NoPrediction).unwrap();
+        let dist = estimate_iteration(&truth, &setup, gps::Strategy::DistOnly { predicted_loads: &pl }).unwrap();
+        let row = |name: &str, it: &gps::IterationLoads| {
+            println!("| {s} | {:.2} | {name} | {} | {} |", skewness(&h), it.compute.iter().max().unwrap(), it.recv.iter().max().unwrap());
+        };
+        row("none", &none);
+        row("dist-only", &dist);
+        for m in MODELS {
+            for a in [0.5, 0.95] {
+                let pr = T2ePredictor { accuracy: a, model: m }.predict(&truth, 8, &mut rng(22)).unwrap();
+                let it = estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &pr.experts }).unwrap();
+                row(&format!("T2E {m:?} a={a}"), &it);
+            }
+        }
+    }
+}

@@ -773,9 +773,9 @@ pub fn estimate_iteration(truth: &[u32], setup: &DupSetup, strategy: Strategy<'_
             let zero = vec![0u64; ne];
             let mut p = duplicate(&zero, setup)?;
             // Quotas of "no duplication": all on the lowest host (line 1).
-            for e in 0..ne {
-                let g = (0..ng).find(|&g| p.hosts(e as u32, g)).unwrap_or(0);
-                p.quota[e][g] = counts[e];
+            for (e, (q, &c)) in p.quota.iter_mut().zip(&counts).enumerate() {
+                let g = (0..ng).find(|&g| p.placement[g].binary_search(&(e as u32)).is_ok()).unwrap_or(0);
+                q[g] = c;
             }
             (p, None)
         }
