@@ -129,6 +129,7 @@ fn algorithm1_refuses_bad_inputs() {
     bad.max_copies = 0;
     assert_eq!(duplicate(&[1, 2, 3, 4], &bad).unwrap_err().field, "max_copies");
     assert_eq!(duplicate_tokens(&[0, 9], &s).unwrap_err().field, "f");
+    assert_eq!(duplicate(&[u64::MAX, 1, 0, 0], &s).unwrap_err().field, "predicted_loads");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -391,6 +392,29 @@ proptest! {
             for (t, &g) in it.device.iter().enumerate() { prop_assert!(it.placement[g as usize].binary_search(&truth[t]).is_ok()); }
             for g in 0..setup.devices() { prop_assert!(it.recv[g] <= it.compute[g]); }
             prop_assert_eq!(it.forwarded, if matches!(s, gps::Strategy::TokenToExpert { .. }) { it.recv.iter().sum::<u64>() } else { 0 });
+        }
+    }
+
+    #[test]
+    fn malformed_inputs_never_panic(
+        experts in 0u32..6,
+        initial in prop::collection::vec(prop::collection::vec(0u32..8, 0..4), 0..4),
+        capacity in prop::collection::vec(0u32..4, 0..5),
+        max_copies in 0u32..4,
+        loads in prop::collection::vec(any::<u64>(), 0..7),
+        truth in prop::collection::vec(0u32..8, 0..40),
+        acc in -0.5f64..1.5,
+        seed in any::<u64>(),
+    ) {
+        let setup = DupSetup { experts, initial, capacity, max_copies };
+        let _ = duplicate(&loads, &setup);
+        let _ = duplicate_tokens(&truth, &setup);
+        let _ = estimate_iteration(&truth, &setup, gps::Strategy::NoPrediction);
+        let _ = estimate_iteration(&truth, &setup, gps::Strategy::DistOnly { predicted_loads: &loads });
+        for m in MODELS {
+            if let Ok(p) = (T2ePredictor { accuracy: acc, model: m }).predict(&truth, experts, &mut rng(seed)) {
+                let _ = estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &p.experts });
+            }
         }
     }
 

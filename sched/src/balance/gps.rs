@@ -586,6 +586,9 @@ pub fn duplicate(predicted_loads: &[u64], setup: &DupSetup) -> Result<DupPlan, G
             format!("{} loads for {} experts", predicted_loads.len(), setup.experts),
         ));
     }
+    if predicted_loads.iter().try_fold(0u64, |a, &x| a.checked_add(x)).is_none() {
+        return Err(GpsError::new("predicted_loads", "the total does not fit in a u64"));
+    }
     let ne = setup.experts as usize;
     let ng = setup.devices();
     let mut placement: Vec<Vec<u32>> = setup
@@ -745,7 +748,7 @@ pub struct IterationLoads {
 /// Per-device loads of one iteration with the true routing `truth` under `strategy`.
 ///
 /// * No prediction / Distribution-Only: assignment t starts on device t mod G (the paper's
-///   "completely random after scatter", made deterministic). The assignments of expert e, in
+///   "completely random after scatter", L9@9171, made deterministic). The assignments of expert e, in
 ///   index order, are dealt to e's hosts in ascending device order, in counts apportioned to
 ///   the plan's quota (largest remainder; no quota → all on its lowest host). An assignment
 ///   computed away from its start device counts once in `recv` of the computing device.
