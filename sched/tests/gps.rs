@@ -87,9 +87,27 @@ fn algorithm1_hand_worked() {
     assert_eq!(
         p.steps,
         vec![
-            DupStep { expert: 0, from: 0, to: 3, tokens: 6, copied: true },
-            DupStep { expert: 0, from: 0, to: 1, tokens: 1, copied: true },
-            DupStep { expert: 0, from: 3, to: 2, tokens: 1, copied: true },
+            DupStep {
+                expert: 0,
+                from: 0,
+                to: 3,
+                tokens: 6,
+                copied: true
+            },
+            DupStep {
+                expert: 0,
+                from: 0,
+                to: 1,
+                tokens: 1,
+                copied: true
+            },
+            DupStep {
+                expert: 0,
+                from: 3,
+                to: 2,
+                tokens: 1,
+                copied: true
+            },
         ]
     );
 
@@ -138,7 +156,14 @@ fn algorithm1_refuses_bad_inputs() {
 
 #[test]
 fn dist_only_window_and_saturation() {
-    let mut p = DistOnlyPredictor::new(DistOnlyCfg { window: 2, counter_bits: 8 }, 2).unwrap();
+    let mut p = DistOnlyPredictor::new(
+        DistOnlyCfg {
+            window: 2,
+            counter_bits: 8,
+        },
+        2,
+    )
+    .unwrap();
     assert_eq!(p.predict(), vec![0.5, 0.5]);
     assert_eq!(p.predicted_loads(5), vec![3, 2]); // uniform, tie → lower id
     p.observe(&[4, 0]).unwrap();
@@ -150,8 +175,30 @@ fn dist_only_window_and_saturation() {
     p.observe(&[1000, 1]).unwrap(); // saturates at 255
     assert_eq!(p.counts(), &[257, 3]);
     assert_eq!(p.observe(&[1]).unwrap_err().field, "iteration_expert_counts");
-    assert_eq!(DistOnlyPredictor::new(DistOnlyCfg { window: 0, counter_bits: 8 }, 2).unwrap_err().field, "window");
-    assert_eq!(DistOnlyPredictor::new(DistOnlyCfg { window: 1, counter_bits: 33 }, 2).unwrap_err().field, "counter_bits");
+    assert_eq!(
+        DistOnlyPredictor::new(
+            DistOnlyCfg {
+                window: 0,
+                counter_bits: 8
+            },
+            2
+        )
+        .unwrap_err()
+        .field,
+        "window"
+    );
+    assert_eq!(
+        DistOnlyPredictor::new(
+            DistOnlyCfg {
+                window: 1,
+                counter_bits: 33
+            },
+            2
+        )
+        .unwrap_err()
+        .field,
+        "counter_bits"
+    );
     let cfg: Result<DistOnlyCfg, _> = serde_json::from_str(r#"{"window": 4, "counter_bits": 16, "decay": 1}"#);
     assert!(cfg.is_err(), "unknown keys are refused");
 }
@@ -160,7 +207,14 @@ fn dist_only_window_and_saturation() {
 fn dist_only_converges_on_stationary_stream() {
     let truth = zipf(8, 1.2);
     let mut r = rng(7);
-    let mut p = DistOnlyPredictor::new(DistOnlyCfg { window: 64, counter_bits: 16 }, 8).unwrap();
+    let mut p = DistOnlyPredictor::new(
+        DistOnlyCfg {
+            window: 64,
+            counter_bits: 16,
+        },
+        8,
+    )
+    .unwrap();
     let mut errs = Vec::new();
     for _ in 0..200 {
         let counts = hist(&draw(&truth, 512, &mut r), 8);
@@ -201,7 +255,12 @@ fn t2e_accuracy_zero_optimistic_keeps_balance() {
     // Zipf(1.0) over 8: top expert ≈ 37 % < 50 %, so every guess can be wrong.
     let truth = draw(&zipf(8, 1.0), 512, &mut rng(3));
     let setup = DupSetup::round_robin(8, 4, 4, 4);
-    let p = T2ePredictor { accuracy: 0.0, model: ErrorModel::Optimistic }.predict(&truth, 8, &mut rng(4)).unwrap();
+    let p = T2ePredictor {
+        accuracy: 0.0,
+        model: ErrorModel::Optimistic,
+    }
+    .predict(&truth, 8, &mut rng(4))
+    .unwrap();
     assert_eq!(p.correct, 0);
     assert!(p.experts.iter().zip(&truth).all(|(a, b)| a != b));
     assert_eq!(hist(&p.experts, 8), hist(&truth, 8), "predicted histogram is the true one");
@@ -215,7 +274,12 @@ fn t2e_accuracy_zero_optimistic_keeps_balance() {
 fn t2e_optimistic_majority_keeps_the_minimum_right() {
     // 6 of 8 on expert 0: a histogram-preserving relabelling keeps 2·6 − 8 = 4 right.
     let truth = [0, 0, 0, 0, 0, 0, 1, 2];
-    let p = T2ePredictor { accuracy: 0.0, model: ErrorModel::Optimistic }.predict(&truth, 3, &mut rng(0)).unwrap();
+    let p = T2ePredictor {
+        accuracy: 0.0,
+        model: ErrorModel::Optimistic,
+    }
+    .predict(&truth, 3, &mut rng(0))
+    .unwrap();
     assert_eq!(p.correct, 4);
     assert_eq!(hist(&p.experts, 3), hist(&truth, 3));
 }
@@ -224,13 +288,23 @@ fn t2e_optimistic_majority_keeps_the_minimum_right() {
 fn t2e_accuracy_zero_typical_and_pessimistic() {
     let truth = draw(&zipf(8, 1.0), 512, &mut rng(5));
     let h = hist(&truth, 8);
-    let p = T2ePredictor { accuracy: 0.0, model: ErrorModel::Typical }.predict(&truth, 8, &mut rng(6)).unwrap();
+    let p = T2ePredictor {
+        accuracy: 0.0,
+        model: ErrorModel::Typical,
+    }
+    .predict(&truth, 8, &mut rng(6))
+    .unwrap();
     assert_eq!(p.correct, 0);
     // Uniform over the 7 other experts: every expert receives some wrong guesses.
     let ph = hist(&p.experts, 8);
     assert!(ph.iter().all(|&c| c > 20), "{ph:?}");
 
-    let p = T2ePredictor { accuracy: 0.0, model: ErrorModel::Pessimistic }.predict(&truth, 8, &mut rng(6)).unwrap();
+    let p = T2ePredictor {
+        accuracy: 0.0,
+        model: ErrorModel::Pessimistic,
+    }
+    .predict(&truth, 8, &mut rng(6))
+    .unwrap();
     assert_eq!(p.correct, 0);
     // Victim: the expert with the fewest true assignments; its own go to the runner-up.
     let mut order: Vec<usize> = (0..8).collect();
@@ -252,9 +326,15 @@ fn t2e_exact_accuracy_and_determinism() {
             assert_eq!(p, t.predict(&truth, 16, &mut rng(9)).unwrap());
         }
     }
-    let t = T2ePredictor { accuracy: 1.5, model: ErrorModel::Typical };
+    let t = T2ePredictor {
+        accuracy: 1.5,
+        model: ErrorModel::Typical,
+    };
     assert_eq!(t.predict(&truth, 16, &mut rng(0)).unwrap_err().field, "accuracy");
-    let t = T2ePredictor { accuracy: 0.5, model: ErrorModel::Typical };
+    let t = T2ePredictor {
+        accuracy: 0.5,
+        model: ErrorModel::Typical,
+    };
     assert_eq!(t.predict(&[0, 0], 1, &mut rng(0)).unwrap_err().field, "experts");
     assert_eq!(t.predict(&[0, 5], 2, &mut rng(0)).unwrap_err().field, "truth");
 }
@@ -269,7 +349,12 @@ fn t2e_error_models_order_the_bottleneck() {
         .iter()
         .map(|&m| {
             let p = T2ePredictor { accuracy: 0.5, model: m }.predict(&truth, 8, &mut rng(11)).unwrap();
-            *estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &p.experts }).unwrap().compute.iter().max().unwrap()
+            *estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &p.experts })
+                .unwrap()
+                .compute
+                .iter()
+                .max()
+                .unwrap()
         })
         .collect();
     assert!(max[0] <= max[1] && max[1] <= max[2], "{max:?}");
@@ -279,9 +364,23 @@ fn t2e_error_models_order_the_bottleneck() {
 #[test]
 fn overhead_fit_and_interpolation() {
     let m = OverheadModel {
-        curves: vec![OverheadCurve { skew: 1.4, a: 0.01, b: 3.0 }, OverheadCurve { skew: 2.0, a: 0.005, b: 3.0 }],
+        curves: vec![
+            OverheadCurve {
+                skew: 1.4,
+                a: 0.01,
+                b: 3.0,
+            },
+            OverheadCurve {
+                skew: 2.0,
+                a: 0.005,
+                b: 3.0,
+            },
+        ],
     };
-    let t = T2ePredictor { accuracy: 0.5, model: ErrorModel::Typical };
+    let t = T2ePredictor {
+        accuracy: 0.5,
+        model: ErrorModel::Typical,
+    };
     let lo = 0.01 * 1.5f64.exp();
     let hi = 0.005 * 1.5f64.exp();
     assert!((t.overhead(&m, 1.4).unwrap() - lo).abs() < 1e-12);
@@ -293,7 +392,9 @@ fn overhead_fit_and_interpolation() {
     let t95 = T2ePredictor { accuracy: 0.95, ..t };
     assert!(t95.overhead(&m, 1.4).unwrap() > t.overhead(&m, 1.4).unwrap());
     assert_eq!(OverheadModel { curves: vec![] }.fraction(0.5, 1.0).unwrap_err().field, "curves");
-    let bad = OverheadModel { curves: vec![m.curves[1], m.curves[0]] };
+    let bad = OverheadModel {
+        curves: vec![m.curves[1], m.curves[0]],
+    };
     assert_eq!(bad.fraction(0.5, 1.0).unwrap_err().field, "curves");
 }
 
@@ -319,7 +420,12 @@ fn strategies_on_a_skewed_iteration() {
     let t2e = estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &truth }).unwrap();
     assert_eq!(t2e.compute, vec![512; 4]);
     assert_eq!(t2e.recv, vec![0; 4]);
-    assert_eq!(estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &truth[1..] }).unwrap_err().field, "predicted");
+    assert_eq!(
+        estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &truth[1..] })
+            .unwrap_err()
+            .field,
+        "predicted"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,7 +550,12 @@ fn strategy_table() {
         let none = estimate_iteration(&truth, &setup, gps::Strategy::NoPrediction).unwrap();
         let dist = estimate_iteration(&truth, &setup, gps::Strategy::DistOnly { predicted_loads: &pl }).unwrap();
         let row = |name: &str, it: &gps::IterationLoads| {
-            println!("| {s} | {:.2} | {name} | {} | {} |", skewness(&h), it.compute.iter().max().unwrap(), it.recv.iter().max().unwrap());
+            println!(
+                "| {s} | {:.2} | {name} | {} | {} |",
+                skewness(&h),
+                it.compute.iter().max().unwrap(),
+                it.recv.iter().max().unwrap()
+            );
         };
         row("none", &none);
         row("dist-only", &dist);

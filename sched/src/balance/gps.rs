@@ -564,8 +564,9 @@ pub struct DupPlan {
 }
 
 impl DupPlan {
+    /// Whether device `g` hosts expert `e` in the final placement (false for an unknown device).
     pub fn hosts(&self, e: u32, g: usize) -> bool {
-        self.placement[g].binary_search(&e).is_ok()
+        self.placement.get(g).is_some_and(|l| l.binary_search(&e).is_ok())
     }
 }
 
