@@ -7,6 +7,7 @@
 //! The reading of the algorithms is written down in `docs/balance.md`.
 
 pub mod eplb;
+pub mod gps;
 pub mod ni;
 
 pub use eplb::{
