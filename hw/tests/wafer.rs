@@ -272,3 +272,44 @@ fn waveforms_are_deterministic_and_checked() {
     let l = checks.iter().find(|r| r.name == "links_idle_as_mapped").unwrap();
     assert!(!l.ok && l.detail.contains("dispatch") && l.detail.contains("d_0_0.link_e"), "{}", l.detail);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The NI-Balancer's decision unit (CL) decides exactly what Algorithm 1's FL decides —
+    /// moves, final placement, heats (bit for bit), replica counts and slots — under both
+    /// cold rules, with ties (integer loads) and replicas already placed.
+    #[test]
+    fn ni_balancer_controller_equals_fl(cols in 1u32..=4, rows in 1u32..=4, experts in 1usize..24, seed in any::<u64>(), slots_max in 0u32..4, heat_after in any::<bool>(), ints in any::<bool>()) {
+        use hw::wafer::balancer::NiBalancerCl;
+        use sched::balance::ni::{topo_balance, ColdRule};
+        use sched::wafer::WaferGeom;
+        let geom = WaferGeom::single(cols, rows);
+        let dies = (cols * rows) as usize;
+        let mut x = seed | 1;
+        let mut rnd = |n: u64| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x % n.max(1) };
+        let load: Vec<f64> = (0..experts).map(|_| if ints { rnd(8) as f64 } else { rnd(1_000_000) as f64 / 997.0 }).collect();
+        let mut placement = vec![Vec::new(); dies];
+        for e in 0..experts as u32 {
+            placement[rnd(dies as u64) as usize].push(e);
+            if rnd(4) == 0 {
+                let d = rnd(dies as u64) as usize;
+                if !placement[d].contains(&e) {
+                    placement[d].push(e);
+                }
+            }
+        }
+        let slots: Vec<u32> = (0..dies).map(|_| rnd(slots_max as u64 + 1) as u32).collect();
+        let rule = if heat_after { ColdRule::HeatAfter } else { ColdRule::ShareBefore };
+        let fl = topo_balance(&load, &placement, &slots, &geom, rule).unwrap();
+        let (cl, cycles) = NiBalancerCl::new(&load, &placement, &slots, geom, rule).run();
+        prop_assert_eq!(&cl.moves, &fl.moves);
+        prop_assert_eq!(&cl.placement, &fl.placement);
+        prop_assert_eq!(&cl.num, &fl.num);
+        prop_assert_eq!(&cl.slots_left, &fl.slots_left);
+        prop_assert!(cl.heats.iter().zip(&fl.heats).all(|(a, b)| a.to_bits() == b.to_bits()), "heats {:?} vs {:?}", cl.heats, fl.heats);
+        // Each move costs at least a scan of the devices for the hottest and one for the
+        // destination.
+        prop_assert!(cycles >= 2 * dies as u64 * fl.moves.len() as u64, "{} cycles for {} moves", cycles, fl.moves.len());
+    }
+}

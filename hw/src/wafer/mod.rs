@@ -3,6 +3,7 @@
 //! the `noc` routers, the dies' compute engines, and the mapping controller. FL twins of the
 //! decisions live in `sched::wafer` under the same names.
 
+pub mod balancer;
 pub mod compute;
 pub mod config;
 pub mod die;

@@ -1,0 +1,262 @@
+//! The NI-Balancer's decision unit (CL): MoEntwine Algorithm 1 (topology-aware balancing into
+//! shadow slots) as a controller that walks its tables one entry per cycle. Its FL twin is
+//! `sched::balance::ni::topo_balance`; the decisions (moves, final placement, heats, slots)
+//! must be equal (`tests/wafer.rs::ni_balancer_controller_equals_fl`), its cost is the cycles
+//! below. The migration engine that carries the moves over cold links is not built yet
+//! (docs/balance.md status table).
+//!
+//! Micro-architecture — registers: per expert its load (`Load_e`, from the per-expert load
+//! counters) and replica count `Num_e`; per device its experts (a sorted list: the shadow-slot
+//! table), its heat and its free shadow slots; one accumulator. One state per step of
+//! Algorithm 1:
+//! 1. `Hottest`: one device per cycle, keeps the largest heat (ties → lower id);
+//! 2. `Src`: one expert of the hottest device per cycle, keeps the largest `Load_e / Num_e`;
+//! 3. `Cold`: one device per cycle for the slot / already-hosts checks; under the prose's cold
+//!    rule (`HeatAfter`) the device's heat with the copy is re-summed by the accumulator, one
+//!    term per cycle, in ascending expert order (the FL's order, so the comparison is the same
+//!    to the last bit); the nearest cold device by XY hops from the hottest is kept;
+//! 4. `Copy`: one cycle to write the tables;
+//! 5. `Reheat`: the heats of the expert's hosts re-summed, one term per cycle.
+//!
+//! The datapath is f64 here so that it equals the FL bit for bit; an RTL twin would use
+//! fixed-point counters and reach the same decisions whenever no two candidates tie within
+//! its precision.
+
+use sched::balance::ni::{BalancePlan, ColdRule, Move};
+use sched::wafer::WaferGeom;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BalState {
+    Hottest,
+    Src,
+    Cold,
+    ColdSum,
+    Copy,
+    Reheat,
+    Done,
+}
+
+#[derive(Debug, Clone)]
+pub struct NiBalancerCl {
+    pub rule: ColdRule,
+    geom: WaferGeom,
+    load: Vec<f64>,
+    pub placement: Vec<Vec<u32>>,
+    hosts: Vec<Vec<u32>>,
+    pub num: Vec<u32>,
+    pub heats: Vec<f64>,
+    pub slots: Vec<u32>,
+    pub state: BalState,
+    /// Cursors: device / list index, term index of the accumulator.
+    i: usize,
+    j: usize,
+    acc: f64,
+    added: bool,
+    /// The decision registers of the current iteration.
+    pub hot: u32,
+    pub src: Option<u32>,
+    peak: f64,
+    pub dst: Option<(u32, u32)>,
+    reheat: Vec<u32>,
+    max_moves: u64,
+    pub moves: Vec<Move>,
+    pub cycles: u64,
+}
+
+impl NiBalancerCl {
+    /// Loads the tables. Inputs are those of the FL (which validates them: call it, or
+    /// `topo_balance`, first — the controller assumes a consistent table).
+    pub fn new(load: &[f64], placement: &[Vec<u32>], shadow_slots: &[u32], geom: WaferGeom, rule: ColdRule) -> Self {
+        let mut placement: Vec<Vec<u32>> = placement.to_vec();
+        placement.iter_mut().for_each(|p| p.sort_unstable());
+        let mut hosts = vec![Vec::new(); load.len()];
+        for (d, p) in placement.iter().enumerate() {
+            for &e in p {
+                hosts[e as usize].push(d as u32);
+            }
+        }
+        let num: Vec<u32> = hosts.iter().map(|h| h.len() as u32).collect();
+        let heats = placement.iter().map(|p| p.iter().map(|&e| load[e as usize] / num[e as usize] as f64).fold(0.0, |a, x| a + x)).collect();
+        let slots_total: u64 = shadow_slots.iter().map(|&s| s as u64).sum();
+        NiBalancerCl {
+            rule,
+            geom,
+            load: load.to_vec(),
+            max_moves: slots_total.min(placement.len() as u64 * load.len() as u64),
+            placement,
+            hosts,
+            num,
+            heats,
+            slots: shadow_slots.to_vec(),
+            state: BalState::Hottest,
+            i: 0,
+            j: 0,
+            acc: 0.0,
+            added: false,
+            hot: 0,
+            src: None,
+            peak: 0.0,
+            dst: None,
+            reheat: Vec::new(),
+            moves: Vec::new(),
+            cycles: 0,
+        }
+    }
+
+    fn share(&self, e: u32) -> f64 {
+        self.load[e as usize] / self.num[e as usize] as f64
+    }
+
+    fn next_iteration(&mut self) {
+        self.i = 0;
+        self.state = if (self.moves.len() as u64) < self.max_moves { BalState::Hottest } else { BalState::Done };
+    }
+
+    /// One clock cycle.
+    pub fn step(&mut self) {
+        if self.state == BalState::Done {
+            return;
+        }
+        self.cycles += 1;
+        let n = self.heats.len();
+        match self.state {
+            BalState::Hottest => {
+                if self.i == 0 || self.heats[self.i] > self.heats[self.hot as usize] {
+                    self.hot = self.i as u32;
+                }
+                self.i += 1;
+                if self.i == n {
+                    self.i = 0;
+                    self.src = None;
+                    self.state = BalState::Src;
+                }
+            }
+            BalState::Src => {
+                let p = &self.placement[self.hot as usize];
+                if p.is_empty() {
+                    self.state = BalState::Done;
+                    return;
+                }
+                let e = p[self.i];
+                if self.src.is_none_or(|b| self.share(e) > self.share(b)) {
+                    self.src = Some(e);
+                }
+                self.i += 1;
+                if self.i == self.placement[self.hot as usize].len() {
+                    self.peak = self.heats[self.hot as usize];
+                    self.i = 0;
+                    self.dst = None;
+                    self.state = BalState::Cold;
+                }
+            }
+            BalState::Cold => {
+                let (d, src) = (self.i, self.src.expect("a source"));
+                if self.slots[d] == 0 || self.placement[d].binary_search(&src).is_ok() {
+                    self.advance_cold();
+                } else {
+                    match self.rule {
+                        ColdRule::ShareBefore => {
+                            let cold = self.heats[d] < self.peak - self.share(src);
+                            self.candidate(cold);
+                        }
+                        ColdRule::HeatAfter => {
+                            self.j = 0;
+                            self.acc = 0.0;
+                            self.added = false;
+                            self.state = BalState::ColdSum;
+                        }
+                    }
+                }
+            }
+            BalState::ColdSum => {
+                let (d, src) = (self.i, self.src.expect("a source"));
+                let new_share = self.load[src as usize] / (self.num[src as usize] + 1) as f64;
+                let p = &self.placement[d];
+                if self.j < p.len() {
+                    let e = p[self.j];
+                    if !self.added && e > src {
+                        self.acc += new_share;
+                        self.added = true;
+                    } else {
+                        self.acc += self.share(e);
+                        self.j += 1;
+                    }
+                } else if !self.added {
+                    self.acc += new_share;
+                    self.added = true;
+                } else {
+                    let cold = self.acc < self.peak;
+                    self.state = BalState::Cold;
+                    self.candidate(cold);
+                }
+            }
+            BalState::Copy => {
+                let (src, (_, dst)) = (self.src.expect("a source"), self.dst.expect("a destination"));
+                let p = &mut self.placement[dst as usize];
+                let at = p.binary_search(&src).unwrap_err();
+                p.insert(at, src);
+                let h = &mut self.hosts[src as usize];
+                let at = h.binary_search(&dst).unwrap_err();
+                h.insert(at, dst);
+                self.num[src as usize] += 1;
+                self.slots[dst as usize] -= 1;
+                self.moves.push(Move { expert: src, src_device: self.hot, dst_device: dst });
+                self.reheat = self.hosts[src as usize].clone();
+                self.i = 0;
+                self.j = 0;
+                self.acc = 0.0;
+                self.state = BalState::Reheat;
+            }
+            BalState::Reheat => {
+                let d = self.reheat[self.i] as usize;
+                let p = &self.placement[d];
+                if self.j < p.len() {
+                    self.acc += self.load[p[self.j] as usize] / self.num[p[self.j] as usize] as f64;
+                    self.j += 1;
+                }
+                if self.j == self.placement[d].len() {
+                    self.heats[d] = self.acc;
+                    self.acc = 0.0;
+                    self.j = 0;
+                    self.i += 1;
+                    if self.i == self.reheat.len() {
+                        self.next_iteration();
+                    }
+                }
+            }
+            BalState::Done => {}
+        }
+    }
+
+    /// Device `i` was checked (cold or not): keep it if it is the nearest cold one, then move on.
+    fn candidate(&mut self, cold: bool) {
+        if cold {
+            let d = self.i as u32;
+            let h = self.geom.hops(self.hot, d);
+            if self.dst.is_none_or(|(bh, _)| h < bh) {
+                self.dst = Some((h, d));
+            }
+        }
+        self.advance_cold();
+    }
+
+    fn advance_cold(&mut self) {
+        self.i += 1;
+        if self.i == self.heats.len() {
+            self.i = 0;
+            self.state = if self.dst.is_some() { BalState::Copy } else { BalState::Done };
+        }
+    }
+
+    /// Runs to the end; the decision as the FL's type, and the cycles it took.
+    pub fn run(mut self) -> (BalancePlan, u64) {
+        if self.max_moves == 0 {
+            self.state = BalState::Done;
+        }
+        while self.state != BalState::Done {
+            self.step();
+        }
+        let plan = BalancePlan { moves: self.moves, placement: self.placement, heats: self.heats, num: self.num, slots_left: self.slots };
+        (plan, self.cycles)
+    }
+}
