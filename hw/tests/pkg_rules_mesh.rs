@@ -8,14 +8,13 @@
 //! random routings, ring sizes and arrays: every micro-slice of every expert is computed
 //! exactly once on every chiplet of its trajectory, nothing deadlocks, every ring drains.
 
-use hw::harness::{Cycle, LinkArena, LinkId};
-use hw::noc::flit::{Credit, Flit};
-use hw::noc::router::{RouterCl, RouterPorts, NPORTS};
+use hw::harness::Cycle;
+use hw::noc::mesh::wire;
+use hw::noc::router::RouterCl;
 use hw::noc::RouterCfg;
 use hw::pkg::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlSched, Trajectory};
-use hw::pkg::ni::{D2dEngineCl, NiPorts, PayloadPools};
+use hw::pkg::ni::{D2dEngineCl, PayloadPools};
 use proptest::prelude::*;
-use sched::noc::{Coord, Dir};
 
 /// Snake order ring, micro-slice k loaded by member k mod n, visiting every member once.
 struct Snake(u32);
@@ -48,19 +47,6 @@ impl Trajectory for Snake {
     }
 }
 
-fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
-    let c = Coord::of(i, k);
-    let (x, y) = (c.x as i64, c.y as i64);
-    let (nx, ny) = match d {
-        Dir::XPlus => (x + 1, y),
-        Dir::XMinus => (x - 1, y),
-        Dir::YPlus => (x, y + 1),
-        Dir::YMinus => (x, y - 1),
-        Dir::Local => return None,
-    };
-    (nx >= 0 && ny >= 0 && nx < k as i64 && ny < k as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(k))
-}
-
 struct Run {
     cycles: Cycle,
     computed: Vec<Vec<Vec<u32>>>, // [chiplet][expert][k] -> times computed
@@ -72,44 +58,14 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
     let n = (k * k) as usize;
     let experts = masks.len();
     let rcfg = RouterCfg { vcs: 2, vc_buf: 8, ..Default::default() };
-    let mut flits = LinkArena::<Flit>::new();
-    let mut credits = LinkArena::<Credit>::new();
-    let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
-    let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
-    let mut ej = vec![LinkId::NONE; n];
-    let mut inj_credit = vec![LinkId::NONE; n];
-    for i in 0..n {
-        for d in Dir::ALL {
-            let p = d.idx();
-            if d == Dir::Local {
-                flit_in[i][p] = flits.add(2);
-                credit_in[i][p] = credits.add(2);
-            } else if neighbour(i as u32, d, k).is_some() {
-                flit_in[i][p] = flits.add(3);
-                credit_in[i][p] = credits.add(2);
-            }
-        }
-        ej[i] = flits.add(3);
-        inj_credit[i] = credits.add(2);
-    }
+    // The mesh's own wiring: switch traversal 1, no credit delay, 1-cycle links.
+    let w = wire(k, k, 1, 0, &|_, _| (1, 1));
+    let (flits, credits) = (w.flits, w.credits);
     let mut routers = Vec::new();
     let mut nis = Vec::new();
     let mut ctrls = Vec::new();
-    for i in 0..n {
-        let mut ports = RouterPorts { in_flit: flit_in[i], out_flit: [LinkId::NONE; NPORTS], in_credit: credit_in[i], out_credit: [LinkId::NONE; NPORTS] };
-        for d in Dir::ALL {
-            let p = d.idx();
-            if d == Dir::Local {
-                ports.out_flit[p] = ej[i];
-                ports.out_credit[p] = inj_credit[i];
-            } else if let Some(nb) = neighbour(i as u32, d, k) {
-                let q = d.opposite().idx();
-                ports.out_flit[p] = flit_in[nb as usize][q];
-                ports.out_credit[p] = credit_in[nb as usize][q];
-            }
-        }
+    for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
         routers.push(RouterCl::new(i as u32, k, &rcfg, 1, ports));
-        let np = NiPorts { inj_flit: flit_in[i][Dir::Local.idx()], inj_credit: inj_credit[i], ej_flit: ej[i], ej_credit: credit_in[i][Dir::Local.idx()] };
         nis.push(D2dEngineCl::new(i as u8, k, rcfg.vcs, rcfg.vc_buf, 256, np));
         let mut c = ChipletCtrlCl::new(i as u8, experts, slots, 0, CtrlKnobs::default());
         c.begin_layer(&vec![m; experts], &[]);

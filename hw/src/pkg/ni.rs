@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use super::chiplet::ChipletId;
 use super::ring::SlotTag;
-use crate::harness::{Cycle, LinkArena, LinkId, Probe, SignalDecl};
+use crate::harness::{Cycle, LinkArena, Probe, SignalDecl};
 use crate::noc::credit::CreditCounterCl;
 use crate::noc::flit::{make_pid, Credit, Flit};
 
@@ -75,14 +75,8 @@ impl PayloadPools {
     }
 }
 
-/// Link ids of the engine (the router's local port).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NiPorts {
-    pub inj_flit: LinkId,
-    pub inj_credit: LinkId,
-    pub ej_flit: LinkId,
-    pub ej_credit: LinkId,
-}
+/// Link ids of the engine (the router's local port): the NoC's network-interface ports.
+pub use crate::noc::terminal::NiPorts;
 
 /// What a packet carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -367,17 +367,9 @@ pub struct PkgPart {
     core_wake: u64,
 }
 
+/// Neighbour on the k×k chiplet array (the mesh's own function).
 fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
-    let c = Coord::of(i, k);
-    let (x, y) = (c.x as i64, c.y as i64);
-    let (nx, ny) = match d {
-        Dir::XPlus => (x + 1, y),
-        Dir::XMinus => (x - 1, y),
-        Dir::YPlus => (x, y + 1),
-        Dir::YMinus => (x, y - 1),
-        Dir::Local => return None,
-    };
-    (nx >= 0 && ny >= 0 && nx < k as i64 && ny < k as i64).then(|| Coord { x: nx as u32, y: ny as u32 }.id(k))
+    crate::noc::mesh::neighbour_in(i, d, k, k)
 }
 
 fn to_ctrl(m: SchedMsg) -> CtrlSched {
