@@ -75,6 +75,13 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
     }
 }
 
+/// `AxB` (either case of x, spaces around the numbers allowed) as two whole numbers; `None`
+/// otherwise. Each flag words its own error (and its own bounds).
+pub fn split_grid(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(['x', 'X'])?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
 /// Creates the parent directory of an output file.
 pub fn ensure_parent(p: &std::path::Path) -> CliResult<()> {
     if let Some(d) = p.parent() {

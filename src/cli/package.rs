@@ -146,8 +146,7 @@ fn parse_range(s: &str, flag: &str) -> CliResult<std::ops::Range<usize>> {
 
 pub fn parse_array(s: &str) -> CliResult<(u32, u32)> {
     let bad = || format!("--array: `{s}` is not RxC (e.g. 2x2)");
-    let (r, c) = s.split_once(['x', 'X']).ok_or_else(bad)?;
-    Ok((r.trim().parse().map_err(|_| bad())?, c.trim().parse().map_err(|_| bad())?))
+    super::split_grid(s).ok_or_else(bad)
 }
 
 pub fn parse_strategies(s: &str) -> CliResult<Vec<Strategy>> {

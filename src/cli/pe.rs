@@ -66,10 +66,7 @@ pub const MAX_FOLDS: u64 = 1 << 28;
 
 fn parse_array(s: &str) -> CliResult<(u32, u32)> {
     let bad = || format!("--array: `{s}` is not ROWSxCOLS with both in 1..={}", hw::pkg::pe_array::MAX_SIDE);
-    let (r, c) = s.split_once(['x', 'X']).ok_or_else(bad)?;
-    let r: u32 = r.trim().parse().map_err(|_| bad())?;
-    let c: u32 = c.trim().parse().map_err(|_| bad())?;
-    Ok((r, c))
+    super::split_grid(s).ok_or_else(bad)
 }
 
 /// Runs the CL array on one GEMM: issue at cycle 0, fast-forward to its done edge.

@@ -80,13 +80,11 @@ pub struct WaferArgs {
 }
 
 fn parse_grid(s: &str, flag: &str) -> CliResult<(u32, u32)> {
-    let (a, b) = s.trim().split_once(['x', 'X']).ok_or_else(|| format!("{flag}: expected CxR, e.g. 4x4 (got {s:?})"))?;
-    let p = |v: &str| v.trim().parse::<u32>().map_err(|_| format!("{flag}: {v:?} is not a whole number (got {s:?})"));
-    let (c, r) = (p(a)?, p(b)?);
-    if c == 0 || r == 0 {
-        return Err(format!("{flag}: both sides must be at least 1 (got {s:?})"));
+    match super::split_grid(s) {
+        Some((c, r)) if c > 0 && r > 0 => Ok((c, r)),
+        Some(_) => Err(format!("{flag}: both sides must be at least 1 (got {s:?})")),
+        None => Err(format!("{flag}: expected CxR in whole numbers, e.g. 4x4 (got {s:?})")),
     }
-    Ok((c, r))
 }
 
 /// The config of the run: file, then flags.
