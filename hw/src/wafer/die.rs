@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use std::sync::Arc;
 
-use super::compute::{ComputeEngineCl, Kernel, KernelKind};
+use super::compute::{ComputeEngineCl, Kernel};
 use super::functional::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
 use super::program::{DieProgram, Ev, LayerProgram, Phase};
@@ -78,6 +78,8 @@ pub struct DieCl {
     /// Transfers handed to the engine this cycle (their payloads are captured at the end of
     /// the cycle's eval, when the store is at hand).
     started: Vec<u32>,
+    /// Scratch: transfers whose last dependence an event just met.
+    ready: Vec<u32>,
 }
 
 impl DieCl {
@@ -138,6 +140,7 @@ impl DieCl {
             func: None,
             prog: None,
             started: Vec::new(),
+            ready: Vec::new(),
         }
     }
 
@@ -154,6 +157,7 @@ impl DieCl {
 
     fn fire(&mut self, e: Ev, now: Cycle) {
         let Some(nodes) = self.dependents.get(&e) else { return };
+        let mut ready = std::mem::take(&mut self.ready);
         for &n in nodes {
             match n {
                 Node::Kernel(i) => self.kernel_pending[i as usize] -= 1,
@@ -161,30 +165,34 @@ impl DieCl {
                     let p = &mut self.tx_pending[j as usize];
                     *p -= 1;
                     if *p == 0 {
-                        let (ph, mb) = self.tx_phase[j as usize];
-                        let ph = ph as usize;
-                        let f = &mut self.times.phase_first[mb as usize][ph];
-                        *f = (*f).min(now);
-                        self.cur_phase = 1 + ph as u8;
-                        self.cur_step = self.tx_step[j as usize];
-                        self.cur_tx_mb = mb;
-                        self.dma.start(self.tx[j as usize]);
-                        self.started.push(self.tx[j as usize].id);
+                        ready.push(j);
                     }
                 }
             }
         }
+        for j in ready.drain(..) {
+            self.start_tx(j as usize, now);
+        }
+        self.ready = ready;
+    }
+
+    /// Hands transfer `j` (its dependences met) to the collective engine.
+    fn start_tx(&mut self, j: usize, now: Cycle) {
+        let (ph, mb) = self.tx_phase[j];
+        let f = &mut self.times.phase_first[mb as usize][ph as usize];
+        *f = (*f).min(now);
+        self.cur_phase = 1 + ph as u8;
+        self.cur_step = self.tx_step[j];
+        self.cur_tx_mb = mb;
+        self.dma.start(self.tx[j]);
+        self.started.push(self.tx[j].id);
     }
 
     /// Starts what has no dependences (cycle 0).
     pub fn begin(&mut self, now: Cycle) {
         for j in 0..self.tx.len() {
             if self.tx_pending[j] == 0 {
-                let (ph, mb) = self.tx_phase[j];
-                let f = &mut self.times.phase_first[mb as usize][ph as usize];
-                *f = (*f).min(now);
-                self.dma.start(self.tx[j]);
-                self.started.push(self.tx[j].id);
+                self.start_tx(j, now);
             }
         }
     }
@@ -258,14 +266,6 @@ impl DieCl {
 
     pub fn next_event(&self) -> Cycle {
         self.compute.next_event()
-    }
-
-    pub fn kernel_kinds(&self) -> [u64; 3] {
-        self.compute.busy
-    }
-
-    pub fn kind_of(&self, i: usize) -> KernelKind {
-        self.kernels[i].kind
     }
 }
 

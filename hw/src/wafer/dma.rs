@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::harness::{Cycle, LinkArena, NEVER};
+use crate::harness::{Cycle, LinkArena};
 use crate::noc::credit::CreditCounterCl;
 use crate::noc::flit::{make_pid, Credit, Flit};
 use sched::noc::Coord;
@@ -120,10 +120,6 @@ impl CollectiveEngineCl {
         self.active.is_empty() && self.rx_open == 0
     }
 
-    pub fn has_tx(&self) -> bool {
-        !self.active.is_empty()
-    }
-
     /// One cycle.
     ///
     /// # Safety
@@ -215,9 +211,5 @@ impl CollectiveEngineCl {
     /// cycle; otherwise it only wakes on arrivals (flits or credits), which its links bring.
     pub fn busy(&self) -> bool {
         !self.active.is_empty()
-    }
-
-    pub fn next_event(&self) -> Cycle {
-        NEVER
     }
 }

@@ -12,9 +12,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use sched::wafer::collective::{execute_fl, ChunkId};
+use sched::wafer::collective::{apply, execute_fl, ChunkId};
 use sched::wafer::dispatch::A2aXfer;
-use sched::wafer::functional::{expert_out, initial_data, token_chunk};
+use sched::wafer::functional::{die_inputs, expert_out, initial_data, token_chunk};
 
 use super::program::LayerProgram;
 use super::wafer::Wafer;
@@ -67,12 +67,8 @@ impl FuncDie {
     pub fn new(die: u32, prog: &LayerProgram) -> Self {
         let mut f = FuncDie::default();
         let (Some(m), Some(plan)) = (&prog.mapping, &prog.allreduce) else { return f };
-        let g = m.group_of[die as usize];
         for mb in 0..prog.micro_batches {
-            for c in 0..plan.chunks_per_group {
-                let id = ChunkId { group: g, chunk: c };
-                f.data.insert((mb, id), sched::wafer::functional::initial_chunk(die, mb, id));
-            }
+            f.data.extend(die_inputs(m, plan, die, mb).into_iter().map(|(id, v)| ((mb, id), v)));
         }
         f
     }
@@ -123,19 +119,7 @@ impl FuncDie {
     pub fn arrive(&mut self, x: u32, p: Option<Payload>, prog: &LayerProgram) {
         let n = &prog.xfers[x as usize];
         match (n.phase, p) {
-            (super::program::Phase::AllReduce, Some(Payload::Chunk(v))) => {
-                let slot = self.data.entry((n.mb, n.chunk.expect("chunk"))).or_default();
-                if n.reduce {
-                    if slot.len() < v.len() {
-                        slot.resize(v.len(), 0);
-                    }
-                    for (a, b) in slot.iter_mut().zip(&v) {
-                        *a = a.wrapping_add(*b);
-                    }
-                } else {
-                    *slot = v;
-                }
-            }
+            (super::program::Phase::AllReduce, Some(Payload::Chunk(v))) => apply(self.data.entry((n.mb, n.chunk.expect("chunk"))).or_default(), v, n.reduce),
             (super::program::Phase::Dispatch, Some(Payload::Tokens(t))) => {
                 for (a, v) in t {
                     self.dispatched.insert((n.mb, key(&a)), v);

@@ -160,18 +160,13 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
         let routing_m: Vec<Vec<Vec<u16>>> =
             routing.iter().map(|g| g.iter().enumerate().map(|(ti, es)| if range.contains(&(ti as u32)) { es.clone() } else { Vec::new() }).collect()).collect();
         let plan = dispatch_plan(map, &hosts, &routing_m);
+        // Per (holder, host): the assignments one transfer carries (their count: its tokens).
         let mut pair_items: std::collections::BTreeMap<(u32, u32), Vec<A2aXfer>> = std::collections::BTreeMap::new();
-        for a in &plan {
-            pair_items.entry((a.src, a.dst)).or_default().push(*a);
-        }
-        p.assignments.push(plan.clone());
-        // Per (src, dst): tokens; per die: distinct tokens it gates (it is the holder of); per
-        // host: tokens per expert.
-        let mut pair: std::collections::BTreeMap<(u32, u32), u64> = std::collections::BTreeMap::new();
+        // Per die: the distinct tokens it gates (it holds them); per host: tokens per expert.
         let mut gated: Vec<std::collections::BTreeSet<(u32, u32)>> = vec![Default::default(); n];
         let mut host_tokens: Vec<std::collections::BTreeMap<u32, u32>> = vec![Default::default(); n];
         for a in &plan {
-            *pair.entry((a.src, a.dst)).or_default() += 1;
+            pair_items.entry((a.src, a.dst)).or_default().push(*a);
             gated[a.src as usize].insert((a.group, a.token));
             *host_tokens[a.dst as usize].entry(a.expert).or_default() += 1;
             p.expert_tokens[a.expert as usize] += 1;
@@ -192,14 +187,15 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             dp.kernel_deps.push(Vec::new());
         }
         // Dispatch and combine transfers (network ones only).
-        for (&(src, dst), &tokens) in &pair {
+        for (&(src, dst), items) in &pair_items {
             if src == dst {
                 continue;
             }
+            let tokens = items.len() as u64;
             let id = p.xfers.len() as u32;
             let bytes = tokens * d * cfg.dispatch_elem_bytes as u64;
             p.xfers.push(NetXfer { src, dst, bytes, flits: flits(bytes), phase: Phase::Dispatch, mb: m, chunk: None, reduce: false, step: 0 });
-            p.items.insert(id, pair_items[&(src, dst)].clone());
+            p.items.insert(id, items.clone());
             p.dies[src as usize].tx.push(id);
             p.dies[src as usize].tx_deps.push(vec![Ev::Kernel(k_gate[src as usize])]);
             p.dies[dst as usize].rx.push(id);
@@ -208,11 +204,12 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             let cid = p.xfers.len() as u32;
             let cbytes = tokens * d * cfg.combine_elem_bytes as u64;
             p.xfers.push(NetXfer { src: dst, dst: src, bytes: cbytes, flits: flits(cbytes), phase: Phase::Combine, mb: m, chunk: None, reduce: false, step: 0 });
-            p.items.insert(cid, pair_items[&(src, dst)].clone());
+            p.items.insert(cid, items.clone());
             p.dies[dst as usize].tx.push(cid);
             p.dies[dst as usize].tx_deps.push(vec![Ev::Kernel(k_exp[dst as usize])]);
             p.dies[src as usize].rx.push(cid);
         }
+        p.assignments.push(plan);
     }
     p
 }

@@ -37,18 +37,18 @@ pub struct LinkUse {
 /// Every directed link of the mesh with its phase traffic and heat.
 pub fn classify_links(cfg: &WaferCfg, run: &WaferRun) -> Vec<LinkUse> {
     let (cols, rows) = (cfg.cols(), cfg.rows());
+    let geom = cfg.geom();
     let mut out = Vec::new();
     for (i, per_port) in run.link_flits.iter().enumerate() {
         let i = i as u32;
         for d in [Dir::XPlus, Dir::XMinus, Dir::YPlus, Dir::YMinus] {
             let Some(nb) = neighbour_in(i, d, cols, rows) else { continue };
             let f = per_port[d.idx()];
-            let wafer_of = |x: u32| (x % cols / cfg.die_cols, x / cols / cfg.die_rows);
             out.push(LinkUse {
                 from: i,
                 to: nb,
                 dir: ["e", "w", "s", "n"][d.idx()],
-                cross_wafer: wafer_of(i) != wafer_of(nb),
+                cross_wafer: geom.crosses_wafer(i, nb),
                 flits: [f[0], f[1], f[2]],
                 heat: [Heat::Idle; 3],
             });

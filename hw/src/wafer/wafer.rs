@@ -204,10 +204,10 @@ impl Wafer {
         let n = (cols * rows) as usize;
         let r = &cfg.router;
         let on_wafer = (cfg.link_cycles(), cfg.link_ser());
-        let wafer_of = |i: u32| (i % cols / cfg.die_cols, i / cols / cfg.die_rows);
+        let geom = cfg.geom();
         let link = |i: u32, d: Dir| -> (u32, u32) {
             match neighbour_in(i, d, cols, rows) {
-                Some(nb) if wafer_of(nb) != wafer_of(i) => (cfg.border_cycles(), cfg.border_ser(matches!(d, Dir::XPlus | Dir::XMinus))),
+                Some(nb) if geom.crosses_wafer(i, nb) => (cfg.border_cycles(), cfg.border_ser(matches!(d, Dir::XPlus | Dir::XMinus))),
                 _ => on_wafer,
             }
         };

@@ -131,6 +131,22 @@ pub fn allreduce_plan(m: &Mapping) -> CollectivePlan {
     CollectivePlan { chunks_per_group: 2 * p, steps, xfers }
 }
 
+/// What a receiver does with a transfer's payload `v`: add it element-wise (reduce-scatter;
+/// wrapping, over the longer of the two, missing elements 0) or overwrite (all-gather). The
+/// FL executor and the CL engines' functional mode both apply transfers with this.
+pub fn apply(slot: &mut Vec<i64>, v: Vec<i64>, reduce: bool) {
+    if reduce {
+        if slot.len() < v.len() {
+            slot.resize(v.len(), 0);
+        }
+        for (a, b) in slot.iter_mut().zip(&v) {
+            *a = a.wrapping_add(*b);
+        }
+    } else {
+        *slot = v;
+    }
+}
+
 /// Functional reference: executes `plan` on per-die data (`(die, chunk)` → values) and returns
 /// the final state. Step semantics as in [`CollectivePlan`]: every transfer of a step reads the
 /// state before the step. A transfer whose source holds nothing for its chunk is skipped; a
@@ -147,17 +163,7 @@ pub fn execute_fl(plan: &CollectivePlan, inputs: &HashMap<(u32, ChunkId), Vec<i6
         let payloads: Vec<(&Xfer, Vec<i64>)> =
             order[i..j].iter().filter_map(|x| st.get(&(x.src, x.data)).map(|v| (*x, v.clone()))).collect();
         for (x, v) in payloads {
-            let slot = st.entry((x.dst, x.data)).or_default();
-            if x.reduce {
-                if slot.len() < v.len() {
-                    slot.resize(v.len(), 0);
-                }
-                for (a, b) in slot.iter_mut().zip(&v) {
-                    *a = a.wrapping_add(*b);
-                }
-            } else {
-                *slot = v;
-            }
+            apply(st.entry((x.dst, x.data)).or_default(), v, x.reduce);
         }
         i = j;
     }

@@ -25,16 +25,20 @@ pub fn initial_chunk(die: u32, mb: u32, chunk: ChunkId) -> Vec<i64> {
         .collect()
 }
 
-/// Every die's inputs for micro-batch `mb`: the chunks of its own group.
-pub fn initial_data(m: &Mapping, plan: &CollectivePlan, mb: u32) -> HashMap<(u32, ChunkId), Vec<i64>> {
-    let mut h = HashMap::new();
-    for (d, &g) in m.group_of.iter().enumerate() {
-        for c in 0..plan.chunks_per_group {
+/// Die `die`'s inputs for micro-batch `mb`: the chunks of its own group.
+pub fn die_inputs(m: &Mapping, plan: &CollectivePlan, die: u32, mb: u32) -> Vec<(ChunkId, Vec<i64>)> {
+    let g = m.group_of[die as usize];
+    (0..plan.chunks_per_group)
+        .map(|c| {
             let id = ChunkId { group: g, chunk: c };
-            h.insert((d as u32, id), initial_chunk(d as u32, mb, id));
-        }
-    }
-    h
+            (id, initial_chunk(die, mb, id))
+        })
+        .collect()
+}
+
+/// Every die's inputs for micro-batch `mb` ([`die_inputs`] of each die).
+pub fn initial_data(m: &Mapping, plan: &CollectivePlan, mb: u32) -> HashMap<(u32, ChunkId), Vec<i64>> {
+    (0..m.group_of.len() as u32).flat_map(|d| die_inputs(m, plan, d, mb).into_iter().map(move |(id, v)| ((d, id), v))).collect()
 }
 
 /// The chunk holding token `token` of `group` (its slice `token mod tp`).
