@@ -173,17 +173,22 @@ fn pkg_configs(_: &Path) -> Vec<Vec<u8>> {
     out
 }
 
+/// A config's `validate` refused it: the error must name one of the config's own fields (its
+/// first path segment, before any `.` or `[`); returns the error's text.
+fn refusal<T: serde::Serialize + Default>(field: &str, e: impl std::fmt::Display) -> String {
+    let fields = toml::Value::try_from(T::default()).unwrap();
+    let head = field.split(['.', '[']).next().unwrap_or("");
+    assert!(fields.as_table().unwrap().contains_key(head), "validate error names no {} field: {e}", std::any::type_name::<T>());
+    e.to_string()
+}
+
 /// Parse error, or a validate error naming one of PkgCfg's fields, or Ok — and then the
 /// config's derived values are sane (no wrap-around in `rows × cols`, a real clock).
 fn pkg_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     let c: PkgCfg = toml::from_str(text).map_err(|e| e.to_string())?;
     match c.validate() {
-        Err(e) => {
-            let fields = toml::Value::try_from(PkgCfg::default()).unwrap();
-            assert!(fields.as_table().unwrap().contains_key(e.field.split('.').next().unwrap_or("")), "validate error names no PkgCfg field: {e}");
-            Err(e.to_string())
-        }
+        Err(e) => Err(refusal::<PkgCfg>(&e.field.clone(), e)),
         Ok(()) => {
             let chiplets = c.rows.checked_mul(c.cols);
             assert!(chiplets.is_some_and(|n| (1..=16).contains(&n)), "accepted {}x{} chiplets (rows x cols wraps to {})", c.rows, c.cols, c.chiplets());
@@ -359,10 +364,7 @@ fn scenario_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     let c: ScenarioCfg = toml::from_str(text).map_err(|e| e.to_string())?;
     if let Err(e) = c.validate() {
-        let fields = toml::Value::try_from(ScenarioCfg::default()).unwrap();
-        let head = e.field.split(['.', '[']).next().unwrap_or("");
-        assert!(fields.as_table().unwrap().contains_key(head), "validate error names no ScenarioCfg field: {e}");
-        return Err(e.to_string());
+        return Err(refusal::<ScenarioCfg>(&e.field.clone(), e));
     }
     if c.tokens_per_iter as u64 * c.iters as u64 * c.layers as u64 > 20_000 || c.experts > 1024 {
         return Ok(());
@@ -389,9 +391,7 @@ fn wafer_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     let c: WaferCfg = toml::from_str(text).map_err(|e| e.to_string())?;
     if let Err(e) = c.validate() {
-        let fields = toml::Value::try_from(WaferCfg::default()).unwrap();
-        assert!(fields.as_table().unwrap().contains_key(e.field.split('.').next().unwrap_or("")), "validate error names no WaferCfg field: {e}");
-        return Err(e.to_string());
+        return Err(refusal::<WaferCfg>(&e.field.clone(), e));
     }
     let m = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
     // Keep the simulated layer small (the fuzz checks robustness, not big runs).
