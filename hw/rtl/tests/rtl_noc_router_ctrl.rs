@@ -79,13 +79,8 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
     clock(&mut u);
     let mut n = Counts::default();
     let mut tr = common::LockstepTrace::named(tag);
-    // Compares one port and records both values; a mismatch panics with the case, the cycle,
-    // the port and both values, and writes both models' VCDs of every compared port.
-    let check = |tr: &mut common::LockstepTrace, port: String, width: u32, rtl: u64, cl: u64| {
-        if let Err(e) = tr.cmp(&port, width, cl, rtl) {
-            panic!("{e}");
-        }
-    };
+    // Every compared port is recorded; a mismatch panics with the case, the cycle, the port and
+    // both values, and writes both models' VCDs (`LockstepTrace::expect`).
     for cycle in 0..c.cycles {
         tr.cycle(cycle);
         let now = cycle + 1;
@@ -97,16 +92,16 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
         for (iv, &cl_state) in before.iter().enumerate() {
             let (p, vc) = (iv / V, iv % V);
             let (port, ovc) = cl.vc_route(p, vc);
-            check(&mut tr, format!("in{p}.vc{vc}.state"), 3, u.vc_state[iv].val().to_u64(), cl_state as u64);
-            check(&mut tr, format!("in{p}.vc{vc}.route"), 3, u.vc_port[iv].val().to_u64(), port as u64);
-            check(&mut tr, format!("in{p}.vc{vc}.ovc"), 8, u.vc_ovc[iv].val().to_u64(), ovc as u64);
+            tr.expect(&format!("in{p}.vc{vc}.state"), 3, cl_state as u64, u.vc_state[iv].val().to_u64());
+            tr.expect(&format!("in{p}.vc{vc}.route"), 3, port as u64, u.vc_port[iv].val().to_u64());
+            tr.expect(&format!("in{p}.vc{vc}.ovc"), 8, ovc as u64, u.vc_ovc[iv].val().to_u64());
         }
         let busy = u.ovc_busy.val().to_u64();
         for ov in 0..NV {
             let (o, vc) = (ov / V, ov % V);
-            check(&mut tr, format!("out{o}.vc{vc}.held"), 1, busy >> ov & 1, cl.ovc_busy(o, vc) as u64);
+            tr.expect(&format!("out{o}.vc{vc}.held"), 1, cl.ovc_busy(o, vc) as u64, busy >> ov & 1);
             let cr = u.credits[ov].val().to_u64();
-            check(&mut tr, format!("out{o}.vc{vc}.credits"), 16, cr, cl.credits(o, vc) as u64);
+            tr.expect(&format!("out{o}.vc{vc}.credits"), 16, cl.credits(o, vc) as u64, cr);
             if cr == 0 && tb.buf.iter().any(|b| !b.is_empty()) {
                 n.credit_stall_cycles += 1;
             }
@@ -116,11 +111,11 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
         let names = ["va_accept_ptr", "va_grant_ptr", "sa_grant_ptr", "sa_accept_ptr", "sa_vc_ptr"];
         for ((name, r), cp) in names.iter().zip(u.pointers()).zip(cl.alloc_pointers()) {
             for (i, (a, b)) in r.iter().zip(&cp).enumerate() {
-                check(&mut tr, format!("{name}{i}"), 8, *a as u64, *b as u64);
+                tr.expect(&format!("{name}{i}"), 8, *b as u64, *a as u64);
             }
         }
         // Legal traffic: the RTL's error flag stays low (the CL has none).
-        check(&mut tr, "err".into(), 1, u.err.val() as u64, 0);
+        tr.expect("err", 1, 0, u.err.val() as u64);
 
         // --- the cycle's decisions
         // SAFETY: single-threaded; this test is the only sender/receiver of the router's links
@@ -152,18 +147,18 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
         }
         let rtl_va = u.va_grant.val().to_u64();
         for iv in 0..NV {
-            check(&mut tr, format!("in{}.vc{}.va_grant", iv / V, iv % V), 1, rtl_va >> iv & 1, cl_va >> iv & 1);
+            tr.expect(&format!("in{}.vc{}.va_grant", iv / V, iv % V), 1, cl_va >> iv & 1, rtl_va >> iv & 1);
         }
         let (rtl_pops, rtl_sends) = decisions(&u);
         for iv in 0..NV {
-            check(&mut tr, format!("in{}.vc{}.sa_grant", iv / V, iv % V), 1, rtl_pops >> iv & 1, cl_pops >> iv & 1);
+            tr.expect(&format!("in{}.vc{}.sa_grant", iv / V, iv % V), 1, cl_pops >> iv & 1, rtl_pops >> iv & 1);
         }
         for o in 0..NPORTS {
             // A send is its output VC + 1; 0 when the port sent nothing.
             let sent = |s: Option<usize>| s.map_or(0, |vc| vc as u64 + 1);
-            check(&mut tr, format!("out{o}.sent_vc_plus1"), 8, sent(rtl_sends[o]), sent(cl_sends[o]));
+            tr.expect(&format!("out{o}.sent_vc_plus1"), 8, sent(cl_sends[o]), sent(rtl_sends[o]));
             if let Some(p) = cl_from[o] {
-                check(&mut tr, format!("out{o}.xbar_in"), 3, u.st_in_port[o].val().to_u64(), p as u64);
+                tr.expect(&format!("out{o}.xbar_in"), 3, p as u64, u.st_in_port[o].val().to_u64());
             }
         }
         n.va_grants += cl_va.count_ones() as u64;

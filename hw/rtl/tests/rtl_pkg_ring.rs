@@ -23,14 +23,6 @@ fn edge<U: Block>(u: &mut U, clock: fn(&mut U) -> &mut Signal<In, Clock>) {
     settle(u);
 }
 
-/// Compares one port and records both values; a mismatch panics with the cycle, the port and
-/// both values, and writes both models' VCDs of every compared port.
-fn check(tr: &mut common::LockstepTrace, port: &str, width: u32, cl: u64, rtl: u64) {
-    if let Err(e) = tr.cmp(port, width, cl, rtl) {
-        panic!("{e}");
-    }
-}
-
 /// `cycles` cycles of random traffic on an S-slot ring; `p_alloc`/`p_rel` in percent.
 fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -60,24 +52,24 @@ fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
         u.alloc_k.next = (tag.k as u64).into();
         u.alloc_loader.next = (tag.loader as u64).into();
         settle(&mut u);
-        check(&mut tr, "alloc_ok", 1, got.is_some() as u64, u.alloc_ok.val() as u64);
+        tr.expect("alloc_ok", 1, got.is_some() as u64, u.alloc_ok.val() as u64);
         if let Some(s) = got {
-            check(&mut tr, "alloc_slot", 8, s as u64, u.alloc_slot.val().to_u64());
+            tr.expect("alloc_slot", 8, s as u64, u.alloc_slot.val().to_u64());
         }
         edge(&mut u, |u| &mut u.clock);
         let live: u64 = (0..S as u32).filter(|&s| cl.is_live(s)).map(|s| 1u64 << s).sum();
-        check(&mut tr, "live", S as u32, live, u.live.val().to_u64());
-        check(&mut tr, "occ", 8, cl.occupancy() as u64, u.occ.val().to_u64());
-        check(&mut tr, "head", 8, cl.head() as u64, u.head.val().to_u64());
-        check(&mut tr, "tail", 8, cl.tail() as u64, u.tail.val().to_u64());
+        tr.expect("live", S as u32, live, u.live.val().to_u64());
+        tr.expect("occ", 8, cl.occupancy() as u64, u.occ.val().to_u64());
+        tr.expect("head", 8, cl.head() as u64, u.head.val().to_u64());
+        tr.expect("tail", 8, cl.tail() as u64, u.tail.val().to_u64());
         for s in 0..S as u32 {
             if cl.is_live(s) {
                 u.rd_slot.next = (s as u64).into();
                 settle(&mut u);
                 let t = cl.tag(s);
-                check(&mut tr, &format!("tag{s}.expert"), 16, t.expert as u64, u.rd_expert.val().to_u64());
-                check(&mut tr, &format!("tag{s}.k"), 16, t.k as u64, u.rd_k.val().to_u64());
-                check(&mut tr, &format!("tag{s}.loader"), 8, t.loader as u64, u.rd_loader.val().to_u64());
+                tr.expect(&format!("tag{s}.expert"), 16, t.expert as u64, u.rd_expert.val().to_u64());
+                tr.expect(&format!("tag{s}.k"), 16, t.k as u64, u.rd_k.val().to_u64());
+                tr.expect(&format!("tag{s}.loader"), 8, t.loader as u64, u.rd_loader.val().to_u64());
             }
         }
     }

@@ -108,6 +108,14 @@ impl LockstepTrace {
         Err(format!("{} cycle {} {port}: RTL {rtl} CL {cl}; {}", self.test, self.cycle, self.dump(&self.test)))
     }
 
+    /// [`LockstepTrace::cmp`] for suites that stop at the first difference: panics with its
+    /// message (cycle, port, both values, the two VCDs' paths).
+    pub fn expect(&mut self, port: &str, width: u32, cl: u64, rtl: u64) {
+        if let Err(e) = self.cmp(port, width, cl, rtl) {
+            panic!("{e}");
+        }
+    }
+
     /// Records one cycle's values (port order as declared).
     pub fn push(&mut self, cl: Vec<u64>, rtl: Vec<u64>) {
         if self.cl.len() == self.keep {
