@@ -46,8 +46,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use crate::trace::{Trace, TraceHeader, TraceToken, MAX_EXPERTS, MAX_LAYERS};
-use crate::workload::MAX_GEN_TOKENS;
+use crate::trace::{Trace, TraceHeader, TraceToken};
 
 /// Largest `clusters` value (the per-scenario cluster tables are this long).
 pub const MAX_CLUSTERS: u32 = 1 << 20;
@@ -55,13 +54,9 @@ pub const MAX_CLUSTERS: u32 = 1 << 20;
 /// The scenario names a config may use.
 pub const SCENARIO_NAMES: &[&str] = &["chat", "coding", "math", "privacy", "writing", "translation"];
 
-/// A scenario config value that cannot be used: the field and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("config field `{field}`: {reason}")]
-pub struct ScenarioError {
-    pub field: String,
-    pub reason: String,
-}
+/// A scenario config value that cannot be used: the field and why (the generator's error
+/// type: the two configs share their routing dimensions and their checks).
+pub type ScenarioError = crate::workload::GenCfgError;
 
 fn err<T>(field: &str, reason: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError { field: field.into(), reason: reason.into() })
@@ -133,25 +128,8 @@ impl Default for ScenarioCfg {
 
 impl ScenarioCfg {
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        if self.experts == 0 || self.experts > MAX_EXPERTS {
-            return err("experts", format!("{} outside 1..={MAX_EXPERTS}", self.experts));
-        }
-        if self.top_k == 0 || self.top_k > self.experts {
-            return err("top_k", format!("{} outside 1..=experts ({})", self.top_k, self.experts));
-        }
-        if self.layers == 0 || self.layers > MAX_LAYERS {
-            return err("layers", format!("{} outside 1..={MAX_LAYERS}", self.layers));
-        }
-        if self.tokens_per_iter == 0 {
-            return err("tokens_per_iter", "must be at least 1");
-        }
-        if self.iters == 0 {
-            return err("iters", "must be at least 1");
-        }
+        crate::workload::check_dims(self.experts, self.top_k, self.layers, self.tokens_per_iter, self.iters)?;
         let toks = self.tokens_per_iter as u64 * self.iters as u64;
-        if toks > MAX_GEN_TOKENS {
-            return err("iters", format!("tokens_per_iter × iters above {MAX_GEN_TOKENS}"));
-        }
         // Work guard: every expert pick scans the expert weights.
         if toks.saturating_mul(self.layers as u64).saturating_mul(self.experts as u64 + self.top_k as u64) > 1 << 34 {
             return err("iters", "trace too large (tokens × layers × experts above 2^34)");

@@ -39,6 +39,31 @@ fn err<T>(field: &str, reason: impl Into<String>) -> Result<T, GenCfgError> {
     Err(GenCfgError { field: field.into(), reason: reason.into() })
 }
 
+/// The routing dimensions every generator shares (this one and `scenario`): experts, top-k and
+/// layers within the trace format's bounds, at least one token and iteration, at most
+/// [`MAX_GEN_TOKENS`] token lines. The error names the field.
+pub(crate) fn check_dims(experts: u32, top_k: u32, layers: u32, tokens_per_iter: u32, iters: u32) -> Result<(), GenCfgError> {
+    if experts == 0 || experts > MAX_EXPERTS {
+        return err("experts", format!("{experts} outside 1..={MAX_EXPERTS}"));
+    }
+    if top_k == 0 || top_k > experts {
+        return err("top_k", format!("{top_k} outside 1..=experts ({experts})"));
+    }
+    if layers == 0 || layers > MAX_LAYERS {
+        return err("layers", format!("{layers} outside 1..={MAX_LAYERS}"));
+    }
+    if tokens_per_iter == 0 {
+        return err("tokens_per_iter", "must be at least 1");
+    }
+    if iters == 0 {
+        return err("iters", "must be at least 1");
+    }
+    if tokens_per_iter as u64 * iters as u64 > MAX_GEN_TOKENS {
+        return err("iters", format!("tokens_per_iter × iters above {MAX_GEN_TOKENS}"));
+    }
+    Ok(())
+}
+
 /// Largest number of token lines a generated trace may have (memory guard).
 pub const MAX_GEN_TOKENS: u64 = 1 << 24;
 
@@ -95,24 +120,7 @@ impl GenCfg {
     }
 
     pub fn validate(&self) -> Result<(), GenCfgError> {
-        if self.experts == 0 || self.experts > MAX_EXPERTS {
-            return err("experts", format!("{} outside 1..={MAX_EXPERTS}", self.experts));
-        }
-        if self.top_k == 0 || self.top_k > self.experts {
-            return err("top_k", format!("{} outside 1..=experts ({})", self.top_k, self.experts));
-        }
-        if self.layers == 0 || self.layers > MAX_LAYERS {
-            return err("layers", format!("{} outside 1..={MAX_LAYERS}", self.layers));
-        }
-        if self.tokens_per_iter == 0 {
-            return err("tokens_per_iter", "must be at least 1");
-        }
-        if self.iters == 0 {
-            return err("iters", "must be at least 1");
-        }
-        if self.tokens_per_iter as u64 * self.iters as u64 > MAX_GEN_TOKENS {
-            return err("iters", format!("tokens_per_iter × iters above {MAX_GEN_TOKENS}"));
-        }
+        check_dims(self.experts, self.top_k, self.layers, self.tokens_per_iter, self.iters)?;
         if self.tokens_per_iter as u64 * self.iters as u64 * self.layers as u64 * self.top_k as u64 > 1 << 30 {
             return err("iters", "trace too large (tokens × layers × top_k above 2^30 expert ids)");
         }
