@@ -41,21 +41,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// An input refused (never a panic): `field` names the offending argument or config field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct GpsError {
-    pub field: &'static str,
-    pub reason: String,
-}
-
-impl GpsError {
-    fn new(field: &'static str, reason: impl Into<String>) -> Self {
-        GpsError {
-            field,
-            reason: reason.into(),
-        }
-    }
-}
+pub type GpsError = super::BalanceError;
 
 // ---------------------------------------------------------------------------------------------
 // Metrics

@@ -96,18 +96,7 @@ pub fn should_migrate(cfg: &TriggerCfg, device_loads_per_layer: &[Vec<f64>], cyc
 
 /// An input the balancers refuse (never a panic): `field` is `load`, `placement`,
 /// `shadow_slots` or `geom`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct NiError {
-    pub field: &'static str,
-    pub reason: String,
-}
-
-impl NiError {
-    fn new(field: &'static str, reason: impl Into<String>) -> Self {
-        NiError { field, reason: reason.into() }
-    }
-}
+pub type NiError = super::BalanceError;
 
 /// One copy of an expert into a shadow slot: `src_device` already hosts `expert` and sends its
 /// weights; `dst_device` receives them.
