@@ -17,10 +17,12 @@ pub enum KernelKind {
     Attention,
     Gate,
     Experts,
+    /// A per-token expert predictor (MoE-GPS Token-to-Expert), priced by its overhead fit.
+    Predict,
 }
 
 impl KernelKind {
-    pub const ALL: [KernelKind; 3] = [KernelKind::Attention, KernelKind::Gate, KernelKind::Experts];
+    pub const ALL: [KernelKind; 4] = [KernelKind::Attention, KernelKind::Gate, KernelKind::Experts, KernelKind::Predict];
     pub fn idx(self) -> usize {
         self as usize
     }
@@ -93,7 +95,7 @@ pub struct ComputeEngineCl {
     pub running: Option<usize>,
     pub done_at: Cycle,
     /// Busy cycles per kernel kind.
-    pub busy: [u64; 3],
+    pub busy: [u64; KernelKind::ALL.len()],
 }
 
 impl ComputeEngineCl {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use std::sync::Arc;
 
-use super::compute::{ComputeEngineCl, Kernel};
+use super::compute::{ComputeEngineCl, Kernel, KernelKind};
 use super::functional::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
 use super::program::{DieProgram, Ev, LayerProgram, Phase};
@@ -32,14 +32,14 @@ pub struct DieTimes {
     /// (sent from or received here).
     pub phase_first: Vec<[Cycle; 3]>,
     pub phase_last: Vec<[Cycle; 3]>,
-    pub kernel_first: [Cycle; 3],
-    pub kernel_last: [Cycle; 3],
+    pub kernel_first: [Cycle; KernelKind::ALL.len()],
+    pub kernel_last: [Cycle; KernelKind::ALL.len()],
     pub done_at: Cycle,
 }
 
 impl DieTimes {
     fn new(mbs: usize) -> Self {
-        DieTimes { phase_first: vec![[NEVER; 3]; mbs], phase_last: vec![[0; 3]; mbs], kernel_first: [NEVER; 3], kernel_last: [0; 3], done_at: NEVER }
+        DieTimes { phase_first: vec![[NEVER; 3]; mbs], phase_last: vec![[0; 3]; mbs], kernel_first: [NEVER; KernelKind::ALL.len()], kernel_last: [0; KernelKind::ALL.len()], done_at: NEVER }
     }
 }
 

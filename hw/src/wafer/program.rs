@@ -107,15 +107,57 @@ pub fn mb_range(t: u32, mbs: u32, m: u32) -> std::ops::Range<u32> {
     (m as u64 * t as u64 / mbs as u64) as u32..((m as u64 + 1) * t as u64 / mbs as u64) as u32
 }
 
-/// Builds the layer: `routing[g][t]` = the top-k experts of token t of TP group g.
+/// Builds the layer: `routing[g][t]` = the top-k experts of token t of TP group g, each expert
+/// on its default host ([`expert_hosts`]: round-robin, one copy per die when the experts
+/// outnumber the dies).
 pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<Vec<u16>>]) -> LayerProgram {
+    let hosts = expert_hosts(model.experts, cfg.dies());
+    build_planned(cfg, model, map, plans(cfg, map, &hosts, routing), &LayerOpts::default())
+}
+
+/// The FL dispatch plan of every micro-batch: `routing` (as for [`build`]) with experts on
+/// `hosts[e]` (replicas allowed; each token picks the replica nearest its holder, see
+/// [`dispatch_plan`]). Token ids in the records are the token's index in its group.
+pub fn plans(cfg: &WaferCfg, map: &Mapping, hosts: &[Vec<u32>], routing: &[Vec<Vec<u16>>]) -> Vec<Vec<A2aXfer>> {
+    let (t, mbs) = (cfg.tokens_per_group, cfg.micro_batches);
+    (0..mbs)
+        .map(|m| {
+            let range = mb_range(t, mbs, m);
+            let routing_m: Vec<Vec<Vec<u16>>> =
+                routing.iter().map(|g| g.iter().enumerate().map(|(ti, es)| if range.contains(&(ti as u32)) { es.clone() } else { Vec::new() }).collect()).collect();
+            dispatch_plan(map, hosts, &routing_m)
+        })
+        .collect()
+}
+
+/// What a layer carries besides its token→expert plan.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LayerOpts {
+    /// A per-token expert predictor (MoE-GPS Token-to-Expert) runs on every die before its
+    /// attention, for this many cycles (0: no predictor kernel).
+    pub predict_cycles: u64,
+}
+
+/// Builds the layer from explicit per-micro-batch plans (`plans[m]`: every token→expert
+/// assignment of micro-batch m, the tokens of `mb_range(tokens_per_group, micro_batches, m)`):
+/// whoever decided where each token's expert runs — the default placement, a balancer's
+/// replicas, a predictor that pre-placed tokens on their expert's die (`src == dst`: no
+/// network transfer) — the program is built the same way.
+pub fn build_planned(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, plans: Vec<Vec<A2aXfer>>, opts: &LayerOpts) -> LayerProgram {
+    assert_eq!(plans.len(), cfg.micro_batches as usize, "build_planned: one plan per micro-batch");
     let n = cfg.dies() as usize;
     let mbs = cfg.micro_batches;
     let t = cfg.tokens_per_group;
     let d = model.d_model as u64;
     let flits = |bytes: u64| bytes.div_ceil(cfg.flit_bytes as u64).max(1) as u32;
     let mut p = LayerProgram { micro_batches: mbs, dies: vec![DieProgram::default(); n], expert_tokens: vec![0; model.experts as usize], ..Default::default() };
-    // Attention kernels first (stream order).
+    if opts.predict_cycles > 0 {
+        for dp in p.dies.iter_mut() {
+            dp.kernels.push(Kernel { kind: KernelKind::Predict, mb: 0, cycles: opts.predict_cycles });
+            dp.kernel_deps.push(Vec::new());
+        }
+    }
+    // Attention kernels (stream order: after the predictor, if any).
     let mut k_att = vec![vec![0u32; mbs as usize]; n];
     for (die, dp) in p.dies.iter_mut().enumerate() {
         for m in 0..mbs {
@@ -126,12 +168,10 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
         }
     }
     let ar = allreduce_plan(map);
-    let hosts = expert_hosts(model.experts, n as u32);
     p.mapping = Some(map.clone());
     p.allreduce = Some(ar.clone());
-    for m in 0..mbs {
-        let range = mb_range(t, mbs, m);
-        let tm = range.len() as u64;
+    for (m, plan) in (0..mbs).zip(plans) {
+        let tm = mb_range(t, mbs, m).len() as u64;
         // --- all-reduce of m: the FL plan, chunk bytes of this micro-batch.
         let chunk_bytes = (tm * d * 2).div_ceil(ar.chunks_per_group.max(1) as u64);
         let first = p.xfers.len() as u32;
@@ -156,10 +196,7 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
             p.dies[x.dst as usize].rx.push(id);
             ar_deps_of_die[x.dst as usize].push(Ev::Rx(id));
         }
-        // --- dispatch plan of m.
-        let routing_m: Vec<Vec<Vec<u16>>> =
-            routing.iter().map(|g| g.iter().enumerate().map(|(ti, es)| if range.contains(&(ti as u32)) { es.clone() } else { Vec::new() }).collect()).collect();
-        let plan = dispatch_plan(map, &hosts, &routing_m);
+        // --- dispatch plan of m (given).
         // Per (holder, host): the assignments one transfer carries (their count: its tokens).
         let mut pair_items: std::collections::BTreeMap<(u32, u32), Vec<A2aXfer>> = std::collections::BTreeMap::new();
         // Per die: the distinct tokens it gates (it holds them); per host: tokens per expert.

@@ -12,6 +12,7 @@ use sched::noc::Dir;
 use super::config::WaferCfg;
 use super::die::{DieCl, DieTimes};
 use super::functional::PayloadStore;
+use super::compute::KernelKind;
 use super::program::{LayerProgram, Phase};
 use crate::cfg::CfgError;
 use crate::harness::{
@@ -137,7 +138,7 @@ pub struct WaferRun {
     pub tx_flits: u64,
     pub flit_hops: u64,
     /// Busy cycles per kernel kind, summed over dies.
-    pub kernel_busy: [u64; 3],
+    pub kernel_busy: [u64; KernelKind::ALL.len()],
 }
 
 impl WaferRun {
@@ -334,7 +335,7 @@ impl Wafer {
         }
         let times: Vec<DieTimes> = self.tiles().map(|t| t.die.times.clone()).collect();
         let layer_cycles = times.iter().map(|t| t.done_at).max().unwrap_or(0) + 1;
-        let mut kernel_busy = [0u64; 3];
+        let mut kernel_busy = [0u64; KernelKind::ALL.len()];
         for t in self.tiles() {
             for (a, b) in kernel_busy.iter_mut().zip(t.die.compute.busy) {
                 *a += b;
