@@ -101,7 +101,7 @@ fn her_runs_on_two_by_two_wafers() {
     }
 }
 
-fn fingerprint(r: &WaferRun) -> (u64, Vec<hw::wafer::die::DieTimes>, Vec<[[u64; 4]; 5]>, [u64; 3]) {
+fn fingerprint(r: &WaferRun) -> (u64, Vec<hw::wafer::die::DieTimes>, Vec<[[u64; 5]; 5]>, [u64; 4]) {
     (r.layer_cycles, r.times.clone(), r.link_flits.clone(), r.kernel_busy)
 }
 

@@ -1,5 +1,6 @@
 //! Subcommands.
 
+mod balance;
 mod bench;
 mod eplb;
 mod export;
@@ -56,6 +57,8 @@ pub enum Cmd {
     Wafer(Box<wafer::WaferArgs>),
     /// DeepSeek's expert-parallel load balancer (EPLB) on per-layer expert loads: replicas and placement.
     Eplb(eplb::EplbArgs),
+    /// Expert load balancing on the wafer over iterations: none, EPLB, topology-aware (invasive), NI-Balancer.
+    Balance(Box<balance::BalanceArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -72,6 +75,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Sweep(a) => sweep::run(a),
         Cmd::Wafer(a) => wafer::run(*a),
         Cmd::Eplb(a) => eplb::run(a),
+        Cmd::Balance(a) => balance::run(*a),
     }
 }
 

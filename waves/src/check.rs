@@ -13,6 +13,10 @@
 //!   (`top.wafer.….d_R_C.link_X.class`: 0 none, 1 all-reduce, 2 dispatch, 3 combine, 4
 //!   migration) in which the mapping controller marks it idle (`map.link_X.idle`, bit
 //!   class − 1) — e.g. the links between disjoint FTDs during the all-to-all.
+//! * `links_cold_for_migration` (wafer): every migration flit — class 4 (a Local step, sent
+//!   during the all-reduce) or 5 (a Global step, sent during the all-to-all) — crosses a link
+//!   the mapping marks cold in that phase (`map.link_X.cold`: bit 0 all-reduce, bits 1 and 2
+//!   dispatch and combine; all set during an invasive stall).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -163,24 +167,43 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
     let mut flits = 0u64;
     let mut links = 0u64;
     let mut bad: Option<String> = None;
+    let (mut mig_flits, mut mig_bad): (u64, Option<String>) = (0, None);
+    let mut cold_links = 0u64;
     for (n, &cls) in names.iter().filter(|(n, _)| n.ends_with(".class") && n.contains(".link_")) {
         let Some((die, link)) = n.strip_suffix(".class").and_then(|p| p.rsplit_once('.')) else { continue };
         let Some(&idle) = names.get(&format!("{die}.map.{link}.idle")) else { continue };
         links += 1;
         let idle = series(&w, idle);
+        let cold = names.get(&format!("{die}.map.{link}.cold")).map(|&c| series(&w, c));
+        cold_links += cold.is_some() as u64;
         for (t, v) in series(&w, cls) {
             if v == 0 {
                 continue;
             }
+            if let (Some(cold), 4 | 5) = (&cold, v) {
+                mig_flits += 1;
+                let need = if v == 4 { 0b001 } else { 0b110 };
+                if at(cold, t) & need != need && mig_bad.is_none() {
+                    let what = if v == 4 { "a Local migration step (all-reduce window)" } else { "a Global migration step (all-to-all window)" };
+                    mig_bad = Some(format!("{die}.{link} carried {what} at time {t}, where the mapping marks it hot (cold mask {:03b})", at(cold, t)));
+                }
+            }
             flits += 1;
             if at(&idle, t) >> (v - 1) & 1 == 1 && bad.is_none() {
-                let what = ["all-reduce", "dispatch", "combine", "migration"].get(v as usize - 1).copied().unwrap_or("unknown");
+                let what = ["all-reduce", "dispatch", "combine", "migration (Local)", "migration (Global)"].get(v as usize - 1).copied().unwrap_or("unknown");
                 bad = Some(format!("{die}.{link} carried {what} traffic (class {v}) at time {t}, where the mapping marks it idle"));
             }
         }
     }
     if links > 0 {
         out.push(CheckResult { name: "links_idle_as_mapped", ok: bad.is_none(), detail: bad.unwrap_or(format!("{flits} link bursts on {links} links, none in a phase its mapping marks idle")) });
+    }
+    if cold_links > 0 {
+        out.push(CheckResult {
+            name: "links_cold_for_migration",
+            ok: mig_bad.is_none(),
+            detail: mig_bad.unwrap_or(format!("{mig_flits} migration link bursts on {cold_links} links, each on a link cold in its step's phase")),
+        });
     }
     if out.is_empty() {
         return Err(WaveError::Format {

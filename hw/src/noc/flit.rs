@@ -30,7 +30,7 @@ pub struct Flit {
     pub record: bool,
     pub watch: bool,
     /// Traffic class (0..N_CLASSES): which stream the flit belongs to — on the wafer the
-    /// phase (all-reduce, dispatch, combine, migration), counted per router output so links
+    /// phase (all-reduce, dispatch, combine, migration Local, migration Global), counted per router output so links
     /// can be classified hot or cold per phase. 0 in the mesh and the package.
     pub class: u8,
     /// Functional mode: payload handle (package). Wafer: the id of the transfer the flit
@@ -39,7 +39,7 @@ pub struct Flit {
 }
 
 /// Traffic classes a router counts separately per output port.
-pub const N_CLASSES: usize = 4;
+pub const N_CLASSES: usize = 5;
 
 impl Flit {
     /// Source node (kept in the packet id's top bits).

@@ -162,6 +162,19 @@ pub struct RouterCl {
     /// in a multi-clock system, where `now` counts ticks and the router is evaluated only at
     /// its clock's edges). Every internal delay is a whole number of router cycles.
     tk: u64,
+    /// Flits of class `>= low_class` are a low-priority stream (the wafer's migration, which
+    /// must not delay regular traffic): they travel only in the last VC of each port, which
+    /// regular packets are never allocated (so neither ever queues behind the other), and an
+    /// output any regular flit requests is not granted to them. `u8::MAX` (the default)
+    /// disables it, leaving the allocators exactly the BookSim ones the NoC, the package and
+    /// the RTL twin use.
+    pub low_class: u8,
+    /// Per output: the last cycle a regular flit requested it. A low-priority flit is granted
+    /// an output only after `low_idle` cycles without regular requests, so it fills idle
+    /// stretches of a link, not the short gaps inside a regular stream (a granted flit holds a
+    /// serialized output for `ser` cycles and cannot be pre-empted).
+    hi_seen: [Cycle; NPORTS],
+    pub low_idle: u64,
     pub stats: RouterStats,
 }
 
@@ -205,6 +218,9 @@ impl RouterCl {
             ser: std::array::from_fn(|p| if p == Dir::Local.idx() { 1 } else { ser as u64 }),
             out_free_at: [0; NPORTS],
             tk: 1,
+            low_class: u8::MAX,
+            hi_seen: [NEVER; NPORTS],
+            low_idle: 0,
             stats: RouterStats::default(),
         }
     }
@@ -384,6 +400,9 @@ impl RouterCl {
         let mut req_by_port = [0u64; NPORTS];
         let mut ports_req = 0u32;
         let mut asked = 0u64;
+        let prio = self.low_class != u8::MAX;
+        // Requesters whose packet is low priority.
+        let mut low_iv = 0u64;
         let mut bits = self.va_set;
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
@@ -407,6 +426,9 @@ impl RouterCl {
                 ports_req |= 1 << o;
             }
             asked |= 1 << iv;
+            if prio && self.buf[iv * self.depth + self.ivc[iv].head as usize].class >= self.low_class {
+                low_iv |= 1 << iv;
+            }
         }
         if asked != 0 {
             // Grant phase: each free output VC picks one requester. `va_grants_to` is scratch
@@ -419,6 +441,14 @@ impl RouterCl {
                 while f != 0 {
                     let ov = o * v + f.trailing_zeros() as usize;
                     f &= f - 1;
+                    let mut r = r;
+                    if prio {
+                        // The last VC is the low-priority stream's, the others the regular one's.
+                        r &= if ov % v == v - 1 { low_iv } else { !low_iv };
+                        if r == 0 {
+                            continue;
+                        }
+                    }
                     let g = rr_pick(r, self.va_gptr[ov], nv).unwrap() as usize;
                     self.va_grants_to[g] |= 1 << ov;
                 }
@@ -503,6 +533,9 @@ impl RouterCl {
         let mut chosen = [[0u8; NPORTS]; NPORTS];
         let mut rank = [[u8::MAX; NPORTS]; NPORTS];
         let mut out_req = [0u64; NPORTS];
+        // Ports requesting each output with a regular (not low-priority) flit.
+        let mut hi_req = [0u64; NPORTS];
+        let prio = self.low_class != u8::MAX;
         let mut outs = 0u32;
         let mut asked = 0u64;
         let mut n_req = 0u64;
@@ -530,7 +563,19 @@ impl RouterCl {
             let p = self.iv_port[iv] as usize;
             let vc = self.iv_vc[iv];
             let off = self.sw_rr[p] as u8;
-            let r = if vc >= off { vc - off } else { vc + v as u8 - off };
+            let mut r = if vc >= off { vc - off } else { vc + v as u8 - off };
+            if prio {
+                if self.front(iv).class >= self.low_class {
+                    if self.hi_seen[o] != NEVER && now < self.hi_seen[o] + self.low_idle {
+                        continue;
+                    }
+                    // Low priority: ranked after every regular VC of the port.
+                    r += v as u8;
+                } else {
+                    hi_req[o] |= 1 << p;
+                    self.hi_seen[o] = now;
+                }
+            }
             if r < rank[p][o] {
                 rank[p][o] = r;
                 chosen[p][o] = vc;
@@ -547,6 +592,9 @@ impl RouterCl {
             while m != 0 {
                 let o = m.trailing_zeros() as usize;
                 m &= m - 1;
+                if prio && hi_req[o] != 0 {
+                    out_req[o] = hi_req[o];
+                }
                 let g = rr_pick(out_req[o], self.sa_gptr[o], NPORTS as u32).unwrap() as usize;
                 grants_to[g] |= 1 << o;
                 ins |= 1 << g;

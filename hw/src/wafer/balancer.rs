@@ -2,8 +2,8 @@
 //! shadow slots) as a controller that walks its tables one entry per cycle. Its FL twin is
 //! `sched::balance::ni::topo_balance`; the decisions (moves, final placement, heats, slots)
 //! must be equal (`tests/wafer.rs::ni_balancer_controller_equals_fl`), its cost is the cycles
-//! below. The migration engine that carries the moves over cold links is not built yet
-//! (docs/balance.md status table).
+//! below. The moves are carried over cold links by the migration engines (`migration.rs`);
+//! `balance.rs` runs the whole loop.
 //!
 //! Micro-architecture — registers: per expert its load (`Load_e`, from the per-expert load
 //! counters) and replica count `Num_e`; per device its experts (a sorted list: the shadow-slot
@@ -22,6 +22,7 @@
 //! fixed-point counters and reach the same decisions whenever no two candidates tie within
 //! its precision.
 
+use crate::harness::{SignalDecl, SignalSink};
 use sched::balance::ni::{BalancePlan, ColdRule, Move};
 use sched::wafer::WaferGeom;
 
@@ -245,6 +246,68 @@ impl NiBalancerCl {
         if self.i == self.heats.len() {
             self.i = 0;
             self.state = if self.dst.is_some() { BalState::Copy } else { BalState::Done };
+        }
+    }
+
+    /// Runs to the end, writing every cycle's registers into `sink` (signals:
+    /// [`NiBalancerCl::signals`], in that order).
+    pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(BalancePlan, u64), String> {
+        let mut prev: Vec<u64> = Vec::new();
+        let mut cur = Vec::new();
+        let mut t = 0;
+        loop {
+            cur.clear();
+            self.sample(&mut cur);
+            for (i, &v) in cur.iter().enumerate() {
+                if prev.get(i) != Some(&v) {
+                    sink.change(t, i, v)?;
+                }
+            }
+            std::mem::swap(&mut prev, &mut cur);
+            if self.state == BalState::Done || self.max_moves == 0 {
+                break;
+            }
+            self.step();
+            t += 1;
+        }
+        Ok(self.run())
+    }
+
+    /// The decision unit's traced registers under `top.balancer`: `state` (0 hottest, 1
+    /// source, 2 cold scan, 3 cold re-sum, 4 copy, 5 re-heat, 6 done), `hot` (the hottest
+    /// device), `src` and `dst` (expert and destination device of the copy being decided, +1;
+    /// 0 none), `moves`; per device `dev_D.heat` (Heat_d rounded to a whole token) and
+    /// `dev_D.slots` (free shadow slots); per expert `load.e_E` (the load counter).
+    pub fn signals(&self) -> Vec<SignalDecl> {
+        let sig = |sub: Option<String>, name: &str, width: u32| {
+            let mut scope = vec!["top".to_string(), "balancer".to_string()];
+            scope.extend(sub);
+            SignalDecl { scope, name: name.into(), width }
+        };
+        let mut out = vec![sig(None, "state", 3), sig(None, "hot", 16), sig(None, "src", 16), sig(None, "dst", 16), sig(None, "moves", 16)];
+        for d in 0..self.heats.len() {
+            out.push(sig(Some(format!("dev_{d}")), "heat", 32));
+            out.push(sig(Some(format!("dev_{d}")), "slots", 8));
+        }
+        for e in 0..self.load.len() {
+            out.push(sig(Some("load".into()), &format!("e_{e}"), 32));
+        }
+        out
+    }
+
+    fn sample(&self, out: &mut Vec<u64>) {
+        let st = [BalState::Hottest, BalState::Src, BalState::Cold, BalState::ColdSum, BalState::Copy, BalState::Reheat, BalState::Done].iter().position(|&s| s == self.state).unwrap_or(6);
+        out.push(st as u64);
+        out.push(self.hot as u64 & 0xffff);
+        out.push(self.src.map_or(0, |e| e as u64 + 1) & 0xffff);
+        out.push(self.dst.map_or(0, |(d, _)| d as u64 + 1) & 0xffff);
+        out.push(self.moves.len() as u64 & 0xffff);
+        for (h, s) in self.heats.iter().zip(&self.slots) {
+            out.push(h.round().clamp(0.0, u32::MAX as f64) as u64);
+            out.push(*s as u64 & 0xff);
+        }
+        for l in &self.load {
+            out.push(l.round().clamp(0.0, u32::MAX as f64) as u64);
         }
     }
 

@@ -94,6 +94,13 @@ pub struct WaferCfg {
     /// A link is hot in a phase when it carried at least this fraction of the phase's busiest
     /// link's flits (docs/wafer.md "Hot and cold links").
     pub hot_fraction: f64,
+    /// Give the routers one more VC, reserved for the NI-Balancer's migration stream, which
+    /// yields every output to regular traffic (set by the balancing runs, with and without
+    /// migration alike; docs/balance.md).
+    pub migration_vc: bool,
+    /// With `migration_vc`: cycles an output must go without regular requests before a
+    /// migration flit may take it.
+    pub migration_idle_cycles: u32,
     pub seed: u64,
 }
 
@@ -124,6 +131,8 @@ impl Default for WaferCfg {
             dispatch_elem_bytes: 1,
             combine_elem_bytes: 2,
             hot_fraction: 0.75,
+            migration_vc: false,
+            migration_idle_cycles: 16,
             seed: 1,
         }
     }
@@ -213,6 +222,12 @@ impl WaferCfg {
             return err("packet_flits", format!("must be within 1..=1024 (got {})", c.packet_flits));
         }
         c.router.validate().map_err(|e| e.under("router"))?;
+        if c.migration_vc && c.router.vcs >= 12 {
+            return err("router.vcs", format!("{} VCs leave no room for the migration VC (migration_vc: at most 11, the router takes 12)", c.router.vcs));
+        }
+        if c.migration_idle_cycles > 1_000_000 {
+            return err("migration_idle_cycles", format!("{} above 1000000", c.migration_idle_cycles));
+        }
         let d = &c.die;
         for (name, v) in [("die.fp16_tflops", d.fp16_tflops), ("die.int8_tops", d.int8_tops), ("die.hbm_gb", d.hbm_gb), ("die.hbm_tbps", d.hbm_tbps)] {
             if !(v.is_finite() && v > 0.0) {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::compute::{ComputeEngineCl, Kernel, KernelKind};
 use super::functional::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
+use super::migration::MigrationEngineCl;
 use super::program::{DieProgram, Ev, LayerProgram, Phase};
 use crate::harness::{Cycle, LinkArena, NEVER};
 use crate::noc::flit::{Credit, Flit};
@@ -35,11 +36,15 @@ pub struct DieTimes {
     pub kernel_first: [Cycle; KernelKind::ALL.len()],
     pub kernel_last: [Cycle; KernelKind::ALL.len()],
     pub done_at: Cycle,
+    /// Transfers handed to the collective engine here (id, cycle), and transfers fully
+    /// received here (id, cycle): each transfer's network latency.
+    pub tx_start: Vec<(u32, Cycle)>,
+    pub rx_done: Vec<(u32, Cycle)>,
 }
 
 impl DieTimes {
     fn new(mbs: usize) -> Self {
-        DieTimes { phase_first: vec![[NEVER; 3]; mbs], phase_last: vec![[0; 3]; mbs], kernel_first: [NEVER; KernelKind::ALL.len()], kernel_last: [0; KernelKind::ALL.len()], done_at: NEVER }
+        DieTimes { phase_first: vec![[NEVER; 3]; mbs], phase_last: vec![[0; 3]; mbs], kernel_first: [NEVER; KernelKind::ALL.len()], kernel_last: [0; KernelKind::ALL.len()], done_at: NEVER, tx_start: Vec::new(), rx_done: Vec::new() }
     }
 }
 
@@ -47,6 +52,8 @@ pub struct DieCl {
     pub id: u32,
     pub compute: ComputeEngineCl,
     pub dma: CollectiveEngineCl,
+    /// The NI-Balancer's migration engine (empty unless a migration plan is loaded).
+    pub mig: MigrationEngineCl,
     kernels: Vec<Kernel>,
     kernel_pending: Vec<u32>,
     next_kernel: usize,
@@ -60,6 +67,13 @@ pub struct DieCl {
     dependents: HashMap<Ev, Vec<Node>>,
     tx_left: u32,
     rx_left: u32,
+    /// The windows the migration engine is gated by: all-reduce transfers (sent or received
+    /// here) not yet done, and dispatch/combine ones; each window opens with its first event
+    /// (the first all-reduce transfer started, the first gate kernel finished).
+    ar_left: u32,
+    a2a_left: u32,
+    ar_started: bool,
+    a2a_started: bool,
     pub times: DieTimes,
     ev: DmaEvents,
     /// Traced: the phase of the newest transfer started (0 none, 1 + Phase), the micro-batch of
@@ -128,6 +142,11 @@ impl DieCl {
             tx_pending: dp.tx_deps.iter().map(|d| d.len() as u32).collect(),
             tx_left: tx.len() as u32,
             rx_left: dp.rx.len() as u32,
+            ar_left: dp.rx.iter().chain(&dp.tx).filter(|&&x| prog.xfers[x as usize].phase == Phase::AllReduce).count() as u32,
+            a2a_left: dp.rx.iter().chain(&dp.tx).filter(|&&x| prog.xfers[x as usize].phase != Phase::AllReduce).count() as u32,
+            ar_started: false,
+            a2a_started: false,
+            mig: MigrationEngineCl::default(),
             tx,
             phase_of,
             tx_flits_total: flits_left,
@@ -182,9 +201,11 @@ impl DieCl {
         let f = &mut self.times.phase_first[mb as usize][ph as usize];
         *f = (*f).min(now);
         self.cur_phase = 1 + ph as u8;
+        self.ar_started |= ph == Phase::AllReduce;
         self.cur_step = self.tx_step[j];
         self.cur_tx_mb = mb;
         self.dma.start(self.tx[j]);
+        self.times.tx_start.push((self.tx[j].id, now));
         self.started.push(self.tx[j].id);
     }
 
@@ -215,19 +236,23 @@ impl DieCl {
             let k = self.kernels[i];
             let kk = k.kind.idx();
             self.times.kernel_last[kk] = self.times.kernel_last[kk].max(now);
+            self.a2a_started |= k.kind == KernelKind::Gate;
             progress += 1;
             self.fire(Ev::Kernel(i as u32), now);
         }
         let mut ev = std::mem::take(&mut self.ev);
         ev.tx_done.clear();
         ev.rx_done.clear();
-        let moved = self.dma.eval(now, flits, credits, &mut ev);
+        self.mig.ar_window = self.ar_started && self.ar_left > 0;
+        self.mig.a2a_window = self.a2a_started && self.a2a_left > 0;
+        let moved = self.dma.eval(now, flits, credits, &mut ev, &mut self.mig);
         progress += moved;
         self.flits_left = self.tx_flits_total - self.dma.stats.tx_flits;
         for &x in &ev.tx_done {
             let (ph, mb) = self.phase_of[&x];
             let l = &mut self.times.phase_last[mb as usize][ph as usize];
             *l = (*l).max(now);
+            self.close_window(ph);
             self.tx_left -= 1;
             self.fire(Ev::Tx(x), now);
         }
@@ -235,6 +260,8 @@ impl DieCl {
             let (ph, mb) = self.phase_of[&x];
             let l = &mut self.times.phase_last[mb as usize][ph as usize];
             *l = (*l).max(now);
+            self.close_window(ph);
+            self.times.rx_done.push((x, now));
             self.rx_left -= 1;
             if let (Some(st), Some(f), Some(p)) = (store, self.func.as_mut(), self.prog.as_ref()) {
                 f.arrive(x, st.take(x), p);
@@ -259,9 +286,23 @@ impl DieCl {
         (progress, moved > 0)
     }
 
-    /// Something can change without an arrival: a transfer to send.
+    fn close_window(&mut self, ph: Phase) {
+        match ph {
+            Phase::AllReduce => self.ar_left -= 1,
+            _ => self.a2a_left -= 1,
+        }
+    }
+
+    /// Something can change without an arrival: a transfer to send (regular or migration).
     pub fn busy(&self) -> bool {
-        self.dma.busy()
+        self.dma.busy() || self.mig.can_send() || self.mig.mid_packet
+    }
+
+    /// The layer is done here and the migration engine is between packets; with
+    /// `stall` (an invasive migration run) also every migration transfer it sends or
+    /// receives is complete.
+    pub fn quiet(&self, stall: bool) -> bool {
+        self.done() && !self.mig.mid_packet && (!stall || self.mig.finished())
     }
 
     pub fn next_event(&self) -> Cycle {
@@ -272,8 +313,11 @@ impl DieCl {
 impl crate::harness::Probe for DieCl {
     /// `dma.*`: the collective engine (phase of the newest transfer started: 0 none, 1
     /// all-reduce, 2 dispatch, 3 combine; its step and micro-batch; transfers queued; flits
-    /// left to send); `compute.*`: the kernel running (0 idle, 1 attention, 2 gate, 3 experts)
-    /// and its micro-batch; `map.*`: the mapping controller's entries for this die.
+    /// left to send); `compute.*`: the kernel running (0 idle, 1 attention, 2 gate, 3 experts,
+    /// 4 predictor) and its micro-batch; `map.*`: the mapping controller's entries for this
+    /// die; `mig.*`: the migration engine (kind of the newest packet: 0 none, 1 Local, 2
+    /// Global; its move, chunk and step; transfers queued; flits sent and received; the
+    /// windows it is gated by: bit 0 all-reduce, bit 1 all-to-all).
     fn declare(&self, scope: &[String], out: &mut Vec<crate::harness::SignalDecl>) {
         let sig = |sub: &str, name: &str, width: u32| {
             let mut sc = scope.to_vec();
@@ -285,11 +329,19 @@ impl crate::harness::Probe for DieCl {
         out.push(sig("dma", "mb", 8));
         out.push(sig("dma", "queued", 16));
         out.push(sig("dma", "flits_left", 32));
-        out.push(sig("compute", "kernel", 2));
+        out.push(sig("compute", "kernel", 3));
         out.push(sig("compute", "mb", 8));
         out.push(sig("map", "group", 16));
         out.push(sig("map", "rank", 16));
         out.push(sig("map", "ftd", 16));
+        out.push(sig("mig", "kind", 2));
+        out.push(sig("mig", "move", 16));
+        out.push(sig("mig", "chunk", 16));
+        out.push(sig("mig", "step", 8));
+        out.push(sig("mig", "queued", 16));
+        out.push(sig("mig", "tx_flits", 32));
+        out.push(sig("mig", "rx_flits", 32));
+        out.push(sig("mig", "windows", 2));
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
@@ -303,5 +355,14 @@ impl crate::harness::Probe for DieCl {
         for v in self.map_regs {
             out.push(v as u64 & 0xffff);
         }
+        let m = &self.mig;
+        out.push(m.cur_kind as u64);
+        out.push(m.cur_move as u64 & 0xffff);
+        out.push(m.cur_chunk as u64 & 0xffff);
+        out.push(m.cur_step as u64 & 0xff);
+        out.push(m.queued() as u64 & 0xffff);
+        out.push(m.tx_flits & 0xffff_ffff);
+        out.push(m.rx_flits & 0xffff_ffff);
+        out.push(m.ar_window as u64 | (m.a2a_window as u64) << 1);
     }
 }

@@ -10,12 +10,18 @@
 //! port is as wide as a flit, i.e. as wide as all four mesh links together at the default
 //! serialization). The last flit of a transfer reports `tx_done`.
 //!
+//! Migration (`migration.rs`): the die's migration engine shares the injection port — a
+//! migration packet opens only when no regular transfer is queued, on the wafer's migration
+//! VC (the router's last, which regular packets never use) — and its flits
+//! (`data` with `MIG_BIT`) are handed to it on ejection.
+//!
 //! Receiving: one flit per cycle from the router's ejection port; its credit goes back at
 //! once (the die's SRAM/HBM absorbs at port rate). The flit's `data` names its transfer; the
 //! transfer's last flit reports `rx_done`.
 
 use std::collections::HashMap;
 
+use super::migration::{MigPacket, MigrationEngineCl, MIG_BIT};
 use crate::harness::{Cycle, LinkArena};
 use crate::noc::credit::CreditCounterCl;
 use crate::noc::flit::{make_pid, Credit, Flit};
@@ -33,6 +39,13 @@ pub struct TxXfer {
     pub flits: u32,
     /// Traffic class (phase).
     pub class: u8,
+}
+
+/// Who a packet belongs to: a regular transfer (index into `active`) or the migration engine.
+#[derive(Debug, Clone, Copy)]
+enum PktSrc {
+    Reg(usize),
+    Mig(MigPacket),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -64,11 +77,13 @@ pub struct CollectiveEngineCl {
     packet_flits: u32,
     /// Started transfers, served round-robin by packet.
     active: Vec<Active>,
-    /// The current packet: index into `active` of its transfer, its VC, its length and the
-    /// flits left.
-    cur: Option<(usize, u8, u32, u32)>,
+    /// The current packet: whose it is, its VC, its length and the flits left.
+    cur: Option<(PktSrc, u8, u32, u32)>,
     rr: usize,
     vc_rr: u8,
+    /// The injection VC reserved for migration packets (the router's last VC, when the wafer
+    /// has a migration VC); regular packets never use it.
+    pub mig_vc: Option<u8>,
     inj_credits: Vec<CreditCounterCl>,
     /// Incoming transfers: id → (flits expected, flits received).
     rx: HashMap<u32, (u32, u32)>,
@@ -92,6 +107,7 @@ impl CollectiveEngineCl {
             cur: None,
             rr: 0,
             vc_rr: 0,
+            mig_vc: None,
             inj_credits: (0..vcs).map(|_| CreditCounterCl::new(vc_buf as u16)).collect(),
             rx: HashMap::new(),
             rx_open: 0,
@@ -125,7 +141,7 @@ impl CollectiveEngineCl {
     /// # Safety
     /// Link protocol: this engine is the only sender on `inj_flit`/`ej_credit` and the only
     /// receiver of `ej_flit`/`inj_credit`.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, ev: &mut DmaEvents) -> u64 {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, ev: &mut DmaEvents, mig: &mut MigrationEngineCl) -> u64 {
         let mut progress = 0;
         // Credits back from the router's local input VCs.
         if let Some(c) = credits.recv(self.ports.inj_credit, now) {
@@ -134,9 +150,11 @@ impl CollectiveEngineCl {
         // Ejection.
         if let Some(f) = flits.recv(self.ports.ej_flit, now) {
             credits.send(self.ports.ej_credit, now, Credit { vc: f.vc });
-            self.stats.rx_flits += 1;
             progress += 1;
-            if let Some(e) = self.rx.get_mut(&f.data) {
+            if f.data & MIG_BIT != 0 {
+                mig.on_flit(f.data & !MIG_BIT);
+            } else if let Some(e) = self.rx.get_mut(&f.data) {
+                self.stats.rx_flits += 1;
                 e.1 += 1;
                 if e.1 == e.0 {
                     ev.rx_done.push(f.data);
@@ -145,23 +163,57 @@ impl CollectiveEngineCl {
                 }
             }
         }
-        // Injection: continue the current packet, or open the next one round-robin.
+        // Injection: continue the current packet, or open the next one round-robin (regular
+        // transfers first, then the migration engine's).
+        let nv = self.inj_credits.len() as u8;
         if self.cur.is_none() && !self.active.is_empty() {
-            let nv = self.inj_credits.len() as u8;
-            if let Some(vc) = (0..nv).map(|i| (self.vc_rr + i) % nv).find(|&v| self.inj_credits[v as usize].can_send()) {
+            let reserved = self.mig_vc;
+            if let Some(vc) = (0..nv).map(|i| (self.vc_rr + i) % nv).find(|&v| self.inj_credits[v as usize].can_send() && Some(v) != reserved) {
                 let i = self.rr % self.active.len();
                 let a = &self.active[i];
-                let left = a.x.flits - a.sent;
-                let n = left.min(self.packet_flits);
-                self.cur = Some((i, vc, n, n));
+                let n = (a.x.flits - a.sent).min(self.packet_flits);
+                self.cur = Some((PktSrc::Reg(i), vc, n, n));
                 self.vc_rr = (vc + 1) % nv;
                 self.pkt_seq += 1;
                 self.stats.tx_packets += 1;
             } else {
                 self.stats.credit_stall_cycles += 1;
             }
+        } else if self.cur.is_none() && mig.can_send() {
+            // A migration packet goes on the migration VC, when it has room for the whole
+            // packet (so it never holds the port half-sent).
+            if let Some(vc) = self.mig_vc.filter(|&v| self.inj_credits[v as usize].credits as u32 >= self.packet_flits.min(self.inj_credits[v as usize].depth as u32)) {
+                if let Some(p) = mig.open(self.packet_flits) {
+                    self.cur = Some((PktSrc::Mig(p), vc, p.flits, p.flits));
+                    self.pkt_seq += 1;
+                }
+            }
         }
-        if let Some((i, vc, n, left)) = self.cur {
+        if let Some((PktSrc::Mig(p), vc, n, left)) = self.cur {
+            if self.inj_credits[vc as usize].can_send() {
+                let d = Coord::of(p.dst, self.cols);
+                let f = Flit {
+                    pid: make_pid(self.id, self.pkt_seq),
+                    ctime: now,
+                    itime: now,
+                    dest: p.dst as u16,
+                    dest_x: d.x as u8,
+                    dest_y: d.y as u8,
+                    seq: (n - left) as u16,
+                    vc,
+                    head: left == n,
+                    tail: left == 1,
+                    class: p.class,
+                    data: p.data,
+                    ..Default::default()
+                };
+                flits.send(self.ports.inj_flit, now, f);
+                self.inj_credits[vc as usize].on_send();
+                mig.on_sent(left == 1);
+                progress += 1;
+                self.cur = if left == 1 { None } else { Some((PktSrc::Mig(p), vc, n, left - 1)) };
+            }
+        } else if let Some((PktSrc::Reg(i), vc, n, left)) = self.cur {
             if self.inj_credits[vc as usize].can_send() {
                 let a = &mut self.active[i];
                 let d = Coord::of(a.x.dst, self.cols);
@@ -198,7 +250,7 @@ impl CollectiveEngineCl {
                         self.rr = i + 1;
                     }
                 } else {
-                    self.cur = Some((i, vc, n, left - 1));
+                    self.cur = Some((PktSrc::Reg(i), vc, n, left - 1));
                 }
             } else {
                 self.stats.credit_stall_cycles += 1;
@@ -210,6 +262,6 @@ impl CollectiveEngineCl {
     /// Busy: something can be sent (credits permitting) — the engine must be evaluated every
     /// cycle; otherwise it only wakes on arrivals (flits or credits), which its links bring.
     pub fn busy(&self) -> bool {
-        !self.active.is_empty()
+        !self.active.is_empty() || self.cur.is_some()
     }
 }

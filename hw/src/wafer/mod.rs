@@ -3,6 +3,7 @@
 //! the `noc` routers, the dies' compute engines, and the mapping controller. FL twins of the
 //! decisions live in `sched::wafer` under the same names.
 
+pub mod balance;
 pub mod balancer;
 pub mod compute;
 pub mod config;
@@ -10,6 +11,7 @@ pub mod die;
 pub mod dma;
 pub mod functional;
 pub mod mapping;
+pub mod migration;
 pub mod program;
 pub mod result;
 #[allow(clippy::module_inception)]

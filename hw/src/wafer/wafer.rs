@@ -13,6 +13,7 @@ use super::config::WaferCfg;
 use super::die::{DieCl, DieTimes};
 use super::functional::PayloadStore;
 use super::compute::KernelKind;
+use super::migration::{MigGate, MigrationEngineCl, MigrationPlan};
 use super::program::{LayerProgram, Phase};
 use crate::cfg::CfgError;
 use crate::harness::{
@@ -30,6 +31,13 @@ pub struct WaferTile {
     /// carries no traffic of phase p (all-to-all phases on links between disjoint FTDs);
     /// traced as `map.link_X.idle`, checked against `link_X.class` by the waveform checker.
     pub idle_mask: [u8; 4],
+    /// Per mesh output: bit p set when the mapping says the link is *cold* in phase p (carries
+    /// less than the phase's hot links, or nothing): under disjoint FTDs, intra-FTD links in
+    /// the all-reduce and inter-FTD links in the all-to-all (SPEC §4 "Hot/cold links"); every
+    /// link in every phase during an invasive migration stall (no regular traffic). Traced as
+    /// `map.link_X.cold`; migration flits may only use links cold in their step's phase
+    /// (checker `links_cold_for_migration`).
+    pub cold_mask: [u8; 4],
 }
 
 const LINK_DIRS: [Dir; 4] = [Dir::XPlus, Dir::XMinus, Dir::YPlus, Dir::YMinus];
@@ -50,7 +58,8 @@ impl WaferTile {
             let mut sc = scope.to_vec();
             sc.push("map".into());
             sc.push(format!("link_{}", d.short()));
-            out.push(SignalDecl { scope: sc, name: "idle".into(), width: 4 });
+            out.push(SignalDecl { scope: sc.clone(), name: "idle".into(), width: 4 });
+            out.push(SignalDecl { scope: sc, name: "cold".into(), width: 3 });
         }
     }
 
@@ -63,6 +72,7 @@ impl WaferTile {
             }
             out.push(self.router.out_class[d.idx()] as u64);
             out.push(self.idle_mask[d.idx()] as u64);
+            out.push(self.cold_mask[d.idx()] as u64);
         }
     }
 }
@@ -79,6 +89,9 @@ pub struct WaferPart {
     pub tiles: Vec<WaferTile>,
     max_lat: u64,
     log: Option<ChangeLog>,
+    /// A migration plan is loaded: `Some(stall)`; the run then ends when the layer is done
+    /// and the network has drained (and, in a stall, every migration transfer arrived).
+    mig: Option<bool>,
 }
 
 pub struct WaferWires {
@@ -109,7 +122,10 @@ impl Partition for WaferPart {
             if now & 1023 == 0 && t.router.occupancy() > 0 {
                 st.oldest_wait = st.oldest_wait.min(t.router.oldest_front());
             }
-            done &= t.die.done();
+            done &= match self.mig {
+                None => t.die.done(),
+                Some(stall) => t.die.quiet(stall) && t.router.occupancy() == 0 && (t.last_send == NEVER || now >= t.last_send + self.max_lat),
+            };
         }
         st.counters[C_FINISHED] = done as u64;
         if let Some(log) = self.log.as_mut() {
@@ -130,6 +146,11 @@ impl Partition for WaferPart {
 pub struct WaferRun {
     /// Cycle the last die finished + 1.
     pub layer_cycles: u64,
+    /// Cycle the run ended + 1 (with migration: the network drained; an invasive migration
+    /// stall's length).
+    pub end_cycle: u64,
+    /// Migration flits injected.
+    pub mig_flits: u64,
     /// Cycles evaluated (not skipped by fast-forward).
     pub evaluated: u64,
     pub times: Vec<DieTimes>,
@@ -139,6 +160,8 @@ pub struct WaferRun {
     pub flit_hops: u64,
     /// Busy cycles per kernel kind, summed over dies.
     pub kernel_busy: [u64; KernelKind::ALL.len()],
+    /// Busy cycles per kernel kind of each die.
+    pub die_busy: Vec<[u64; KernelKind::ALL.len()]>,
 }
 
 impl WaferRun {
@@ -160,6 +183,25 @@ impl WaferRun {
             })
             .sum()
     }
+    /// Mean network latency of the layer's transfers: from the transfer handed to its
+    /// sender's collective engine to its last flit received, averaged over every transfer
+    /// (migration is not a transfer of the layer). 0 when there are none.
+    pub fn mean_xfer_latency(&self) -> f64 {
+        let start: std::collections::HashMap<u32, Cycle> = self.times.iter().flat_map(|t| t.tx_start.iter().copied()).collect();
+        let (mut sum, mut n) = (0u64, 0u64);
+        for &(x, t) in self.times.iter().flat_map(|t| t.rx_done.iter()) {
+            if let Some(&s) = start.get(&x) {
+                sum += t + 1 - s;
+                n += 1;
+            }
+        }
+        if n == 0 {
+            0.0
+        } else {
+            sum as f64 / n as f64
+        }
+    }
+
     /// Span of a kernel kind over the wafer.
     pub fn kernel_cycles(&self, k: usize) -> u64 {
         let first = self.times.iter().map(|t| t.kernel_first[k]).min().unwrap_or(NEVER);
@@ -203,7 +245,9 @@ impl Wafer {
         cfg.validate()?;
         let (cols, rows) = (cfg.cols(), cfg.rows());
         let n = (cols * rows) as usize;
-        let r = &cfg.router;
+        // With a migration VC the routers (and the dies' injection credits) have one VC more.
+        let rcfg = crate::noc::RouterCfg { vcs: cfg.router.vcs + cfg.migration_vc as u32, ..cfg.router.clone() };
+        let r = &rcfg;
         let on_wafer = (cfg.link_cycles(), cfg.link_ser());
         let geom = cfg.geom();
         let link = |i: u32, d: Dir| -> (u32, u32) {
@@ -218,15 +262,37 @@ impl Wafer {
         for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
             let i = i as u32;
             let mut router = RouterCl::new(i, cols, r, on_wafer.1, ports);
+            if cfg.migration_vc {
+                // The migration stream: its own (last) VC, and every output yields to regular
+                // traffic (docs/balance.md "Non-invasive by construction").
+                router.low_class = super::migration::CLASS_MIG_LOCAL;
+                router.low_idle = cfg.migration_idle_cycles as u64;
+            }
             for d in [Dir::XPlus, Dir::XMinus, Dir::YPlus, Dir::YMinus] {
                 if neighbour_in(i, d, cols, rows).is_some() {
                     router.set_port_ser(d.idx(), link(i, d).1);
                 }
             }
             let mut die = DieCl::new(i, prog, np, cols, r.vcs, r.vc_buf, cfg.packet_flits);
+            die.dma.mig_vc = cfg.migration_vc.then(|| r.vcs as u8 - 1);
             let mut idle_mask = [0u8; 4];
+            let mut cold_mask = [0u8; 4];
             if let Some(m) = &prog.mapping {
                 die.map_regs = [m.group_of[i as usize], m.rank_of[i as usize], m.ftd_of[i as usize]];
+                if m.ftds_disjoint() {
+                    for d in LINK_DIRS {
+                        if let Some(nb) = neighbour_in(i, d, cols, rows) {
+                            let intra = m.ftd_of[i as usize] == m.ftd_of[nb as usize];
+                            cold_mask[d.idx()] = if intra {
+                                1 << Phase::AllReduce as u8
+                            } else if m.all_gather {
+                                1 << Phase::Dispatch as u8 | 1 << Phase::Combine as u8
+                            } else {
+                                0
+                            };
+                        }
+                    }
+                }
                 // FTD-confined all-to-all: with all-gather and disjoint FTDs every fetch stays
                 // inside its FTD, so links between FTDs are idle in dispatch and combine.
                 if m.all_gather && m.ftds_disjoint() {
@@ -243,7 +309,7 @@ impl Wafer {
                 die.set_functional(p.clone());
             }
             die.begin(0);
-            tiles.push(WaferTile { router, die, last_send: NEVER, idle_mask });
+            tiles.push(WaferTile { router, die, last_send: NEVER, idle_mask, cold_mask });
         }
         // Row bands.
         let threads = threads.clamp(1, n);
@@ -252,11 +318,35 @@ impl Wafer {
         let mut first = 0;
         for p in 0..threads {
             let take = (n - first) / (threads - p);
-            parts.push(WaferPart { tiles: it.by_ref().take(take).collect(), max_lat, log: None });
+            parts.push(WaferPart { tiles: it.by_ref().take(take).collect(), max_lat, log: None, mig: None });
             first += take;
         }
         let payloads = functional.then(|| PayloadStore::new(prog.xfers.len()));
         Ok(Wafer { cfg: cfg.clone(), parts, wires: WaferWires { flits: w.flits, credits: w.credits, payloads } })
+    }
+
+    /// Loads every die's share of a migration plan (`gate`: non-invasive windows, or an
+    /// invasive stall — then every link is cold in every phase, nothing else runs).
+    pub fn load_migration(&mut self, plan: &MigrationPlan, gate: MigGate) {
+        for p in self.parts.iter_mut() {
+            p.mig = Some(gate == MigGate::Always);
+            for t in p.tiles.iter_mut() {
+                t.die.mig = MigrationEngineCl::load(t.die.id, plan, gate);
+                if gate == MigGate::Always {
+                    t.cold_mask = [0b111; 4];
+                }
+            }
+        }
+    }
+
+    /// Writes what the migration engines received back into the plan (after a run).
+    pub fn migration_delivered(&self, plan: &mut MigrationPlan) {
+        for t in self.tiles() {
+            for (id, got) in t.die.mig.received() {
+                let d = &mut plan.delivered[id as usize];
+                *d = (*d).max(got);
+            }
+        }
     }
 
     pub fn tiles(&self) -> impl Iterator<Item = &WaferTile> {
@@ -333,6 +423,7 @@ impl Wafer {
         if !ctl.finished {
             return Err(WaferError::Timeout(max_cycles));
         }
+        let end_cycle = end + 1;
         let times: Vec<DieTimes> = self.tiles().map(|t| t.die.times.clone()).collect();
         let layer_cycles = times.iter().map(|t| t.done_at).max().unwrap_or(0) + 1;
         let mut kernel_busy = [0u64; KernelKind::ALL.len()];
@@ -342,15 +433,19 @@ impl Wafer {
             }
         }
         let link_flits: Vec<_> = self.tiles().map(|t| t.router.out_class_flits).collect();
-        let flit_hops = link_flits.iter().map(|l| l[..4].iter().flatten().sum::<u64>()).sum();
+        // Regular traffic's flit-hops (migration classes are counted apart).
+        let flit_hops = link_flits.iter().map(|l| l[..4].iter().map(|c| c[..3].iter().sum::<u64>()).sum::<u64>()).sum();
         Ok(WaferRun {
             layer_cycles,
+            end_cycle,
+            mig_flits: self.tiles().map(|t| t.die.mig.tx_flits).sum(),
             evaluated: ctl.evaluated,
             times,
             tx_flits: self.tiles().map(|t| t.die.dma.stats.tx_flits).sum(),
             flit_hops,
             link_flits,
             kernel_busy,
+            die_busy: self.tiles().map(|t| t.die.compute.busy).collect(),
         })
     }
 }

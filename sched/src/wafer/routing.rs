@@ -21,13 +21,23 @@ pub fn generated_routing(m: &ModelPreset, groups: u32, tokens_per_group: u32, sk
 /// cyclically when the layer needs more tokens than the iteration holds. The trace must match
 /// the model's experts and top-k.
 pub fn trace_routing(t: &Trace, m: &ModelPreset, layer: u32, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
+    trace_iteration_routing(t, m, layer, 0, groups, tokens_per_group)
+}
+
+/// As [`trace_routing`], from the trace's `k`-th iteration (cyclically: iteration `k mod n` of
+/// its `n` iterations), for runs of many iterations.
+pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
     if t.header.experts != m.experts || t.header.top_k != m.top_k {
         return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
     }
     if layer >= t.header.layers {
         return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
     }
-    let (_, first) = t.iterations().into_iter().next().ok_or("the trace holds no tokens")?;
+    let its = t.iterations();
+    if its.is_empty() {
+        return Err("the trace holds no tokens".into());
+    }
+    let (_, first) = its[k % its.len()].clone();
     let it = t.routing(first, layer as usize);
     let need = groups as usize * tokens_per_group as usize;
     Ok(group((0..need).map(|i| it[i % it.len()].clone()).collect(), tokens_per_group))

@@ -1,0 +1,504 @@
+//! The load-balanced wafer, iteration by iteration (SPEC §4 NI-Balancer; paper §V): the
+//! per-expert load counters, the Eq. 2 trigger, the decision unit (`balancer.rs`, Algorithm 1
+//! as a controller; or DeepSeek's EPLB for the baseline) and the migration engines
+//! (`migration.rs`) around the cycle-level wafer. One iteration is one MoE layer of the
+//! iteration's tokens, run cycle by cycle; everything between iterations is the controllers'
+//! table updates.
+//!
+//! Per iteration:
+//! 1. the placement in use (each expert's home die, round-robin, plus the replicas whose
+//!    weights have fully arrived in a shadow slot) gives the layer program: each token goes to
+//!    the replica nearest its holder (`program::plans`);
+//! 2. the wafer runs the layer — with the non-invasive balancer, its migration engines move
+//!    the pending chunks in the all-reduce / all-to-all windows of the same run; the same
+//!    layer is also run without them, to measure the regular traffic's latency unperturbed;
+//! 3. the load counters add the iteration's per-expert token counts (a window of the last
+//!    `window_iters` iterations is what the decision sees);
+//! 4. the trigger (Eq. 2) compares Σ (max − mean) / mean of the window's device loads with α,
+//!    and the cycles since the last migration with β (0 for the non-invasive balancer, which
+//!    also waits until its previous migration has landed);
+//! 5. on a trigger the decision unit re-plans the replicas from the home placement: replicas
+//!    kept by the new plan stay, the others are dropped, the new ones migrate — invasive
+//!    balancers stall the wafer for a cycle-level run of the whole migration (every chunk
+//!    straight from source to destination, nothing else on the network), the non-invasive one
+//!    hands the moves to the migration engines as Local/Global steps.
+//!
+//! One layer stands for all: every layer of the model has the same windows and migrates its
+//! own experts in them, so the per-layer ratios are the model's (docs/balance.md).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use waves::{WaveFilter, WaveFormat, WaveWriter};
+
+use sched::balance::eplb::{rebalance_experts, EplbCfg};
+use sched::balance::ni::{device_loads, should_migrate, ColdRule, Move, TriggerCfg};
+use sched::models::ModelPreset;
+use sched::wafer::{A2aXfer, Mapping};
+use serde::{Deserialize, Serialize};
+
+use super::balancer::NiBalancerCl;
+use super::config::WaferCfg;
+use super::migration::{MigGate, MigrationPlan};
+use super::program::{build_planned, plans, LayerOpts, LayerProgram, Phase};
+use super::wafer::{Wafer, WaferError, WaferRun};
+use crate::cfg::{err, CfgError};
+
+/// Which balancer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BalancerKind {
+    /// Home placement only.
+    None,
+    /// DeepSeek's EPLB re-placement of every slot (invasive: inference stalls while the
+    /// weights move).
+    Eplb,
+    /// Algorithm 1 into shadow slots, invasive (stall while the copies move).
+    Topo,
+    /// Algorithm 1 into shadow slots, non-invasive (Local/Global steps in the collective
+    /// windows, on cold links).
+    TopoNi,
+}
+
+impl BalancerKind {
+    pub const ALL: [BalancerKind; 4] = [BalancerKind::None, BalancerKind::Eplb, BalancerKind::Topo, BalancerKind::TopoNi];
+    pub fn name(self) -> &'static str {
+        match self {
+            BalancerKind::None => "none",
+            BalancerKind::Eplb => "eplb",
+            BalancerKind::Topo => "topo",
+            BalancerKind::TopoNi => "topo-ni",
+        }
+    }
+}
+
+impl std::str::FromStr for BalancerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        BalancerKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| format!("unknown balancer {s:?} (known: none, eplb, topo, topo-ni)"))
+    }
+}
+
+/// The balancing controllers' parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BalanceCfg {
+    /// Shadow slots per die (replicas it can hold besides its home experts). EPLB gets the
+    /// same memory: `experts + shadow_slots × dies` physical slots.
+    pub shadow_slots: u32,
+    /// Eq. 2's α: the summed relative imbalance above which a migration may start.
+    pub alpha: f64,
+    /// Eq. 2's β for the invasive balancers, cycles since the last migration (the
+    /// non-invasive one uses β = 0).
+    pub invasive_beta_cycles: u64,
+    /// Iterations the load counters cover.
+    pub window_iters: u32,
+    /// Flits per migration chunk (the unit a step moves and stages).
+    pub chunk_flits: u32,
+    /// Iterations left out of the averaged metrics (the workload's warm-up).
+    pub warmup_iters: u32,
+}
+
+impl Default for BalanceCfg {
+    fn default() -> Self {
+        BalanceCfg { shadow_slots: 2, alpha: 0.2, invasive_beta_cycles: 2_000_000, window_iters: 4, chunk_flits: 64, warmup_iters: 10 }
+    }
+}
+
+impl BalanceCfg {
+    pub fn validate(&self) -> Result<(), CfgError> {
+        if self.shadow_slots > 64 {
+            return err("balance.shadow_slots", format!("{} above 64", self.shadow_slots));
+        }
+        if !self.alpha.is_finite() || self.alpha < 0.0 {
+            return err("balance.alpha", format!("{} is not a finite value >= 0", self.alpha));
+        }
+        if self.window_iters == 0 || self.window_iters > 1000 {
+            return err("balance.window_iters", format!("{} outside 1..=1000", self.window_iters));
+        }
+        if self.chunk_flits == 0 || self.chunk_flits > 1 << 20 {
+            return err("balance.chunk_flits", format!("{} outside 1..=2^20", self.chunk_flits));
+        }
+        Ok(())
+    }
+}
+
+/// One iteration's record (paper Fig. 15: device loads over iterations).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IterRecord {
+    pub iter: u32,
+    /// Token–expert assignments computed on each die.
+    pub device_loads: Vec<u64>,
+    pub max_over_mean: f64,
+    pub layer_cycles: u64,
+    pub moe_compute_cycles: u64,
+    pub a2a_cycles: u64,
+    /// Mean latency of the layer's regular transfers (handed to the collective engine → last
+    /// flit received), with the migration beside them and without.
+    pub regular_traffic_cycles: f64,
+    pub regular_traffic_cycles_no_migration: f64,
+    /// Spans of the all-reduce + dispatch + combine phases, with and without migration.
+    pub comm_phase_cycles: u64,
+    pub comm_phase_cycles_no_migration: u64,
+    pub migration_stall_cycles: u64,
+    /// Migration flits injected in this iteration (concurrent or stalled).
+    pub migration_flits: u64,
+    /// The trigger fired after this iteration (a new plan was decided).
+    pub triggered: bool,
+    /// Replicas in use (landed in shadow slots).
+    pub replicas: u32,
+}
+
+/// What a balancer run measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BalanceResult {
+    pub balancer: String,
+    /// Mean over the iterations after warm-up of max / mean device load.
+    pub max_over_mean_load: f64,
+    pub migration_stall_cycles: u64,
+    /// Σ over iterations of the expert compute of the slowest die and of the all-to-all
+    /// (dispatch + combine spans).
+    pub moe_compute_cycles: u64,
+    pub a2a_cycles: u64,
+    /// Σ over iterations of the regular transfers' mean latency (all-reduce, dispatch and
+    /// combine transfers: handed to the collective engine → last flit received), with the
+    /// migration running beside them and without it (the same layers re-run).
+    pub regular_traffic_cycles: f64,
+    pub regular_traffic_cycles_no_migration: f64,
+    /// Σ over iterations of the communication phases' spans, with and without migration
+    /// (these also move with when each die reaches a phase).
+    pub comm_phase_cycles: u64,
+    pub comm_phase_cycles_no_migration: u64,
+    /// Σ layer cycles + stalls.
+    pub total_cycles: u64,
+    pub migrations: u32,
+    pub moves: u64,
+    pub migrated_bytes: u64,
+    /// Cycles of the decision unit (Algorithm 1 controller) summed over decisions.
+    pub decision_cycles: u64,
+    pub iterations: Vec<IterRecord>,
+}
+
+/// Per-expert token counts of a program's assignments (all micro-batches) and per-die loads.
+fn loads_of(prog: &LayerProgram, experts: u32, dies: u32) -> (Vec<u64>, Vec<u64>) {
+    let mut e = vec![0u64; experts as usize];
+    let mut d = vec![0u64; dies as usize];
+    for a in prog.assignments.iter().flatten() {
+        e[a.expert as usize] += 1;
+        d[a.dst as usize] += 1;
+    }
+    (e, d)
+}
+
+fn max_over_mean(v: &[u64]) -> f64 {
+    let sum: u64 = v.iter().sum();
+    if sum == 0 || v.is_empty() {
+        return 1.0;
+    }
+    *v.iter().max().unwrap() as f64 * v.len() as f64 / sum as f64
+}
+
+/// The numbers of one run: the slowest die's expert compute, the all-to-all span, the span
+/// of all communication phases, the regular transfers' mean latency.
+fn traffic(run: &WaferRun) -> (u64, u64, u64, f64) {
+    let ar = run.phase_cycles(Phase::AllReduce);
+    let a2a = run.phase_cycles(Phase::Dispatch) + run.phase_cycles(Phase::Combine);
+    // The slowest die's expert compute: the layer waits for it.
+    let moe = run.die_busy.iter().map(|b| b[super::compute::KernelKind::Experts.idx()]).max().unwrap_or(0);
+    (moe, a2a, ar + a2a, run.mean_xfer_latency())
+}
+
+/// The balancing state between iterations.
+struct State {
+    /// Die → experts of its primary slots: round-robin home experts, or EPLB's last
+    /// placement of every slot.
+    base: Vec<Vec<u32>>,
+    /// Replicas in use: (expert, die).
+    replicas: BTreeSet<(u32, u32)>,
+    /// Non-invasive: the migration in flight and the replicas it is bringing.
+    inflight: Option<MigrationPlan>,
+}
+
+impl State {
+    fn placement(&self) -> Vec<Vec<u32>> {
+        let mut p = self.base.clone();
+        for &(e, d) in &self.replicas {
+            if !p[d as usize].contains(&e) {
+                p[d as usize].push(e);
+            }
+        }
+        for v in p.iter_mut() {
+            v.sort_unstable();
+        }
+        p
+    }
+}
+
+fn hosts_of(placement: &[Vec<u32>], experts: u32) -> Vec<Vec<u32>> {
+    let mut h = vec![Vec::new(); experts as usize];
+    for (d, es) in placement.iter().enumerate() {
+        for &e in es {
+            h[e as usize].push(d as u32);
+        }
+    }
+    h
+}
+
+/// The nearest die of `hosts` to `dst` (ties: lower id) — the copy source a move really has.
+fn nearest(map: &Mapping, hosts: &[u32], dst: u32) -> u32 {
+    *hosts.iter().min_by_key(|&&h| (map.geom.hops(h, dst), h)).expect("an expert has a host")
+}
+
+/// Runs `iters` iterations of `routing[i]` (`[group][token]` → top-k) under one balancer.
+#[allow(clippy::too_many_arguments)]
+pub fn run_balance(
+    cfg: &WaferCfg,
+    model: &ModelPreset,
+    map: &Mapping,
+    bal: &BalanceCfg,
+    kind: BalancerKind,
+    routing: &[Vec<Vec<Vec<u16>>>],
+    threads: usize,
+    wave: Option<(&Path, WaveFormat)>,
+    mut on_iter: impl FnMut(&IterRecord),
+) -> Result<BalanceResult, WaferError> {
+    let mut wave_wafer = wave;
+    let mut wave_decision = wave;
+    bal.validate()?;
+    // Every balancer runs on the same routers: one more VC, for the migration stream.
+    let cfg = &WaferCfg { migration_vc: true, ..cfg.clone() };
+    cfg.validate()?;
+    let dies = cfg.dies();
+    let experts = model.experts;
+    let home = hosts_of_rev(&sched::wafer::expert_hosts(experts, dies), dies);
+    let mut st = State { base: home, replicas: BTreeSet::new(), inflight: None };
+    let expert_flits = model.expert_bytes().div_ceil(cfg.flit_bytes as u64).min(u32::MAX as u64) as u32;
+    let mut window: std::collections::VecDeque<Vec<u64>> = Default::default();
+    let mut res = BalanceResult {
+        balancer: kind.name().into(),
+        max_over_mean_load: 0.0,
+        migration_stall_cycles: 0,
+        moe_compute_cycles: 0,
+        a2a_cycles: 0,
+        regular_traffic_cycles: 0.0,
+        regular_traffic_cycles_no_migration: 0.0,
+        comm_phase_cycles: 0,
+        comm_phase_cycles_no_migration: 0,
+        total_cycles: 0,
+        migrations: 0,
+        moves: 0,
+        migrated_bytes: 0,
+        decision_cycles: 0,
+        iterations: Vec::new(),
+    };
+    let trig = TriggerCfg { alpha: bal.alpha, beta_cycles: if kind == BalancerKind::TopoNi { 0 } else { bal.invasive_beta_cycles } };
+    let mut now: u64 = 0;
+    let mut last_mig: Option<u64> = None;
+    for (i, r) in routing.iter().enumerate() {
+        let placement = st.placement();
+        let hosts = hosts_of(&placement, experts);
+        let pl: Vec<Vec<A2aXfer>> = plans(cfg, map, &hosts, r);
+        let prog = build_planned(cfg, model, map, pl, &LayerOpts::default());
+        let (e_tokens, d_tokens) = loads_of(&prog, experts, dies);
+        // The layer, with the non-invasive migration beside it.
+        let mut w = Wafer::new(cfg, &prog, threads)?;
+        let run = match (&st.inflight, wave_wafer) {
+            (Some(mp), Some((path, fmt))) => {
+                // The first iteration with a migration in flight goes to the waveform.
+                w.load_migration(mp, MigGate::Windows);
+                wave_wafer = None;
+                let period_ps = (1e6 / cfg.clock_mhz).round().max(1.0) as u64;
+                let mut wr = WaveWriter::create(path, fmt, period_ps, &w.signals(), &WaveFilter::default()).map_err(|e| WaferError::Wave(format!("{}: {e}", path.display())))?;
+                let run = w.run_traced(threads, true, 1 << 40, 2_000_000, Some(&mut wr))?;
+                wr.finish(run.end_cycle).map_err(|e| WaferError::Wave(format!("{}: {e}", path.display())))?;
+                run
+            }
+            (mp, _) => {
+                if let Some(mp) = mp {
+                    w.load_migration(mp, MigGate::Windows);
+                }
+                w.run(threads, true, 1 << 40, 2_000_000)?
+            }
+        };
+        let (moe, a2a, comm, regular) = traffic(&run);
+        let (comm_no_mig, regular_no_mig) = if let Some(mp) = st.inflight.as_mut() {
+            w.migration_delivered(mp);
+            let mut w0 = Wafer::new(cfg, &prog, threads)?;
+            let t = traffic(&w0.run(threads, true, 1 << 40, 2_000_000)?);
+            (t.2, t.3)
+        } else {
+            (comm, regular)
+        };
+        let mut rec = IterRecord {
+            iter: i as u32,
+            max_over_mean: max_over_mean(&d_tokens),
+            device_loads: d_tokens.clone(),
+            layer_cycles: run.layer_cycles,
+            moe_compute_cycles: moe,
+            a2a_cycles: a2a,
+            regular_traffic_cycles: regular,
+            regular_traffic_cycles_no_migration: regular_no_mig,
+            comm_phase_cycles: comm,
+            comm_phase_cycles_no_migration: comm_no_mig,
+            migration_stall_cycles: 0,
+            migration_flits: run.mig_flits,
+            triggered: false,
+            replicas: st.replicas.len() as u32,
+        };
+        now += run.layer_cycles;
+        // Replicas whose weights landed join the placement for the next iteration.
+        if let Some(mp) = &st.inflight {
+            for (k, m) in mp.moves.iter().enumerate() {
+                if mp.move_done(k) {
+                    st.replicas.insert((m.expert, m.dst_device));
+                }
+            }
+            if mp.done() {
+                st.inflight = None;
+            }
+        }
+        // Load counters and the trigger.
+        window.push_back(e_tokens);
+        if window.len() > bal.window_iters as usize {
+            window.pop_front();
+        }
+        let mut load = vec![0f64; experts as usize];
+        for v in &window {
+            for (l, &c) in load.iter_mut().zip(v) {
+                *l += c as f64;
+            }
+        }
+        let heats = device_loads(&load, &st.placement());
+        let since = last_mig.map_or(u64::MAX, |t| now - t);
+        if kind != BalancerKind::None && st.inflight.is_none() && should_migrate(&trig, &[heats], since) {
+            let trace = wave_decision.take();
+            let (moves, new_replicas, cycles) = decide(kind, &st, map, &load, bal, dies, experts, cfg.clock_mhz, trace)?;
+            res.decision_cycles += cycles;
+            // Replicas the new plan does not keep are dropped now (their slots are reused).
+            if kind != BalancerKind::Eplb {
+                st.replicas.retain(|r| new_replicas.contains(r));
+            }
+            if !moves.is_empty() {
+                rec.triggered = true;
+                res.migrations += 1;
+                res.moves += moves.len() as u64;
+                res.migrated_bytes += moves.len() as u64 * model.expert_bytes();
+                last_mig = Some(now);
+                if kind == BalancerKind::TopoNi {
+                    st.inflight = Some(MigrationPlan::stepwise(map, &moves, expert_flits, bal.chunk_flits));
+                } else {
+                    let stall = stall_run(cfg, map, &moves, expert_flits, bal.chunk_flits, threads)?;
+                    rec.migration_stall_cycles = stall.0;
+                    rec.migration_flits += stall.1;
+                    now += stall.0;
+                    if kind == BalancerKind::Eplb {
+                        st.base = hosts_of_rev(&new_replicas_hosts(&new_replicas, experts), dies);
+                        st.replicas.clear();
+                    } else {
+                        st.replicas.extend(moves.iter().map(|m| (m.expert, m.dst_device)));
+                    }
+                }
+            }
+        }
+        on_iter(&rec);
+        res.iterations.push(rec);
+    }
+    let after: Vec<&IterRecord> = res.iterations.iter().filter(|r| r.iter >= bal.warmup_iters).collect();
+    let pick = if after.is_empty() { res.iterations.iter().collect() } else { after };
+    res.max_over_mean_load = pick.iter().map(|r| r.max_over_mean).sum::<f64>() / pick.len().max(1) as f64;
+    for r in &res.iterations {
+        res.migration_stall_cycles += r.migration_stall_cycles;
+        res.moe_compute_cycles += r.moe_compute_cycles;
+        res.a2a_cycles += r.a2a_cycles;
+        res.regular_traffic_cycles += r.regular_traffic_cycles;
+        res.regular_traffic_cycles_no_migration += r.regular_traffic_cycles_no_migration;
+        res.comm_phase_cycles += r.comm_phase_cycles;
+        res.comm_phase_cycles_no_migration += r.comm_phase_cycles_no_migration;
+        res.total_cycles += r.layer_cycles + r.migration_stall_cycles;
+    }
+    Ok(res)
+}
+
+/// The decision unit's waveform beside the wafer's: NAME-decision.EXT.
+pub fn decision_path(p: &Path) -> PathBuf {
+    let stem = p.file_stem().map_or("balance".into(), |s| s.to_string_lossy().into_owned());
+    let name = match p.extension() {
+        Some(e) => format!("{stem}-decision.{}", e.to_string_lossy()),
+        None => format!("{stem}-decision"),
+    };
+    p.with_file_name(name)
+}
+
+/// Die → experts from expert → dies.
+fn hosts_of_rev(hosts: &[Vec<u32>], dies: u32) -> Vec<Vec<u32>> {
+    let mut p = vec![Vec::new(); dies as usize];
+    for (e, hs) in hosts.iter().enumerate() {
+        for &h in hs {
+            p[h as usize].push(e as u32);
+        }
+    }
+    p
+}
+
+fn new_replicas_hosts(pairs: &BTreeSet<(u32, u32)>, experts: u32) -> Vec<Vec<u32>> {
+    let mut h = vec![Vec::new(); experts as usize];
+    for &(e, d) in pairs {
+        h[e as usize].push(d);
+    }
+    h
+}
+
+/// A decision: the copies to make (source = the nearest die already holding the expert), the
+/// (expert, die) set the plan ends with (EPLB: every slot; Algorithm 1: the shadow-slot
+/// replicas), and the decision unit's cycles.
+#[allow(clippy::too_many_arguments)]
+fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &BalanceCfg, dies: u32, experts: u32, clock_mhz: f64, wave: Option<(&Path, WaveFormat)>) -> Result<(Vec<Move>, BTreeSet<(u32, u32)>, u64), WaferError> {
+    let current = st.placement();
+    let cur_hosts = hosts_of(&current, experts);
+    let (targets, cycles): (BTreeSet<(u32, u32)>, u64) = match kind {
+        BalancerKind::Eplb => {
+            // Every slot re-placed: the home slots plus the shadow slots, packed by EPLB.
+            let per = (experts.div_ceil(dies) + bal.shadow_slots) as usize;
+            let c = EplbCfg { num_replicas: per * dies as usize, num_groups: 1, num_nodes: 1, num_gpus: dies as usize };
+            match rebalance_experts(&[load.to_vec()], &c) {
+                Ok(p) => (p.phy2log[0].iter().enumerate().map(|(s, &e)| (e as u32, c.gpu_of_slot(s) as u32)).collect(), 0),
+                Err(_) => (BTreeSet::new(), 0),
+            }
+        }
+        _ => {
+            let slots = vec![bal.shadow_slots; dies as usize];
+            let unit = NiBalancerCl::new(load, &st.base, &slots, map.geom, ColdRule::HeatAfter);
+            let (plan, cycles) = match wave {
+                Some((path, fmt)) => {
+                    let path = decision_path(path);
+                    let werr = |e: String| WaferError::Wave(format!("{}: {e}", path.display()));
+                    let period_ps = (1e6 / clock_mhz).round().max(1.0) as u64;
+                    let mut wr = WaveWriter::create(&path, fmt, period_ps, &unit.signals(), &WaveFilter::default()).map_err(|e| werr(e.to_string()))?;
+                    let (plan, cycles) = unit.run_traced(&mut wr).map_err(werr)?;
+                    wr.finish(cycles + 1).map_err(|e| werr(e.to_string()))?;
+                    (plan, cycles)
+                }
+                None => unit.run(),
+            };
+            (plan.moves.iter().map(|m| (m.expert, m.dst_device)).collect(), cycles)
+        }
+    };
+    // What must move: target (expert, die) pairs the die does not already hold.
+    let moves: Vec<Move> = targets
+        .iter()
+        .filter(|&&(e, d)| !current[d as usize].contains(&e))
+        .map(|&(e, d)| Move { expert: e, src_device: nearest(map, &cur_hosts[e as usize], d), dst_device: d })
+        .collect();
+    Ok((moves, targets, cycles))
+}
+
+/// An invasive migration: the wafer runs nothing but the copies (each chunk straight from
+/// source to destination). Returns (cycles, flits).
+fn stall_run(cfg: &WaferCfg, map: &Mapping, moves: &[Move], expert_flits: u32, chunk_flits: u32, threads: usize) -> Result<(u64, u64), WaferError> {
+    let plan = MigrationPlan::direct(moves, expert_flits, chunk_flits);
+    let empty = LayerProgram { micro_batches: cfg.micro_batches, mapping: Some(map.clone()), dies: vec![Default::default(); cfg.dies() as usize], ..Default::default() };
+    let mut w = Wafer::new(cfg, &empty, threads)?;
+    w.load_migration(&plan, MigGate::Always);
+    let run = w.run(threads, true, 1 << 40, 2_000_000)?;
+    Ok((run.end_cycle, run.mig_flits))
+}

@@ -1,0 +1,265 @@
+//! `waferstream balance`: expert load balancing on the wafer, iteration by iteration, per
+//! balancer (none, EPLB, topology-aware invasive, NI-Balancer), on a scenario workload with
+//! time structure or a routing trace (`hw::wafer::balance`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use hw::wafer::balance::{run_balance, BalanceCfg, BalancerKind, BalanceResult};
+use hw::wafer::mapping::MappingCtrlCl;
+use hw::wafer::WaferCfg;
+use sched::models::model_by_name;
+use sched::scenario::{generate_scenario, Mix, ScenarioCfg, SCENARIO_NAMES};
+use sched::trace::{load_trace, Trace};
+use sched::wafer::routing::trace_iteration_routing;
+use sched::wafer::MappingKind;
+
+use super::wafer::{check_fits, wafer_cfg, WaferArgs};
+use super::{check_writable, ensure_parent, CliResult};
+
+#[derive(Args, Debug, Clone)]
+pub struct BalanceArgs {
+    /// Model preset (deepseek-v3, qwen3-235b, ...; must match --trace's experts and top-k).
+    #[arg(long, default_value = "qwen3-235b")]
+    pub model: String,
+    /// Dies per wafer, CxR.
+    #[arg(long)]
+    pub wafer: Option<String>,
+    #[arg(long)]
+    pub tp: Option<u32>,
+    #[arg(long)]
+    pub dp: Option<u32>,
+    /// Mapping of the TP groups (the non-invasive balancer needs disjoint FTDs: er or her).
+    #[arg(long, default_value = "er")]
+    pub mapping: String,
+    /// Workload: `mixed` (requests of chat, coding, math and privacy with drifting shares) or
+    /// one scenario (chat, coding, math, privacy, writing, translation).
+    #[arg(long, default_value = "mixed")]
+    pub scenario: String,
+    /// Period of the mixed scenario's drift, iterations.
+    #[arg(long, default_value_t = 50)]
+    pub period: u32,
+    /// Zipf skew of the scenarios' expert popularity.
+    #[arg(long)]
+    pub skew: Option<f64>,
+    /// Balancers, comma-separated: none, eplb, topo, topo-ni.
+    #[arg(long, default_value = "none,eplb,topo,topo-ni")]
+    pub balancer: String,
+    #[arg(long, default_value_t = 100)]
+    pub iters: u32,
+    /// Tokens per TP group per iteration (default 2048 without --config).
+    #[arg(long)]
+    pub tokens_per_group: Option<u32>,
+    /// Micro-batches per layer (default 1 without --config).
+    #[arg(long)]
+    pub micro_batches: Option<u32>,
+    /// Routing trace (SPEC §8) instead of the scenario: iteration i of the run takes the
+    /// trace's iteration i (cyclically), first layer.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Wafer config (TOML, `WaferCfg` fields); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Balancer config (TOML, `BalanceCfg` fields: shadow_slots, alpha, invasive_beta_cycles,
+    /// window_iters, chunk_flits, warmup_iters); the flags below override it.
+    #[arg(long)]
+    pub balance_config: Option<PathBuf>,
+    #[arg(long)]
+    pub shadow_slots: Option<u32>,
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    #[arg(long)]
+    pub warmup: Option<u32>,
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Waveforms of the non-invasive balancer (topo-ni must be among --balancer): the first
+    /// iteration with a migration in flight (`top.wafer.…`, `mig.*`, `link_X.class`,
+    /// `map.link_X.cold`), and NAME-decision.vcd/.fst: the decision unit's first run, cycle by
+    /// cycle (`top.balancer.*`: state, hottest/source/destination, heats, slots, load counters).
+    #[arg(long)]
+    pub vcd: Option<PathBuf>,
+    #[arg(long)]
+    pub fst: Option<PathBuf>,
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn balance_cfg(a: &BalanceArgs) -> CliResult<BalanceCfg> {
+    let mut b: BalanceCfg = match &a.balance_config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            super::noc::parse_toml(&text, &p.display().to_string())?
+        }
+        None => BalanceCfg::default(),
+    };
+    if let Some(s) = a.shadow_slots {
+        b.shadow_slots = s;
+    }
+    if let Some(x) = a.alpha {
+        b.alpha = x;
+    }
+    if let Some(w) = a.warmup {
+        b.warmup_iters = w;
+    }
+    b.validate().map_err(|e| e.to_string())?;
+    Ok(b)
+}
+
+/// The workload: per iteration, `[group][token]` → top-k.
+fn workload(a: &BalanceArgs, c: &WaferCfg, m: &sched::models::ModelPreset, warmup: u32) -> CliResult<(Vec<Vec<Vec<Vec<u16>>>>, Option<Vec<f64>>)> {
+    let trace: Trace = match &a.trace {
+        Some(p) => load_trace(p).map_err(|e| e.to_string())?,
+        None => {
+            let mix = if a.scenario == "mixed" {
+                Mix::Mixed { period_iters: a.period }
+            } else if SCENARIO_NAMES.contains(&a.scenario.as_str()) {
+                Mix::Fixed(a.scenario.clone())
+            } else {
+                return Err(format!("--scenario: unknown {:?} (mixed, {})", a.scenario, SCENARIO_NAMES.join(", ")));
+            };
+            let scenarios = match &mix {
+                Mix::Fixed(s) => vec![s.clone()],
+                Mix::Mixed { .. } => ScenarioCfg::default().scenarios,
+            };
+            let mut s = ScenarioCfg {
+                model: Some(m.name.clone()),
+                experts: m.experts,
+                top_k: m.top_k,
+                layers: 1,
+                tokens_per_iter: c.dp.saturating_mul(c.tokens_per_group),
+                iters: a.iters,
+                seed: c.seed,
+                scenarios,
+                mix,
+                warmup_iters: warmup,
+                ..ScenarioCfg::default()
+            };
+            if let Some(k) = a.skew {
+                s.skew = k;
+            }
+            s.validate().map_err(|e| format!("--scenario: {e}"))?;
+            generate_scenario(&s).map_err(|e| format!("--scenario: {e}"))?
+        }
+    };
+    let skew = a.trace.is_none().then(|| sched::scenario::layer_skewness(&trace));
+    let what = a.trace.as_ref().map_or("--scenario".to_string(), |p| format!("--trace {}", p.display()));
+    let routing = (0..a.iters as usize).map(|k| trace_iteration_routing(&trace, m, 0, k, c.dp, c.tokens_per_group).map_err(|e| format!("{what}: {e}"))).collect::<Result<Vec<_>, _>>()?;
+    Ok((routing, skew))
+}
+
+pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
+    let model = model_by_name(&a.model).map_err(|e| format!("--model: {e}"))?;
+    let kinds: Vec<BalancerKind> = a.balancer.split(',').map(|s| s.trim().parse::<BalancerKind>().map_err(|e| format!("--balancer: {e}"))).collect::<Result<_, _>>()?;
+    if kinds.is_empty() {
+        return Err("--balancer: give at least one of none, eplb, topo, topo-ni".into());
+    }
+    if a.iters == 0 || a.iters > 100_000 {
+        return Err(format!("--iters: {} outside 1..=100000", a.iters));
+    }
+    let mapping: MappingKind = a.mapping.parse().map_err(|e| format!("--mapping: {e}"))?;
+    // Without a config: a large-batch decode step (2048 tokens per TP group, no micro-batches),
+    // where the experts are compute-bound and the token balance decides the slowest die
+    // (docs/balance.md "Regime"). A config's values, and flags, override these.
+    let (tpg, mbs) = match &a.config {
+        None => (a.tokens_per_group.or(Some(2048)), a.micro_batches.or(Some(1))),
+        Some(_) => (a.tokens_per_group, a.micro_batches),
+    };
+    let wa = WaferArgs { model: a.model.clone(), wafer: a.wafer.clone(), tp: a.tp, dp: a.dp, tokens_per_group: tpg, micro_batches: mbs, seed: a.seed, config: a.config.clone(), ..Default::default() };
+    let c = WaferCfg { mapping, ..wafer_cfg(&wa)? };
+    c.validate().map_err(|e| e.to_string())?;
+    check_fits(&c, &model)?;
+    let bal = balance_cfg(&a)?;
+    // Shadow slots hold whole experts: they must fit beside the home experts.
+    let per_die = model.layers as u64 * ((model.experts as u64).div_ceil(c.dies() as u64) + bal.shadow_slots as u64) * model.expert_bytes();
+    if per_die as f64 > c.die.hbm_gb * 1e9 {
+        return Err(format!("--shadow-slots {}: {:.1} GB of expert weights per die exceed die.hbm_gb = {} GB", bal.shadow_slots, per_die as f64 / 1e9, c.die.hbm_gb));
+    }
+    let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
+    let (map, _) = ctrl.run();
+    if kinds.contains(&BalancerKind::TopoNi) && !(map.ftds_disjoint() && map.all_gather) {
+        return Err(format!("--balancer topo-ni: the {} mapping's FTDs are not disjoint (or the all-gather is off), so no links are cold in the all-to-all; use --mapping er or her", c.mapping.name()));
+    }
+    for p in [a.json.as_ref(), a.vcd.as_ref(), a.fst.as_ref()].into_iter().flatten() {
+        check_writable(p)?;
+    }
+    if a.vcd.is_some() && a.fst.is_some() {
+        return Err("give --vcd or --fst, not both".into());
+    }
+    let wave = match (&a.vcd, &a.fst) {
+        (Some(p), _) => Some((p.clone(), waves::WaveFormat::Vcd)),
+        (_, Some(p)) => Some((p.clone(), waves::WaveFormat::Fst)),
+        _ => None,
+    };
+    if wave.is_some() && !kinds.contains(&BalancerKind::TopoNi) {
+        return Err("--vcd/--fst: the waveform is of the non-invasive balancer; add topo-ni to --balancer".into());
+    }
+    let (routing, skew) = workload(&a, &c, &model, bal.warmup_iters)?;
+    let threads = a.threads.max(1) as usize;
+    let mut results: Vec<BalanceResult> = Vec::new();
+    let t0 = Instant::now();
+    for &k in &kinds {
+        let bar = (!a.quiet).then(|| {
+            let b = indicatif::ProgressBar::new(routing.len() as u64);
+            b.set_style(indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} iterations {msg}").unwrap().progress_chars("=> "));
+            b.set_prefix(k.name());
+            b
+        });
+        let wave_k = wave.as_ref().filter(|_| k == BalancerKind::TopoNi).map(|(p, f)| (p.as_path(), *f));
+        let r = run_balance(&c, &model, &map, &bal, k, &routing, threads, wave_k, |rec| {
+            if let Some(b) = &bar {
+                b.set_message(format!("max/mean {:.2}", rec.max_over_mean));
+                b.inc(1);
+            }
+        })
+        .map_err(|e| format!("balance {}: {e}", k.name()))?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        if !a.quiet {
+            let reg = r.regular_traffic_cycles / r.regular_traffic_cycles_no_migration.max(1e-9);
+            println!(
+                "{:>8}: max/mean load {:.2}, MoE compute {} cyc, all-to-all {} cyc, regular transfers {:.0} cyc ({:+.2} % vs without migration), stalls {} cyc, {} migrations / {} moves",
+                r.balancer,
+                r.max_over_mean_load,
+                r.moe_compute_cycles,
+                r.a2a_cycles,
+                r.regular_traffic_cycles,
+                (reg - 1.0) * 100.0,
+                r.migration_stall_cycles,
+                r.migrations,
+                r.moves
+            );
+        }
+        results.push(r);
+    }
+    if let (Some((p, _)), false) = (&wave, a.quiet) {
+        println!("wrote {} and {}", p.display(), decision_path(p).display());
+    }
+    if let Some(j) = &a.json {
+        ensure_parent(j)?;
+        let v = serde_json::json!({
+            "model": model.name,
+            "config": c,
+            "balance": bal,
+            "scenario": if a.trace.is_some() { serde_json::Value::Null } else { serde_json::json!({"name": a.scenario, "period_iters": a.period}) },
+            "trace": a.trace,
+            "layer_skewness": skew,
+            "iters": a.iters,
+            "results": results,
+            "wall_seconds": t0.elapsed().as_secs_f64(),
+        });
+        std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The decision unit's waveform beside the wafer's: NAME-decision.EXT.
+pub fn decision_path(p: &Path) -> PathBuf {
+    hw::wafer::balance::decision_path(p)
+}
