@@ -3,6 +3,7 @@
 mod bench;
 mod eplb;
 mod export;
+mod gps;
 mod noc;
 mod package;
 mod pe;
@@ -56,6 +57,9 @@ pub enum Cmd {
     Wafer(Box<wafer::WaferArgs>),
     /// DeepSeek's expert-parallel load balancer (EPLB) on per-layer expert loads: replicas and placement.
     Eplb(eplb::EplbArgs),
+    /// MoE-GPS: which expert-prediction strategy (none, Distribution-Only, Token-to-Expert) wins
+    /// where, over skewness and link bandwidth, on the cycle-level wafer system.
+    Gps(Box<gps::GpsArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -72,6 +76,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Sweep(a) => sweep::run(a),
         Cmd::Wafer(a) => wafer::run(*a),
         Cmd::Eplb(a) => eplb::run(a),
+        Cmd::Gps(a) => gps::run(*a),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod die;
 pub mod dma;
 pub mod functional;
 pub mod mapping;
+pub mod predictor;
 pub mod program;
 pub mod result;
 #[allow(clippy::module_inception)]
