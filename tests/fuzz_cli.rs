@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "gps", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -39,6 +39,9 @@ const TOKENS: &[&[u8]] = &[
     b"--threads", b"--routing-delay", b"--va-delay", b"--sa-delay", b"--st-delay", b"--link-latency", b"--credit-delay", b"--flit-bytes",
     b"--link-width", b"--no-fast-forward", b"--json", b"--vcd", b"--fst", b"--trace", b"--window", b"--plot", b"--line-trace", b"--per-router",
     b"--quiet",
+    // gps
+    b"--bandwidth", b"--accuracy", b"--error-model", b"--tokens", b"--warmup", b"--spare-slots", b"--overhead", b"--layer", b"--skew",
+    b"--model", b"--wafer", b"slow", b"fast", b"typical", b"pessimistic", b"optimistic", b"1.4:0.003:4.6",
     // run, regress, export-verilog, bench, pe, trace, global
     b"--print-default", b"--list", b"--junit", b"--out", b"--rate", b"--repeat", b"--m", b"--n", b"--array", b"--dataflow", b"--timing",
     b"--format", b"--counts-model", b"--domain", b"--selection", b"--top-k", b"--tokens-per-iter", b"--iters", b"--shard", b"--list", b"--help", b"--version", b"-h",
@@ -104,6 +107,9 @@ const SEEDS: &[&str] = &[
     "wave check @D/ok.vcd",
     "eplb --weights @D/w.json --replicas 16 --groups 4 --nodes 2 --devices 8 --json @D/out/e.json --quiet",
     "eplb --weights @D/w.json --replicas 12 --devices 4",
+    "gps --skew 1.2,2.2 --tokens 32 --warmup 2 --iters 1 --accuracy 0.5,0.9 --json @D/out/g.json --vcd @D/out/g.vcd --quiet",
+    "gps --trace @D/t.jsonl --model mixtral-8x22b --bandwidth slow,100 --error-model pessimistic --tokens 8 --quiet",
+    "gps --skew 1.6 --wafer 2x2 --tokens 16 --accuracy 1 --error-model optimistic --overhead 1.4:0.003:4.6,2:0.0015:4.6 --spare-slots 0 --window 2",
     "--help",
     "--version",
     "noc --help",
@@ -254,6 +260,18 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             &[
                 ("--weights", &["@D/w.json", "@D/ragged.json", "@D/missing.json", "@D/file", "@D/t.jsonl", "@D"]),
                 ("--replicas", NUMS), ("--groups", NUMS), ("--nodes", NUMS), ("--devices", NUMS), ("--json", OUT),
+            ],
+            &["--quiet", "--help"],
+        ),
+        "gps" => (
+            &[
+                ("--model", &["mixtral-8x22b", "olmoe-1b-7b", "dbrx", "functional", "gpt-5", ""]), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
+                ("--layer", NUMS), ("--skew", &["1", "1.2", "1.4,2.2", "3.99", "4", "0.9", "nan", "", ",", "1.2,x"]),
+                ("--bandwidth", &["slow", "fast", "slow,fast", "32", "31", "2048", "2049", "nvlink,pcie", "slow,slow", "nan", "", "x"]),
+                ("--accuracy", &["0", "0.5", "1", "0.5,0.9", "1.5", "-0.1", "nan", "", ","]), ("--error-model", &["optimistic", "typical", "pessimistic", "x", ""]),
+                ("--seed", NUMS), ("--wafer", &["4x2", "2x2", "2x1", "1x1", "3x3", "8x8", "9x1", "0x4", "x"]), ("--tokens", NUMS), ("--warmup", NUMS),
+                ("--iters", NUMS), ("--window", NUMS), ("--spare-slots", NUMS), ("--overhead", &["1.4:0.003:4.6", "1:0.1:1e308", "2:1:1,1:1:1", "1:-1:1", "x", "1:2"]),
+                ("--json", OUT), ("--vcd", OUT),
             ],
             &["--quiet", "--help"],
         ),
@@ -452,6 +470,38 @@ fn bound(args: Vec<String>) -> Vec<String> {
                     a[i] = (v % max + 1).to_string();
                 }
             }
+        }
+    }
+    if sub == "gps" {
+        // The default sweep is ~30 s of wafer runs: few tokens, iterations, points and runs.
+        for (flag, max) in [("--tokens", 32), ("--warmup", 4), ("--iters", 2), ("--window", 64), ("--spare-slots", 4)] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
+                    a[i] = (v % max + 1).to_string();
+                }
+            }
+        }
+        for i in value_after(&a, "--wafer").collect::<Vec<_>>() {
+            if let Some((c, r)) = a[i].split_once('x').and_then(|(c, r)| Some((int(c)?, int(r)?))) {
+                if (c > 4 || r > 2) && c <= 8 && r <= 8 {
+                    a[i] = "4x2".into();
+                }
+            }
+        }
+        for flag in ["--skew", "--accuracy", "--bandwidth"] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if a[i].split(',').count() > 2 {
+                    a[i] = a[i].split(',').take(2).collect::<Vec<_>>().join(",");
+                }
+            }
+        }
+        for (k, v) in [("--tokens", "16"), ("--warmup", "2"), ("--iters", "1"), ("--accuracy", "0.5")] {
+            if !a.iter().any(|x| x == k) {
+                a.extend([k.to_string(), v.to_string()]);
+            }
+        }
+        if !a.iter().any(|x| x == "--skew" || x == "--trace") {
+            a.extend(["--skew".to_string(), "1.4".to_string()]);
         }
     }
     if sub == "regress" && !a.iter().any(|x| x == "--list") {

@@ -313,3 +313,64 @@ proptest! {
         prop_assert!(cycles >= 2 * dies as u64 * fl.moves.len() as u64, "{} cycles for {} moves", cycles, fl.moves.len());
     }
 }
+
+/// The MoE-GPS Distribution-Only predictor (CL) by hand: a window of 2, 4-bit counters.
+/// Iterations [3, 20, 0] (20 saturates to 15), [1, 1, 1], [5, 0, 0] (the first leaves the
+/// window): sums [6, 1, 1]; each iteration costs one cycle per expert; a busy predictor and a
+/// wrong count vector are refused.
+#[test]
+fn dist_only_predictor_cl_by_hand() {
+    use hw::wafer::predictor::DistOnlyPredictorCl;
+    use sched::balance::gps::DistOnlyCfg;
+    let mut p = DistOnlyPredictorCl::new(DistOnlyCfg { window: 2, counter_bits: 4 }, 3).unwrap();
+    assert_eq!(p.predicted_loads(9), vec![3, 3, 3], "uniform before any token");
+    assert_eq!(p.observe(&[3, 20, 0]).unwrap(), 3);
+    assert_eq!(p.counts(), &[3, 15, 0]);
+    p.observe(&[1, 1, 1]).unwrap();
+    assert_eq!(p.counts(), &[4, 16, 1]);
+    p.observe(&[5, 0, 0]).unwrap();
+    assert_eq!(p.counts(), &[6, 1, 1]);
+    assert_eq!(p.window_slots(), vec![vec![1, 1, 1], vec![5, 0, 0]]);
+    assert_eq!(p.predicted_loads(8), vec![6, 1, 1]);
+    assert_eq!(p.cycles, 9);
+    p.start(&[1, 1, 1]).unwrap();
+    assert_eq!(p.start(&[1, 1, 1]).unwrap_err().field, "iteration_expert_counts");
+    p.step();
+    let mut sig = Vec::new();
+    p.sample(&mut sig);
+    let mut decl = Vec::new();
+    p.declare(&["top".to_string()], &mut decl);
+    assert_eq!(sig.len(), decl.len());
+    assert_eq!(sig[..5], [1, 1, 1, 2, 1], "state, cursor, head, filled, wr_count");
+    assert!(DistOnlyPredictorCl::new(DistOnlyCfg { window: 0, counter_bits: 4 }, 3).is_err());
+    let mut q = DistOnlyPredictorCl::new(DistOnlyCfg::default(), 3).unwrap();
+    assert_eq!(q.observe(&[1, 2]).unwrap_err().field, "iteration_expert_counts");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The Distribution-Only predictor's registers (CL, one expert per cycle) hold exactly the
+    /// FL's Eq. 1 window counts after every iteration — window slots, saturation, the oldest
+    /// iteration leaving — and predict the same loads.
+    #[test]
+    fn dist_only_predictor_cl_equals_fl(window in 1u32..6, bits in 1u8..=12, experts in 1usize..12, iters in prop::collection::vec(prop::collection::vec(0u64..5000, 12), 0..14), tokens in 0u64..10_000) {
+        use hw::wafer::predictor::DistOnlyPredictorCl;
+        use sched::balance::gps::{DistOnlyCfg, DistOnlyPredictor};
+        let cfg = DistOnlyCfg { window, counter_bits: bits };
+        let mut fl = DistOnlyPredictor::new(cfg, experts).unwrap();
+        let mut cl = DistOnlyPredictorCl::new(cfg, experts).unwrap();
+        for (i, it) in iters.iter().enumerate() {
+            let counts = &it[..experts];
+            fl.observe(counts).unwrap();
+            let c = cl.observe(counts).unwrap();
+            prop_assert_eq!(c, experts as u64);
+            prop_assert_eq!(cl.counts(), fl.counts());
+            prop_assert_eq!(cl.window_slots().len(), fl.observed());
+            let lo = (i + 1).saturating_sub(window as usize);
+            let expect: Vec<Vec<u64>> = iters[lo..=i].iter().map(|x| x[..experts].iter().map(|&v| v.min((1 << bits) - 1)).collect()).collect();
+            prop_assert_eq!(cl.window_slots(), expect);
+        }
+        prop_assert_eq!(cl.predicted_loads(tokens), fl.predicted_loads(tokens));
+    }
+}

@@ -4,6 +4,7 @@ mod balance;
 mod bench;
 mod eplb;
 mod export;
+mod gps;
 mod noc;
 mod package;
 mod pe;
@@ -59,6 +60,9 @@ pub enum Cmd {
     Eplb(eplb::EplbArgs),
     /// Expert load balancing on the wafer over iterations: none, EPLB, topology-aware (invasive), NI-Balancer.
     Balance(Box<balance::BalanceArgs>),
+    /// MoE-GPS: which expert-prediction strategy (none, Distribution-Only, Token-to-Expert) wins
+    /// where, over skewness and link bandwidth, on the cycle-level wafer system.
+    Gps(Box<gps::GpsArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -76,6 +80,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Wafer(a) => wafer::run(*a),
         Cmd::Eplb(a) => eplb::run(a),
         Cmd::Balance(a) => balance::run(*a),
+        Cmd::Gps(a) => gps::run(*a),
     }
 }
 

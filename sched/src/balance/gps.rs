@@ -214,11 +214,19 @@ impl DistOnlyPredictor {
     /// apportioned by the window counts, exactly (largest remainder, ties → lower expert id;
     /// uniform before any token was seen). Sums to `tokens`.
     pub fn predicted_loads(&self, tokens: u64) -> Vec<u64> {
-        if self.sums.iter().all(|&s| s == 0) {
-            return apportion(&vec![1; self.experts], tokens);
-        }
-        apportion(&self.sums, tokens)
+        loads_from_counts(&self.sums, tokens)
     }
+}
+
+/// Eq. 1 as loads: `tokens` apportioned by window counts `sums` (largest remainder, ties →
+/// lower expert id; uniform when every count is 0). What [`DistOnlyPredictor::predicted_loads`]
+/// gives for its own sums — public so that a hardware twin holding the same counters
+/// (`hw::wafer::predictor`) makes the same prediction.
+pub fn loads_from_counts(sums: &[u64], tokens: u64) -> Vec<u64> {
+    if sums.iter().all(|&s| s == 0) {
+        return apportion(&vec![1; sums.len()], tokens);
+    }
+    apportion(sums, tokens)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,6 +299,21 @@ pub struct OverheadModel {
 }
 
 impl OverheadModel {
+    /// Our default fit (docs/gps.md "Overhead fit"): the paper prints no coefficients, only the
+    /// form `a·exp(b·accuracy)` (L9@20974), Fig. 4's axes (accuracy 0..1, overhead 0..30 % of
+    /// the runtime) and two measured skewnesses — MMLU/Alpaca ≈ 1.4 (Fig. 4a) and SST2 ≈ 2.0
+    /// (Fig. 4b) — where "it costs less for the predictor to acquire higher accuracy" at the
+    /// higher skew (L9@21556). We take the steepness b = ln 100 (overhead ×100 from accuracy 0
+    /// to 1, i.e. ×10 from 0.5 to 1.0), the skew-1.4 curve reaching the top of Fig. 4's axis
+    /// (30 %) at accuracy 1, and the skew-2.0 curve half of it at every accuracy. These are a
+    /// reading of the figure's scale and the prose, not digitised points.
+    pub fn moe_gps_default() -> Self {
+        let b = 100f64.ln();
+        OverheadModel {
+            curves: vec![OverheadCurve { skew: 1.4, a: 0.003, b }, OverheadCurve { skew: 2.0, a: 0.0015, b }],
+        }
+    }
+
     fn check(&self) -> Result<(), GpsError> {
         if self.curves.is_empty() {
             return Err(GpsError::new("curves", "at least one curve is needed"));

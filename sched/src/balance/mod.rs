@@ -10,6 +10,7 @@
 
 pub mod eplb;
 pub mod gps;
+pub mod gps_workload;
 pub mod ni;
 
 /// An input a balancer or predictor refuses (never a panic): `field` names the offending
