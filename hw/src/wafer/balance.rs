@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use waves::{WaveFilter, WaveFormat, WaveWriter};
 
 use sched::balance::eplb::{rebalance_experts, EplbCfg};
-use sched::balance::ni::{device_loads, should_migrate, ColdRule, Move, TriggerCfg};
+use sched::balance::ni::{should_migrate, ColdRule, Move, TriggerCfg};
 use sched::models::ModelPreset;
 use sched::wafer::{A2aXfer, Mapping};
 use serde::{Deserialize, Serialize};
@@ -273,7 +273,7 @@ pub fn run_balance(
     let home = hosts_of_rev(&sched::wafer::expert_hosts(experts, dies), dies);
     let mut st = State { base: home, replicas: BTreeSet::new(), inflight: None };
     let expert_flits = model.expert_bytes().div_ceil(cfg.flit_bytes as u64).min(u32::MAX as u64) as u32;
-    let mut window: std::collections::VecDeque<Vec<u64>> = Default::default();
+    let mut window: std::collections::VecDeque<(Vec<u64>, Vec<u64>)> = Default::default();
     let mut res = BalanceResult {
         balancer: kind.name().into(),
         max_over_mean_load: 0.0,
@@ -300,6 +300,7 @@ pub fn run_balance(
         let pl: Vec<Vec<A2aXfer>> = plans(cfg, map, &hosts, r);
         let prog = build_planned(cfg, model, map, pl, &LayerOpts::default());
         let (e_tokens, d_tokens) = loads_of(&prog, experts, dies);
+        let d_record = d_tokens.clone();
         // The layer, with the non-invasive migration beside it.
         let mut w = Wafer::new(cfg, &prog, threads)?;
         let run = match (&st.inflight, wave_wafer) {
@@ -332,7 +333,7 @@ pub fn run_balance(
         let mut rec = IterRecord {
             iter: i as u32,
             max_over_mean: max_over_mean(&d_tokens),
-            device_loads: d_tokens.clone(),
+            device_loads: d_record,
             layer_cycles: run.layer_cycles,
             moe_compute_cycles: moe,
             a2a_cycles: a2a,
@@ -357,20 +358,24 @@ pub fn run_balance(
                 st.inflight = None;
             }
         }
-        // Load counters and the trigger.
-        window.push_back(e_tokens);
+        // Load counters (per expert, and per die as measured) over the window, and the trigger
+        // on the measured device loads.
+        window.push_back((e_tokens, d_tokens));
         if window.len() > bal.window_iters as usize {
             window.pop_front();
         }
         let mut load = vec![0f64; experts as usize];
-        for v in &window {
-            for (l, &c) in load.iter_mut().zip(v) {
+        let mut dev = vec![0f64; dies as usize];
+        for (e, d) in &window {
+            for (l, &c) in load.iter_mut().zip(e) {
+                *l += c as f64;
+            }
+            for (l, &c) in dev.iter_mut().zip(d) {
                 *l += c as f64;
             }
         }
-        let heats = device_loads(&load, &st.placement());
         let since = last_mig.map_or(u64::MAX, |t| now - t);
-        if kind != BalancerKind::None && st.inflight.is_none() && should_migrate(&trig, &[heats], since) {
+        if kind != BalancerKind::None && st.inflight.is_none() && should_migrate(&trig, &[dev], since) {
             let trace = wave_decision.take();
             let (moves, new_replicas, cycles) = decide(kind, &st, map, &load, bal, dies, experts, cfg.clock_mhz, trace)?;
             res.decision_cycles += cycles;
