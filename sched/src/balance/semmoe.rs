@@ -742,6 +742,273 @@ pub fn local_activation_rate(local: u64, total: u64) -> f64 {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// The experiment: profile on one part of a trace, place and schedule, evaluate on the rest
+// ---------------------------------------------------------------------------------------
+
+/// The three placements the `semmoe` command compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacementKind {
+    /// Expert `e` on device `e % D`; requests round-robin (DP) / tokens in batch order (TP).
+    RoundRobin,
+    /// LPT packing of the profiled expert loads; requests and tokens as round-robin.
+    LoadOnly,
+    /// Algorithm 1 placement; Algorithm 2 (DP) or Algorithm 3 (TP) data scheduling.
+    SemMoe,
+}
+
+impl PlacementKind {
+    pub const ALL: [PlacementKind; 3] = [PlacementKind::RoundRobin, PlacementKind::LoadOnly, PlacementKind::SemMoe];
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacementKind::RoundRobin => "round_robin",
+            PlacementKind::LoadOnly => "load_only",
+            PlacementKind::SemMoe => "sem_moe",
+        }
+    }
+}
+
+/// How attention is parallelized over the devices (which data scheduling applies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attention {
+    /// Attention-DP: a request lives on one device for every layer (Algorithm 2).
+    Dp,
+    /// Attention-TP: every layer's reduce-scatter re-batches tokens (Algorithm 3); a batch is
+    /// `tp_batch` consecutive evaluation tokens.
+    Tp { tp_batch: u32 },
+}
+
+/// One placement's decisions and its local activation rate on the evaluation tokens.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub kind: PlacementKind,
+    pub expert_dev: Placement,
+    /// `token_dev[i][l]`: the device of evaluation token `i` at layer `l`.
+    pub token_dev: Vec<Vec<u32>>,
+    pub local: u64,
+    pub total: u64,
+    pub lar_per_layer: Vec<f64>,
+    /// Evaluation token-layer visits per device (the attention/gate load each device gets).
+    pub device_tokens: Vec<u64>,
+}
+
+impl Outcome {
+    pub fn lar(&self) -> f64 {
+        local_activation_rate(self.local, self.total)
+    }
+}
+
+/// Activations per expert at `layer` straight from routings (no token ids needed).
+pub fn routing_loads(tokens: &[TraceToken], layer: usize, experts: u32) -> Vec<f64> {
+    let mut v = vec![0.0; experts as usize];
+    for t in tokens {
+        for &e in t.layers.get(layer).into_iter().flatten() {
+            if let Some(x) = v.get_mut(e as usize) {
+                *x += 1.0;
+            }
+        }
+    }
+    v
+}
+
+/// Requests in order of first appearance: (req id, token indices).
+fn requests(tokens: &[TraceToken]) -> Vec<(u32, Vec<usize>)> {
+    let mut idx: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let k = *idx.entry(t.req).or_insert_with(|| {
+            out.push((t.req, Vec::new()));
+            out.len() - 1
+        });
+        out[k].1.push(i);
+    }
+    out
+}
+
+fn score(o: &mut Outcome, eval: &[TraceToken], devices: u32) {
+    let nl = o.expert_dev.len();
+    let mut loc = vec![0u64; nl];
+    let mut tot = vec![0u64; nl];
+    o.device_tokens = vec![0; devices as usize];
+    for (t, devs) in eval.iter().zip(&o.token_dev) {
+        for l in 0..nl {
+            let es = &t.layers[l];
+            loc[l] += local_activations(es, &o.expert_dev[l], devs[l]);
+            tot[l] += es.len() as u64;
+            o.device_tokens[devs[l] as usize] += 1;
+        }
+    }
+    o.local = loc.iter().sum();
+    o.total = tot.iter().sum();
+    o.lar_per_layer = loc.iter().zip(&tot).map(|(&a, &b)| local_activation_rate(a, b)).collect();
+}
+
+/// Profiles on `profile`, decides every placement of [`PlacementKind::ALL`] and schedules
+/// `eval` (held out) with it. Tokens must match `experts`/`layers`; attention-DP needs token
+/// ids (field `token_id`), attention-TP uses the token table only when ids are present.
+pub fn evaluate(profile: &[TraceToken], eval: &[TraceToken], experts: u32, layers: u32, devices: u32, attention: Attention, cfg: &SemMoeCfg) -> Result<Vec<Outcome>, BalanceError> {
+    cfg.validate()?;
+    check_devices(devices)?;
+    if profile.is_empty() {
+        return Err(BalanceError::new("profile", "no profiling tokens"));
+    }
+    if eval.is_empty() {
+        return Err(BalanceError::new("eval", "no evaluation tokens"));
+    }
+    for (name, set) in [("profile", profile), ("eval", eval)] {
+        for (i, t) in set.iter().enumerate() {
+            if t.layers.len() != layers as usize || t.layers.iter().flatten().any(|&e| u32::from(e) >= experts) {
+                return Err(BalanceError::new(name, format!("token {i}: routing is not {layers} layers of experts in 0..{experts}")));
+            }
+        }
+    }
+    let nl = layers as usize;
+    let ids = profile.iter().chain(eval).all(|t| t.token_id.is_some());
+    let rr = round_robin_placement(experts, layers, devices)?;
+    let lo: Placement = (0..nl).map(|l| lpt_layer(&routing_loads(profile, l, experts), devices)).collect::<Result<_, _>>()?;
+    let mut out = Vec::new();
+    match attention {
+        Attention::Dp => {
+            if !ids {
+                return Err(BalanceError::new("token_id", "attention-DP scheduling (Algorithm 2) looks requests up in the token table: every token needs a token_id"));
+            }
+            let prof = Profile::build(profile, experts, layers)?;
+            let reqs = requests(profile);
+            let units: Vec<Unit> = reqs
+                .iter()
+                .map(|(_, toks)| {
+                    let mut act = vec![vec![0.0; experts as usize]; nl];
+                    for &i in toks {
+                        for (l, a) in act.iter_mut().enumerate() {
+                            for (e, p) in prof.confidence(l, profile[i].token_id.unwrap_or_default()).into_iter().flatten() {
+                                a[e as usize] += p;
+                            }
+                        }
+                    }
+                    Unit { weight: toks.len() as f64, act }
+                })
+                .collect();
+            let cc = co_cluster(&units, experts, layers, devices, cfg)?;
+            let unit_tokens: Vec<Vec<u32>> = reqs.iter().map(|(_, toks)| toks.iter().map(|&i| profile[i].token_id.unwrap_or_default()).collect()).collect();
+            let table = TokenDevTable::from_units(&unit_tokens, &cc.unit_dev, devices)?;
+            let ereqs = requests(eval);
+            for kind in PlacementKind::ALL {
+                let ep = match kind {
+                    PlacementKind::RoundRobin => rr.clone(),
+                    PlacementKind::LoadOnly => lo.clone(),
+                    PlacementKind::SemMoe => cc.expert_dev.clone(),
+                };
+                // Baselines: the same masked scheduler with zero scores = round-robin.
+                let mut sched = DpScheduler::new(devices)?;
+                let mut token_dev = vec![Vec::new(); eval.len()];
+                for (_, toks) in &ereqs {
+                    let s = match kind {
+                        PlacementKind::SemMoe => table.request_score(&toks.iter().map(|&i| eval[i].token_id.unwrap_or_default()).collect::<Vec<_>>()),
+                        _ => vec![0.0; devices as usize],
+                    };
+                    let d = sched.schedule(&s);
+                    for &i in toks {
+                        token_dev[i] = vec![d; nl];
+                    }
+                }
+                let mut o = Outcome { kind, expert_dev: ep, token_dev, local: 0, total: 0, lar_per_layer: Vec::new(), device_tokens: Vec::new() };
+                score(&mut o, eval, devices);
+                out.push(o);
+            }
+        }
+        Attention::Tp { tp_batch } => {
+            if tp_batch == 0 {
+                return Err(BalanceError::new("tp_batch", "at least one token per batch"));
+            }
+            // Sem-MoE per layer: Algorithm 1 with tokens as the units (distinct token ids
+            // with their profiled counts; without ids, every profiled occurrence).
+            let prof = if ids { Some(Profile::build(profile, experts, layers)?) } else { None };
+            let mut sem: Placement = Vec::with_capacity(nl);
+            let mut t_tables: Vec<BTreeMap<u32, (u32, f64)>> = Vec::with_capacity(nl);
+            for l in 0..nl {
+                let units: Vec<Unit> = match &prof {
+                    Some(p) => p.counts[l]
+                        .iter()
+                        .zip(&p.freq)
+                        .map(|(row, &f)| {
+                            let mut a = vec![0.0; experts as usize];
+                            for &(e, c) in row {
+                                a[e as usize] = c as f64;
+                            }
+                            Unit { weight: f as f64, act: vec![a] }
+                        })
+                        .collect(),
+                    None => profile
+                        .iter()
+                        .map(|t| {
+                            let mut a = vec![0.0; experts as usize];
+                            for &e in &t.layers[l] {
+                                a[e as usize] = 1.0;
+                            }
+                            Unit { weight: 1.0, act: vec![a] }
+                        })
+                        .collect(),
+                };
+                let cc = co_cluster(&units, experts, 1, devices, &SemMoeCfg { seed: cfg.seed.wrapping_add(l as u64), ..cfg.clone() })?;
+                let place = cc.expert_dev.into_iter().next().unwrap_or_default();
+                let mut tt = BTreeMap::new();
+                if let Some(p) = &prof {
+                    for (&tok, &row) in &p.rows {
+                        let d = cc.unit_dev[row];
+                        let conf = p.confidence(l, tok).into_iter().flatten().filter(|&(e, _)| place[e as usize] == d).map(|(_, x)| x).sum();
+                        tt.insert(tok, (d, conf));
+                    }
+                }
+                sem.push(place);
+                t_tables.push(tt);
+            }
+            let routing: Vec<&[Vec<u16>]> = profile.iter().map(|t| t.layers.as_slice()).collect();
+            let ngram = NGramTable::build(&routing, &sem, devices, cfg.lookback)?;
+            for kind in PlacementKind::ALL {
+                let ep = match kind {
+                    PlacementKind::RoundRobin => rr.clone(),
+                    PlacementKind::LoadOnly => lo.clone(),
+                    PlacementKind::SemMoe => sem.clone(),
+                };
+                let mut token_dev = vec![vec![0u32; nl]; eval.len()];
+                for start in (0..eval.len()).step_by(tp_batch as usize) {
+                    let batch = start..(start + tp_batch as usize).min(eval.len());
+                    let n = batch.len();
+                    // Default (no shuffle): the reduce-scatter chunk of the token's position.
+                    let plain: Vec<u32> = rank_of_tokens(&(0..n).collect::<Vec<_>>(), devices);
+                    let mut hist: Vec<Vec<u32>> = vec![Vec::with_capacity(nl); n];
+                    for l in 0..nl {
+                        let ranks = match kind {
+                            PlacementKind::SemMoe => {
+                                let pred: Vec<u32> = (0..n)
+                                    .map(|j| {
+                                        let t = &eval[start + j];
+                                        let tl = t.token_id.and_then(|id| t_tables[l].get(&id).copied());
+                                        choose_device(tl, ngram.lookup(l, &hist[j]), plain[j])
+                                    })
+                                    .collect();
+                                rank_of_tokens(&rebatch(&pred, devices)?, devices)
+                            }
+                            _ => plain.clone(),
+                        };
+                        for j in 0..n {
+                            token_dev[start + j][l] = ranks[j];
+                            // After the gate, the token's selected device is known: the history.
+                            hist[j].push(majority_device(&eval[start + j].layers[l], &ep[l], devices));
+                        }
+                    }
+                }
+                let mut o = Outcome { kind, expert_dev: ep, token_dev, local: 0, total: 0, lar_per_layer: Vec::new(), device_tokens: Vec::new() };
+                score(&mut o, eval, devices);
+                out.push(o);
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -834,6 +1101,34 @@ mod tests {
         let u = Unit { weight: 1.0, act: vec![vec![1.0; 3]] };
         assert_eq!(co_cluster(&[u], 8, 1, 2, &SemMoeCfg::default()).unwrap_err().field, "units");
         assert_eq!(lpt_layer(&[1.0, f64::NAN], 2).unwrap_err().field, "loads");
+    }
+
+    /// A scenario with token–expert affinity: Sem-MoE's held-out LAR beats round-robin's
+    /// under both attention modes; DP without token ids is refused naming `token_id`.
+    #[test]
+    fn evaluate_scenario_beats_round_robin() {
+        use crate::scenario::{generate_scenario, ScenarioCfg};
+        let sc = ScenarioCfg { experts: 32, top_k: 4, layers: 2, tokens_per_iter: 64, iters: 24, affinity: 0.8, clusters: 16, vocab: 4000, ..Default::default() };
+        let tr = generate_scenario(&sc).unwrap();
+        let its = tr.iterations();
+        let split = its[12].1.start;
+        let (p, e) = tr.tokens.split_at(split);
+        for att in [Attention::Dp, Attention::Tp { tp_batch: 64 }] {
+            let o = evaluate(p, e, 32, 2, 4, att, &SemMoeCfg::default()).unwrap();
+            assert_eq!(o.len(), 3);
+            let (rr, sm) = (o[0].lar(), o[2].lar());
+            assert!(sm > rr, "{att:?}: sem-moe {sm} vs round-robin {rr}");
+            assert_eq!(o[2].total, e.len() as u64 * 2 * 4);
+            // Deterministic.
+            assert_eq!(evaluate(p, e, 32, 2, 4, att, &SemMoeCfg::default()).unwrap(), o);
+        }
+        let mut q = p.to_vec();
+        q[0].token_id = None;
+        assert_eq!(evaluate(&q, e, 32, 2, 4, Attention::Dp, &SemMoeCfg::default()).unwrap_err().field, "token_id");
+        // TP without ids runs on the 2-gram table alone.
+        let strip = |v: &[TraceToken]| v.iter().map(|t| TraceToken { token_id: None, ..t.clone() }).collect::<Vec<_>>();
+        let o = evaluate(&strip(p), &strip(e), 32, 2, 4, Attention::Tp { tp_batch: 64 }, &SemMoeCfg::default()).unwrap();
+        assert!(o[2].lar() > 0.0);
     }
 
     fn units_strategy() -> impl Strategy<Value = (Vec<Unit>, u32, u32, u32)> {
