@@ -9,6 +9,7 @@ mod pe;
 mod plot;
 mod regress;
 mod run;
+mod semmoe;
 mod sweep;
 mod trace;
 mod wafer;
@@ -56,6 +57,8 @@ pub enum Cmd {
     Wafer(Box<wafer::WaferArgs>),
     /// DeepSeek's expert-parallel load balancer (EPLB) on per-layer expert loads: replicas and placement.
     Eplb(eplb::EplbArgs),
+    /// Sem-MoE token-expert co-scheduling vs round-robin and load-only placement: local activation rate, then measured on the wafer mesh.
+    Semmoe(Box<semmoe::SemMoeArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -72,6 +75,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Sweep(a) => sweep::run(a),
         Cmd::Wafer(a) => wafer::run(*a),
         Cmd::Eplb(a) => eplb::run(a),
+        Cmd::Semmoe(a) => semmoe::run(*a),
     }
 }
 

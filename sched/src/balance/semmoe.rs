@@ -486,9 +486,13 @@ pub fn co_cluster(units: &[Unit], experts: u32, layers: u32, devices: u32, cfg: 
 // Token tables
 // ---------------------------------------------------------------------------------------
 
-/// The token-to-device table `T` with its confidence `T_p`: per token id, the share of its
-/// profiled occurrences per device (`p_matrix_tk_opt` normalized). `label` = argmax (ties:
-/// lower device), `conf` = that share.
+/// The token-to-expert-cluster table `T` with its confidence `T_p` (Algorithm 2/3 inputs):
+/// per profiled token id and device, the mean over `layers` of Pr(token's expert is on that
+/// device) = Σ over the device's experts of `C_p`. `lookup` gives the argmax device (ties:
+/// lower) and its probability. A token never profiled uses the **nearest profiled token id**
+/// (ties: the lower id) — our stand-in for the paper's nearest neighbour in embedding space;
+/// it is meaningful where neighbouring ids are semantically close (the scenario generator's
+/// contiguous token clusters), see docs/semmoe.md.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TokenDevTable {
     pub devices: u32,
@@ -496,42 +500,55 @@ pub struct TokenDevTable {
 }
 
 impl TokenDevTable {
-    /// From units' token ids (`unit_tokens[u]`) and their devices (Algorithm 1 lines 54–55:
-    /// "count the tokens per request", argmax with values).
-    pub fn from_units(unit_tokens: &[Vec<u32>], unit_dev: &[u32], devices: u32) -> Result<Self, BalanceError> {
+    /// From the profile's confidence table and a placement, over `layers` (a range of the
+    /// placement's layers; DP uses all of them since a request stays on one device).
+    pub fn from_placement(p: &Profile, placement: &Placement, layers: std::ops::Range<usize>, devices: u32) -> Result<Self, BalanceError> {
         check_devices(devices)?;
-        if unit_tokens.len() != unit_dev.len() {
-            return Err(BalanceError::new("unit_dev", format!("{} devices for {} units", unit_dev.len(), unit_tokens.len())));
+        if layers.is_empty() || layers.end > placement.len() || layers.end > p.layers as usize {
+            return Err(BalanceError::new("layers", format!("{layers:?} outside the {} placed layers", placement.len())));
         }
-        let mut rows: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for (toks, &c) in unit_tokens.iter().zip(unit_dev) {
-            if c >= devices {
-                return Err(BalanceError::new("unit_dev", format!("device {c} outside 0..{devices}")));
+        let nl = layers.len() as f64;
+        let mut rows = BTreeMap::new();
+        for &tok in p.rows.keys() {
+            let mut r = vec![0.0; devices as usize];
+            for l in layers.clone() {
+                for (e, x) in p.confidence(l, tok).into_iter().flatten() {
+                    if let Some(y) = placement[l].get(e as usize).and_then(|&d| r.get_mut(d as usize)) {
+                        *y += x / nl;
+                    }
+                }
             }
-            for &t in toks {
-                rows.entry(t).or_insert_with(|| vec![0.0; devices as usize])[c as usize] += 1.0;
-            }
-        }
-        for r in rows.values_mut() {
-            let s: f64 = r.iter().sum();
-            r.iter_mut().for_each(|x| *x /= s);
+            rows.insert(tok, r);
         }
         Ok(TokenDevTable { devices, rows })
     }
 
-    /// (label, confidence) of a token; `None` if never profiled.
+    /// The row of a token: its own, else the nearest profiled id's.
+    pub fn row(&self, token_id: u32) -> Option<&Vec<f64>> {
+        if let Some(r) = self.rows.get(&token_id) {
+            return Some(r);
+        }
+        let below = self.rows.range(..token_id).next_back();
+        let above = self.rows.range(token_id..).next();
+        match (below, above) {
+            (Some((b, rb)), Some((a, ra))) => Some(if token_id - b <= a - token_id { rb } else { ra }),
+            (Some((_, r)), None) | (None, Some((_, r))) => Some(r),
+            (None, None) => None,
+        }
+    }
+
+    /// (device, confidence) of a token; `None` if the table is empty.
     pub fn lookup(&self, token_id: u32) -> Option<(u32, f64)> {
-        let r = self.rows.get(&token_id)?;
+        let r = self.row(token_id)?;
         let i = argmax_by(r.len(), |i| Some(r[i]))?;
         Some((i as u32, r[i]))
     }
 
-    /// Algorithm 2 line 3: `sum(T[R, :], dim=0)` over a request's token ids (unknown tokens
-    /// add nothing: we have no embedding space for the paper's nearest-neighbour fallback).
+    /// Algorithm 2 line 3: `sum(T[R, :], dim=0)` over a request's token ids.
     pub fn request_score(&self, tokens: &[u32]) -> Vec<f64> {
         let mut s = vec![0.0; self.devices as usize];
-        for t in tokens {
-            if let Some(r) = self.rows.get(t) {
+        for &t in tokens {
+            if let Some(r) = self.row(t) {
                 for (x, y) in s.iter_mut().zip(r) {
                     *x += y;
                 }
@@ -891,8 +908,7 @@ pub fn evaluate(profile: &[TraceToken], eval: &[TraceToken], experts: u32, layer
                 })
                 .collect();
             let cc = co_cluster(&units, experts, layers, devices, cfg)?;
-            let unit_tokens: Vec<Vec<u32>> = reqs.iter().map(|(_, toks)| toks.iter().map(|&i| profile[i].token_id.unwrap_or_default()).collect()).collect();
-            let table = TokenDevTable::from_units(&unit_tokens, &cc.unit_dev, devices)?;
+            let table = TokenDevTable::from_placement(&prof, &cc.expert_dev, 0..nl, devices)?;
             let ereqs = requests(eval);
             for kind in PlacementKind::ALL {
                 let ep = match kind {
@@ -926,7 +942,6 @@ pub fn evaluate(profile: &[TraceToken], eval: &[TraceToken], experts: u32, layer
             // with their profiled counts; without ids, every profiled occurrence).
             let prof = if ids { Some(Profile::build(profile, experts, layers)?) } else { None };
             let mut sem: Placement = Vec::with_capacity(nl);
-            let mut t_tables: Vec<BTreeMap<u32, (u32, f64)>> = Vec::with_capacity(nl);
             for l in 0..nl {
                 let units: Vec<Unit> = match &prof {
                     Some(p) => p.counts[l]
@@ -953,19 +968,14 @@ pub fn evaluate(profile: &[TraceToken], eval: &[TraceToken], experts: u32, layer
                 };
                 let cc = co_cluster(&units, experts, 1, devices, &SemMoeCfg { seed: cfg.seed.wrapping_add(l as u64), ..cfg.clone() })?;
                 let place = cc.expert_dev.into_iter().next().unwrap_or_default();
-                let mut tt = BTreeMap::new();
-                if let Some(p) = &prof {
-                    for (&tok, &row) in &p.rows {
-                        let d = cc.unit_dev[row];
-                        let conf = p.confidence(l, tok).into_iter().flatten().filter(|&(e, _)| place[e as usize] == d).map(|(_, x)| x).sum();
-                        tt.insert(tok, (d, conf));
-                    }
-                }
                 sem.push(place);
-                t_tables.push(tt);
             }
             let routing: Vec<&[Vec<u16>]> = profile.iter().map(|t| t.layers.as_slice()).collect();
             let ngram = NGramTable::build(&routing, &sem, devices, cfg.lookback)?;
+            let t_tables: Vec<TokenDevTable> = match &prof {
+                Some(p) => (0..nl).map(|l| TokenDevTable::from_placement(p, &sem, l..l + 1, devices)).collect::<Result<_, _>>()?,
+                None => Vec::new(),
+            };
             for kind in PlacementKind::ALL {
                 let ep = match kind {
                     PlacementKind::RoundRobin => rr.clone(),
@@ -985,7 +995,7 @@ pub fn evaluate(profile: &[TraceToken], eval: &[TraceToken], experts: u32, layer
                                 let pred: Vec<u32> = (0..n)
                                     .map(|j| {
                                         let t = &eval[start + j];
-                                        let tl = t.token_id.and_then(|id| t_tables[l].get(&id).copied());
+                                        let tl = t.token_id.and_then(|id| t_tables.get(l)?.lookup(id));
                                         choose_device(tl, ngram.lookup(l, &hist[j]), plain[j])
                                     })
                                     .collect();
@@ -1031,6 +1041,14 @@ mod tests {
         bad[1].token_id = None;
         assert_eq!(Profile::build(&bad, 4, 1).unwrap_err().field, "token_id");
         assert_eq!(Profile::build(&t, 2, 1).unwrap_err().field, "layers");
+        // T from a placement: token 5 has 3/4 of its mass on device 0 (experts 0, 1).
+        let tab = TokenDevTable::from_placement(&p, &vec![vec![0, 0, 1, 1]], 0..1, 2).unwrap();
+        assert_eq!(tab.lookup(5), Some((0, 0.75)));
+        assert_eq!(tab.lookup(3), Some((0, 0.5)));
+        // Unknown ids: the nearest profiled id (ties: the lower).
+        assert_eq!(tab.lookup(4), tab.lookup(3));
+        assert_eq!(tab.lookup(100), tab.lookup(5));
+        assert_eq!(tab.request_score(&[5, 5]), vec![1.5, 0.5]);
     }
 
     #[test]
