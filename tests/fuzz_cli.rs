@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "semmoe", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -104,6 +104,8 @@ const SEEDS: &[&str] = &[
     "wave check @D/ok.vcd",
     "eplb --weights @D/w.json --replicas 16 --groups 4 --nodes 2 --devices 8 --json @D/out/e.json --quiet",
     "eplb --weights @D/w.json --replicas 12 --devices 4",
+    "semmoe --model olmoe --devices 4 --iters 8 --tokens-per-iter 32 --layers 2 --json @D/out/s.json --quiet",
+    "semmoe --model olmoe --trace @D/warp.jsonl --devices 4 --attention tp --tp-batch 8",
     "--help",
     "--version",
     "noc --help",
@@ -254,6 +256,16 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             &[
                 ("--weights", &["@D/w.json", "@D/ragged.json", "@D/missing.json", "@D/file", "@D/t.jsonl", "@D"]),
                 ("--replicas", NUMS), ("--groups", NUMS), ("--nodes", NUMS), ("--devices", NUMS), ("--json", OUT),
+            ],
+            &["--quiet", "--help"],
+        ),
+        "semmoe" => (
+            &[
+                ("--model", &["qwen3-30b-a3b", "qwen3-30b", "olmoe-1b-7b", "functional", "mixtral-8x22b", "gpt-5", ""]),
+                ("--devices", NUMS), ("--attention", &["auto", "dp", "tp", "x"]),
+                ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]), ("--seed", NUMS), ("--iters", NUMS),
+                ("--tokens-per-iter", NUMS), ("--layers", NUMS), ("--affinity", FRACS), ("--profile-iters", NUMS), ("--tp-batch", NUMS),
+                ("--mesh-batches", NUMS), ("--mesh-layers", NUMS), ("--micro-batches", NUMS), ("--json", OUT),
             ],
             &["--quiet", "--help"],
         ),
@@ -450,6 +462,22 @@ fn bound(args: Vec<String>) -> Vec<String> {
             for i in value_after(&a, flag).collect::<Vec<_>>() {
                 if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
                     a[i] = (v % max + 1).to_string();
+                }
+            }
+        }
+    }
+    if sub == "semmoe" {
+        // The default workload is a full Qwen3 (48 layers, 64 x 256 tokens, ~3 s): keep the
+        // scenario and the mesh small; invalid values stay for the CLI to refuse.
+        for (flag, val) in [("--layers", "2"), ("--iters", "8"), ("--tokens-per-iter", "32")] {
+            if !a.iter().any(|x| x == flag) {
+                a.extend([flag.to_string(), val.to_string()]);
+            }
+        }
+        for (flag, max) in [("--layers", 4), ("--iters", 16), ("--tokens-per-iter", 64), ("--devices", 16), ("--mesh-batches", 2), ("--tp-batch", 64)] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
+                    a[i] = (v % max + 2).to_string();
                 }
             }
         }
