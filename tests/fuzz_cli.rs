@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "gps", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "gps", "semmoe", "balance", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -109,6 +109,8 @@ const SEEDS: &[&str] = &[
     "eplb --weights @D/w.json --replicas 12 --devices 4",
     "gps --skew 1.2,2.2 --tokens 32 --warmup 2 --iters 1 --accuracy 0.5,0.9 --json @D/out/g.json --vcd @D/out/g.vcd --quiet",
     "gps --trace @D/t.jsonl --model mixtral-8x22b --bandwidth slow,100 --error-model pessimistic --tokens 8 --quiet",
+    "semmoe --model olmoe --devices 4 --iters 8 --tokens-per-iter 32 --layers 2 --json @D/out/s.json --quiet",
+    "semmoe --model olmoe --trace @D/warp.jsonl --devices 4 --attention tp --tp-batch 8",
     "gps --skew 1.6 --wafer 2x2 --tokens 16 --accuracy 1 --error-model optimistic --overhead 1.4:0.003:4.6,2:0.0015:4.6 --spare-slots 0 --window 2",
     "--help",
     "--version",
@@ -272,6 +274,16 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--seed", NUMS), ("--wafer", &["4x2", "2x2", "2x1", "1x1", "3x3", "8x8", "9x1", "0x4", "x"]), ("--tokens", NUMS), ("--warmup", NUMS),
                 ("--iters", NUMS), ("--window", NUMS), ("--spare-slots", NUMS), ("--overhead", &["1.4:0.003:4.6", "1:0.1:1e308", "2:1:1,1:1:1", "1:-1:1", "x", "1:2"]),
                 ("--json", OUT), ("--vcd", OUT),
+            ],
+            &["--quiet", "--help"],
+        ),
+        "semmoe" => (
+            &[
+                ("--model", &["qwen3-30b-a3b", "qwen3-30b", "olmoe-1b-7b", "functional", "mixtral-8x22b", "gpt-5", ""]),
+                ("--devices", NUMS), ("--attention", &["auto", "dp", "tp", "x"]),
+                ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]), ("--seed", NUMS), ("--iters", NUMS),
+                ("--tokens-per-iter", NUMS), ("--layers", NUMS), ("--affinity", FRACS), ("--profile-iters", NUMS), ("--tp-batch", NUMS),
+                ("--mesh-batches", NUMS), ("--mesh-layers", NUMS), ("--micro-batches", NUMS), ("--json", OUT),
             ],
             &["--quiet", "--help"],
         ),
@@ -502,6 +514,22 @@ fn bound(args: Vec<String>) -> Vec<String> {
         }
         if !a.iter().any(|x| x == "--skew" || x == "--trace") {
             a.extend(["--skew".to_string(), "1.4".to_string()]);
+        }
+    }
+    if sub == "semmoe" {
+        // The default workload is a full Qwen3 (48 layers, 64 x 256 tokens, ~3 s): keep the
+        // scenario and the mesh small; invalid values stay for the CLI to refuse.
+        for (flag, val) in [("--layers", "2"), ("--iters", "8"), ("--tokens-per-iter", "32")] {
+            if !a.iter().any(|x| x == flag) {
+                a.extend([flag.to_string(), val.to_string()]);
+            }
+        }
+        for (flag, max) in [("--layers", 4), ("--iters", 16), ("--tokens-per-iter", 64), ("--devices", 16), ("--mesh-batches", 2), ("--tp-batch", 64)] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
+                    a[i] = (v % max + 2).to_string();
+                }
+            }
         }
     }
     if sub == "regress" && !a.iter().any(|x| x == "--list") {

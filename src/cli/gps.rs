@@ -36,7 +36,7 @@ use sched::wafer::dispatch::A2aXfer;
 use sched::wafer::{expert_hosts, MappingKind};
 use serde::Serialize;
 
-use super::wafer::{check_fits, mapping_ctrl, run_program};
+use super::wafer::{check_fits, run_mapping_ctrl, run_program};
 use super::{check_writable, ensure_parent, CliResult};
 
 /// Flit size of the gps system: small enough that a PCIe-class link (32 B/cycle at 1 GHz)
@@ -423,7 +423,7 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
     // --- The system: one config per bandwidth (checked before the first run).
     let cfgs: Vec<WaferCfg> = bws.iter().map(|b| gps_cfg(cols, rows, tokens, b, a.seed)).collect::<CliResult<_>>()?;
     check_fits(&cfgs[0], &model)?;
-    let (mp, map_cycles) = mapping_ctrl(&cfgs[0]).map_err(|e| format!("--wafer {}: {e}", a.wafer))?;
+    let (mp, map_cycles) = run_mapping_ctrl(&cfgs[0]).map_err(|e| format!("--wafer {}: {e}", a.wafer))?;
     let hosts = expert_hosts(model.experts, dies);
     let mut initial = vec![Vec::new(); dies as usize];
     for (e, hs) in hosts.iter().enumerate() {
@@ -495,7 +495,7 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
     // --- Cycle-level runs.
     let run = |c: &WaferCfg, plan: &[A2aXfer], predict: u64| -> CliResult<WaferResult> {
         let prog = build_planned(c, &model, &mp, vec![plan.to_vec()], &LayerOpts { predict_cycles: predict });
-        Ok(run_program(c, &mp, map_cycles, prog, 1, true, false, None)?.0)
+        run_program(c, &mp, map_cycles, &prog, 1, true, false, None)
     };
     let net = |p: &[A2aXfer]| p.iter().filter(|x| x.src != x.dst).count() as u64;
     let mut points = Vec::new();

@@ -11,6 +11,7 @@ mod pe;
 mod plot;
 mod regress;
 mod run;
+mod semmoe;
 mod sweep;
 mod trace;
 mod wafer;
@@ -63,6 +64,8 @@ pub enum Cmd {
     /// MoE-GPS: which expert-prediction strategy (none, Distribution-Only, Token-to-Expert) wins
     /// where, over skewness and link bandwidth, on the cycle-level wafer system.
     Gps(Box<gps::GpsArgs>),
+    /// Sem-MoE token-expert co-scheduling vs round-robin and load-only placement: local activation rate, then measured on the wafer mesh.
+    Semmoe(Box<semmoe::SemMoeArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -81,6 +84,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Eplb(a) => eplb::run(a),
         Cmd::Balance(a) => balance::run(*a),
         Cmd::Gps(a) => gps::run(*a),
+        Cmd::Semmoe(a) => semmoe::run(*a),
     }
 }
 

@@ -162,26 +162,26 @@ pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: 
     }
 }
 
-/// The mapping controller (CL) decides the tables the collective engines run on: the mapping
+/// The mapping controller's (CL) decision for `c`: the tables the collective engines run on,
 /// and the cycles it took.
-pub fn mapping_ctrl(c: &WaferCfg) -> CliResult<(Mapping, u64)> {
+pub fn run_mapping_ctrl(c: &WaferCfg) -> CliResult<(Mapping, u64)> {
     let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
     Ok(ctrl.run())
 }
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.
 pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool, functional: bool, wave: Option<(&Path, waves::WaveFormat)>) -> CliResult<(WaferResult, LayerProgram)> {
-    let (mp, map_cycles) = mapping_ctrl(c)?;
+    let (mp, map_cycles) = run_mapping_ctrl(c)?;
     let prog = build(c, m, &mp, routing);
-    run_program(c, &mp, map_cycles, prog, threads, ff, functional, wave)
+    let r = run_program(c, &mp, map_cycles, &prog, threads, ff, functional, wave)?;
+    Ok((r, prog))
 }
 
-/// Runs a built layer program on the wafer (waveforms and functional check as asked): the
-/// shared part of every wafer run, whoever decided the program (`run_one`'s default placement,
-/// `gps`'s predicted placements).
+/// Runs a built layer program on the wafer (optionally writing waveforms and checking the
+/// functional payloads) and summarizes it.
 #[allow(clippy::too_many_arguments)]
-pub fn run_program(c: &WaferCfg, mp: &Mapping, map_cycles: u64, prog: LayerProgram, threads: usize, ff: bool, functional: bool, wave: Option<(&Path, waves::WaveFormat)>) -> CliResult<(WaferResult, LayerProgram)> {
-    let mut w = Wafer::new_with(c, &prog, threads, functional).map_err(|e| e.to_string())?;
+pub fn run_program(c: &WaferCfg, mp: &Mapping, map_cycles: u64, prog: &LayerProgram, threads: usize, ff: bool, functional: bool, wave: Option<(&Path, waves::WaveFormat)>) -> CliResult<WaferResult> {
+    let mut w = Wafer::new_with(c, prog, threads, functional).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let run = match wave {
         Some((path, fmt)) => {
@@ -195,13 +195,13 @@ pub fn run_program(c: &WaferCfg, mp: &Mapping, map_cycles: u64, prog: LayerProgr
         None => w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?,
     };
     let wall = t0.elapsed().as_secs_f64();
-    let mut r = WaferResult::new(c, mp, &prog, &run, wall);
+    let mut r = WaferResult::new(c, mp, prog, &run, wall);
     r.mapping_controller_cycles = map_cycles;
     if functional {
-        let rep = hw::wafer::functional::check(&prog, &w).map_err(|e| format!("functional check failed ({} mapping): {e}", c.mapping.name()))?;
+        let rep = hw::wafer::functional::check(prog, &w).map_err(|e| format!("functional check failed ({} mapping): {e}", c.mapping.name()))?;
         r.functional = Some(rep);
     }
-    Ok((r, prog))
+    Ok(r)
 }
 
 pub fn run(a: WaferArgs) -> CliResult<ExitCode> {

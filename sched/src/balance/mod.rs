@@ -5,6 +5,8 @@
 //!   `eplb.py`: the baseline the wafer's NI-Balancer is compared against.
 //! * [`ni`] — MoEntwine's NI-Balancer: Eq. 2 trigger, Algorithm 1, migration steps.
 //! * [`gps`] — MoE-GPS: predictors, error models, expert duplication.
+//! * [`semmoe`] — Sem-MoE: token tables, co-clustering, request scheduling, token re-batching
+//!   (`docs/semmoe.md`).
 //!
 //! The reading of the algorithms is written down in `docs/balance.md`.
 
@@ -12,6 +14,7 @@ pub mod eplb;
 pub mod gps;
 pub mod gps_workload;
 pub mod ni;
+pub mod semmoe;
 
 /// An input a balancer or predictor refuses (never a panic): `field` names the offending
 /// argument or config field. NI-Balancer and MoE-GPS report through this one type.
