@@ -2,7 +2,7 @@
 # Fuzz every target for N cases each (the release bar: N = 100000; docs/reliability.md
 # records the last run).
 #   scripts/fuzz.sh 100000                 every target
-#   scripts/fuzz.sh 100000 vcd fst trace   only these (vcd fst toml trace pkgcfg wafercfg scenariocfg cli)
+#   scripts/fuzz.sh 100000 vcd fst trace   only these (vcd fst toml trace pkgcfg wafercfg scenariocfg balancecfg cli)
 #   FUZZ_CLI_CASES=20000 scripts/fuzz.sh 100000   fewer cases for the CLI target (each case
 #                                          spawns the binary: ~10 ms per case)
 # In-process targets: testbenches/tests/fuzz.rs; the CLI target: tests/fuzz_cli.rs. Both run
@@ -13,14 +13,14 @@ cd "$(dirname "$0")/.."
 N="${1:-2000}"
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(vcd fst toml trace pkgcfg wafercfg scenariocfg cli); fi
+if [ ${#targets[@]} -eq 0 ]; then targets=(vcd fst toml trace pkgcfg wafercfg scenariocfg balancecfg cli); fi
 inproc=()
 cli=0
 for t in "${targets[@]}"; do
   case "$t" in
     cli) cli=1 ;;
-    vcd|fst|toml|trace|pkgcfg|wafercfg|scenariocfg) inproc+=("fuzz_$t") ;;
-    *) echo "unknown target $t (vcd fst toml trace pkgcfg wafercfg scenariocfg cli)" >&2; exit 2 ;;
+    vcd|fst|toml|trace|pkgcfg|wafercfg|scenariocfg|balancecfg) inproc+=("fuzz_$t") ;;
+    *) echo "unknown target $t (vcd fst toml trace pkgcfg wafercfg scenariocfg balancecfg cli)" >&2; exit 2 ;;
   esac
 done
 status=0

@@ -56,7 +56,7 @@ const TOKENS: &[&[u8]] = &[
     b"uniform", b"transpose", b"bitcomp", b"hotspot", b"bogus", b"0,1,2,3", b"99", b"8x8", b"0x8", b"4294967296x1", b"os", b"ws",
     b"scalesim", b"double-buffered", b"warp", b"counts", b"olmoe", b"mixtral", b"noc", b"issue", b"1/2", b"0/2", b"3/2",
     // paths (@D = scratch directory)
-    b"@D/small.toml", b"@D/hot.toml", b"@D/bad.toml", b"@D/scenario.toml", b"@D/grid.toml", b"@D/badgrid.toml", b"@D/missing.toml", b"@D/ok.vcd", b"@D/ok2.vcd", b"@D/ok.fst",
+    b"@D/small.toml", b"@D/bal.toml", b"@D/hot.toml", b"@D/bad.toml", b"@D/scenario.toml", b"@D/grid.toml", b"@D/badgrid.toml", b"@D/missing.toml", b"@D/ok.vcd", b"@D/ok2.vcd", b"@D/ok.fst",
     b"@D/undeclared.vcd", b"@D/badvalue.vcd", b"@D/huge.fst", b"@D/t.jsonl", b"@D/warp.jsonl", b"@D/counts.csv", b"@D/out/x.json",
     b"@D/out/x.vcd", b"@D/out/x.fst", b"@D/out/x.svg", b"@D/out/x.xml", b"@D/out/v", b"@D/file/sub/x.json", b"@D", b"/proc/1/mem",
     b"/dev/null", b"@D/out",
@@ -109,6 +109,9 @@ const SEEDS: &[&str] = &[
     "eplb --weights @D/w.json --replicas 12 --devices 4",
     "gps --skew 1.2,2.2 --tokens 32 --warmup 2 --iters 1 --accuracy 0.5,0.9 --json @D/out/g.json --vcd @D/out/g.vcd --quiet",
     "gps --trace @D/t.jsonl --model mixtral-8x22b --bandwidth slow,100 --error-model pessimistic --tokens 8 --quiet",
+    "balance --iters 3 --tokens-per-group 32 --balancer none,eplb,topo,topo-ni --json @D/out/b.json --vcd @D/out/b.vcd --quiet",
+    "balance --trace @D/t.jsonl --model mixtral-8x22b --wafer 2x2 --tp 2 --iters 2 --tokens-per-group 16 --balancer topo-ni --shadow-slots 1 --alpha 0",
+    "balance --scenario math --wafer 4x2 --tp 2 --iters 2 --tokens-per-group 16 --mapping baseline --balancer none,topo --warmup 1 --period 2",
     "semmoe --model olmoe --devices 4 --iters 8 --tokens-per-iter 32 --layers 2 --json @D/out/s.json --quiet",
     "semmoe --model olmoe --trace @D/warp.jsonl --devices 4 --attention tp --tp-batch 8",
     "gps --skew 1.6 --wafer 2x2 --tokens 16 --accuracy 1 --error-model optimistic --overhead 1.4:0.003:4.6,2:0.0015:4.6 --spare-slots 0 --window 2",
@@ -141,6 +144,7 @@ fn fixtures(d: &Path) {
     w("bad.toml", b"[mesh]\nbogus = 1\n");
     w("w.json", b"[[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86], [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]");
     w("ragged.json", b"[[1, 2, 3], [4, 5]]");
+    w("bal.toml", b"shadow_slots = 1\nalpha = 0.1\nwindow_iters = 2\nchunk_flits = 16\nwarmup_iters = 1\n");
     w("wafer.toml", b"die_cols = 2\ndie_rows = 2\ntp = 2\ndp = 2\nmicro_batches = 2\nflit_bytes = 1024\n[router]\nvc_buf = 8\n[die]\nhbm_gb = 1000\n");
     w("pkg.toml", b"rows = 2\ncols = 2\nmicro_slices = 4\n[pe]\nrows = 8\ncols = 8\n[sim]\nwatchdog_cycles = 20000\n");
     // A sweep grid of four functional points (a [[grid]] block with a table-valued axis).
@@ -274,6 +278,17 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--seed", NUMS), ("--wafer", &["4x2", "2x2", "2x1", "1x1", "3x3", "8x8", "9x1", "0x4", "x"]), ("--tokens", NUMS), ("--warmup", NUMS),
                 ("--iters", NUMS), ("--window", NUMS), ("--spare-slots", NUMS), ("--overhead", &["1.4:0.003:4.6", "1:0.1:1e308", "2:1:1,1:1:1", "1:-1:1", "x", "1:2"]),
                 ("--json", OUT), ("--vcd", OUT),
+            ],
+            &["--quiet", "--help"],
+        ),
+        "balance" => (
+            &[
+                ("--model", &["qwen3-235b", "deepseek-v3", "mixtral-8x22b", "olmoe-1b-7b", "functional", "gpt-5", ""]), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
+                ("--wafer", &["4x4", "2x2", "4x2", "1x1", "3x3", "8x8", "0x4", "x"]), ("--tp", NUMS), ("--dp", NUMS), ("--mapping", &["er", "baseline", "her", "x", ""]),
+                ("--scenario", &["mixed", "chat", "coding", "math", "privacy", "writing", "translation", "x", ""]), ("--period", NUMS), ("--skew", &["0", "1", "2.5", "16", "17", "-1", "nan"]),
+                ("--balancer", &["none", "eplb", "topo", "topo-ni", "none,eplb,topo,topo-ni", "topo-ni,topo-ni", "x", "", ","]), ("--iters", NUMS), ("--tokens-per-group", NUMS),
+                ("--micro-batches", NUMS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml"]), ("--balance-config", &["@D/bal.toml", "@D/bad.toml", "@D/missing.toml"]),
+                ("--shadow-slots", NUMS), ("--alpha", FRACS), ("--warmup", NUMS), ("--threads", NUMS), ("--json", OUT), ("--vcd", OUT), ("--fst", OUT),
             ],
             &["--quiet", "--help"],
         ),
@@ -514,6 +529,28 @@ fn bound(args: Vec<String>) -> Vec<String> {
         }
         if !a.iter().any(|x| x == "--skew" || x == "--trace") {
             a.extend(["--skew".to_string(), "1.4".to_string()]);
+        }
+    }
+    if sub == "balance" {
+        // The default is 100 iterations of 2048-token groups (~2 min): a few small ones.
+        for (flag, val) in [("--iters", "2"), ("--tokens-per-group", "16")] {
+            if !a.iter().any(|x| x == flag) {
+                a.extend([flag.to_string(), val.to_string()]);
+            }
+        }
+        for (flag, max) in [("--iters", 3), ("--tokens-per-group", 32), ("--micro-batches", 2), ("--threads", 2), ("--tp", 8), ("--dp", 8), ("--period", 8), ("--warmup", 4)] {
+            for i in value_after(&a, flag).collect::<Vec<_>>() {
+                if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
+                    a[i] = (v % max + 1).to_string();
+                }
+            }
+        }
+        for i in value_after(&a, "--wafer").collect::<Vec<_>>() {
+            if let Some((c, r)) = a[i].split_once('x').and_then(|(c, r)| Some((int(c)?, int(r)?))) {
+                if (c > 4 || r > 4) && c <= 64 && r <= 64 {
+                    a[i] = "4x4".into();
+                }
+            }
         }
     }
     if sub == "semmoe" {

@@ -335,6 +335,9 @@ const TARGETS: &[Target] = &[
             b"mapping = \"nosuch\"\n",
             b"[die]\nhbm_tbps = 0\n",
             b"[router]\nvcs = 13\n",
+            b"[router]\nvcs = 12\n",
+            b"migration_vc = true\n",
+            b"migration_idle_cycles = 4294967295\n",
             b"bogus = 1\n",
             b"0",
             b"9",
@@ -346,7 +349,64 @@ const TARGETS: &[Target] = &[
         mem_limit: MEM,
         known: &[],
     },
+    Target {
+        name: "balancecfg",
+        seeds: balance_configs,
+        tokens: &[
+            b"shadow_slots = 65\n",
+            b"shadow_slots = 0\n",
+            b"alpha = nan\n",
+            b"alpha = -1\n",
+            b"alpha = 1e308\n",
+            b"invasive_beta_cycles = 18446744073709551615\n",
+            b"window_iters = 0\n",
+            b"window_iters = 4294967295\n",
+            b"chunk_flits = 0\n",
+            b"chunk_flits = 1\n",
+            b"warmup_iters = 4294967295\n",
+            b"bogus = 1\n",
+            b"0",
+        ],
+        mutate: Some(mutate_lines),
+        check: balance_check,
+        multiline_ok: true,
+        time_limit: TIME,
+        mem_limit: MEM,
+        known: &[],
+    },
 ];
+
+fn balance_configs(_: &Path) -> Vec<Vec<u8>> {
+    use hw::wafer::balance::BalanceCfg;
+    let small = BalanceCfg { shadow_slots: 1, alpha: 0.0, window_iters: 1, chunk_flits: 4, warmup_iters: 1, ..BalanceCfg::default() };
+    let mut out: Vec<Vec<u8>> = [BalanceCfg::default(), small].iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
+    out.push(Vec::new());
+    out
+}
+
+/// Parse error, or a validate error naming a BalanceCfg field, or Ok — and then three
+/// iterations of a tiny 2×2 wafer under every balancer finish, the non-invasive one without
+/// stalls and every migration it started delivered or still in flight (never lost).
+fn balance_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
+    use hw::wafer::balance::{run_balance, BalanceCfg, BalancerKind};
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let b: BalanceCfg = toml::from_str(text).map_err(|e| e.to_string())?;
+    if let Err(e) = b.validate() {
+        return Err(refusal::<BalanceCfg>(&e.field.clone(), e));
+    }
+    let c = WaferCfg { die_cols: 2, die_rows: 2, tp: 2, dp: 2, tokens_per_group: 8, micro_batches: 1, ..WaferCfg::default() };
+    let model = sched::models::model_by_name("olmoe-1b-7b").unwrap();
+    let m = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
+    let routing: Vec<_> = (0..3).map(|i| sched::wafer::routing::generated_routing(&model, c.dp, c.tokens_per_group, 1.5, i).unwrap()).collect();
+    for k in BalancerKind::ALL {
+        let r = run_balance(&c, &model, &m, &b, k, &routing, 1, None, |_| {}).map_err(|e| e.to_string())?;
+        assert_eq!(r.iterations.len(), 3);
+        if k == BalancerKind::TopoNi {
+            assert_eq!(r.migration_stall_cycles, 0, "the non-invasive balancer stalled");
+        }
+    }
+    Ok(())
+}
 
 fn scenario_configs(_: &Path) -> Vec<Vec<u8>> {
     use sched::scenario::{Mix, ScenarioCfg};
@@ -440,6 +500,10 @@ fn fuzz_scenariocfg() {
 #[test]
 fn fuzz_wafercfg() {
     run("wafercfg");
+}
+#[test]
+fn fuzz_balancecfg() {
+    run("balancecfg");
 }
 
 // ----- the harness itself: each failure kind is caught and reported with its input

@@ -108,16 +108,16 @@ impl Default for BalanceCfg {
 impl BalanceCfg {
     pub fn validate(&self) -> Result<(), CfgError> {
         if self.shadow_slots > 64 {
-            return err("balance.shadow_slots", format!("{} above 64", self.shadow_slots));
+            return err("shadow_slots", format!("{} above 64", self.shadow_slots));
         }
         if !self.alpha.is_finite() || self.alpha < 0.0 {
-            return err("balance.alpha", format!("{} is not a finite value >= 0", self.alpha));
+            return err("alpha", format!("{} is not a finite value >= 0", self.alpha));
         }
         if self.window_iters == 0 || self.window_iters > 1000 {
-            return err("balance.window_iters", format!("{} outside 1..=1000", self.window_iters));
+            return err("window_iters", format!("{} outside 1..=1000", self.window_iters));
         }
         if self.chunk_flits == 0 || self.chunk_flits > 1 << 20 {
-            return err("balance.chunk_flits", format!("{} outside 1..=2^20", self.chunk_flits));
+            return err("chunk_flits", format!("{} outside 1..=2^20", self.chunk_flits));
         }
         Ok(())
     }
