@@ -13,7 +13,7 @@ use hw::wafer::WaferCfg;
 use sched::models::model_by_name;
 use sched::scenario::{generate_scenario, Mix, ScenarioCfg, SCENARIO_NAMES};
 use sched::trace::{load_trace, Trace};
-use sched::wafer::routing::trace_iteration_routing;
+use sched::wafer::routing::{trace_iteration_routing, trace_stream_routing};
 use sched::wafer::MappingKind;
 
 use super::wafer::{check_fits, wafer_cfg, WaferArgs};
@@ -111,8 +111,10 @@ fn balance_cfg(a: &BalanceArgs) -> CliResult<BalanceCfg> {
     Ok(b)
 }
 
-/// The workload: per iteration, `[group][token]` → top-k.
-fn workload(a: &BalanceArgs, c: &WaferCfg, m: &sched::models::ModelPreset, warmup: u32) -> CliResult<(Vec<Vec<Vec<Vec<u16>>>>, Option<Vec<f64>>)> {
+/// The workload: per iteration, `[group][token]` → top-k; the per-layer skewness of its
+/// source; how a trace was read.
+#[allow(clippy::type_complexity)]
+fn workload(a: &BalanceArgs, c: &WaferCfg, m: &sched::models::ModelPreset, warmup: u32) -> CliResult<(Vec<Vec<Vec<Vec<u16>>>>, Vec<f64>, &'static str)> {
     let trace: Trace = match &a.trace {
         Some(p) => load_trace(p).map_err(|e| e.to_string())?,
         None => {
@@ -147,10 +149,16 @@ fn workload(a: &BalanceArgs, c: &WaferCfg, m: &sched::models::ModelPreset, warmu
             generate_scenario(&s).map_err(|e| format!("--scenario: {e}"))?
         }
     };
-    let skew = a.trace.is_none().then(|| sched::scenario::layer_skewness(&trace));
+    let skew = sched::scenario::layer_skewness(&trace);
     let what = a.trace.as_ref().map_or("--scenario".to_string(), |p| format!("--trace {}", p.display()));
-    let routing = (0..a.iters as usize).map(|k| trace_iteration_routing(&trace, m, 0, k, c.dp, c.tokens_per_group).map_err(|e| format!("{what}: {e}"))).collect::<Result<Vec<_>, _>>()?;
-    Ok((routing, skew))
+    // A trace whose iterations each hold the tokens of a run iteration gives one per
+    // iteration; a smaller one (a decode trace: one token per iteration) is read as a stream.
+    let need = c.dp as usize * c.tokens_per_group as usize;
+    let stream = trace.iterations().iter().any(|(_, r)| r.len() < need);
+    let routing = (0..a.iters as usize)
+        .map(|k| if stream { trace_stream_routing(&trace, m, 0, k, c.dp, c.tokens_per_group) } else { trace_iteration_routing(&trace, m, 0, k, c.dp, c.tokens_per_group) }.map_err(|e| format!("{what}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((routing, skew, if stream { "stream" } else { "iterations" }))
 }
 
 pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
@@ -199,7 +207,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     if wave.is_some() && !kinds.contains(&BalancerKind::TopoNi) {
         return Err("--vcd/--fst: the waveform is of the non-invasive balancer; add topo-ni to --balancer".into());
     }
-    let (routing, skew) = workload(&a, &c, &model, bal.warmup_iters)?;
+    let (routing, skew, trace_mode) = workload(&a, &c, &model, bal.warmup_iters)?;
     let threads = a.threads.max(1) as usize;
     let mut results: Vec<BalanceResult> = Vec::new();
     let t0 = Instant::now();
@@ -249,6 +257,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
             "balance": bal,
             "scenario": if a.trace.is_some() { serde_json::Value::Null } else { serde_json::json!({"name": a.scenario, "period_iters": a.period}) },
             "trace": a.trace,
+            "trace_read_as": a.trace.is_some().then_some(trace_mode),
             "layer_skewness": skew,
             "iters": a.iters,
             "results": results,

@@ -603,7 +603,15 @@ impl RouterCl {
             while ins != 0 {
                 let p = ins.trailing_zeros() as usize;
                 ins &= ins - 1;
-                let a = rr_pick(grants_to[p], self.sa_aptr[p], NPORTS as u32).unwrap() as usize;
+                let mut g = grants_to[p];
+                if prio {
+                    // An input port sends one flit a cycle: a regular grant is accepted first.
+                    let hi: u64 = (0..NPORTS).filter(|&o| g >> o & 1 == 1 && (rank[p][o] as usize) < v).map(|o| 1u64 << o).sum();
+                    if hi != 0 {
+                        g = hi;
+                    }
+                }
+                let a = rr_pick(g, self.sa_aptr[p], NPORTS as u32).unwrap() as usize;
                 self.sa_gptr[a] = wrap_inc(p, NPORTS);
                 self.sa_aptr[p] = wrap_inc(a, NPORTS);
                 let vc = chosen[p][a] as usize;

@@ -132,7 +132,7 @@ impl Default for WaferCfg {
             combine_elem_bytes: 2,
             hot_fraction: 0.75,
             migration_vc: false,
-            migration_idle_cycles: 16,
+            migration_idle_cycles: 4,
             seed: 1,
         }
     }

@@ -10,9 +10,10 @@
 //! port is as wide as a flit, i.e. as wide as all four mesh links together at the default
 //! serialization). The last flit of a transfer reports `tx_done`.
 //!
-//! Migration (`migration.rs`): the die's migration engine shares the injection port — a
-//! migration packet opens only when no regular transfer is queued, on the wafer's migration
-//! VC (the router's last, which regular packets never use) — and its flits
+//! Migration (`migration.rs`): the die's migration engine shares the injection port — its
+//! packets travel on the wafer's migration VC (the router's last, which regular packets
+//! never use), a migration flit leaving only in a cycle the regular packet cannot use — and
+//! its flits
 //! (`data` with `MIG_BIT`) are handed to it on ejection.
 //!
 //! Receiving: one flit per cycle from the router's ejection port; its credit goes back at
@@ -39,13 +40,6 @@ pub struct TxXfer {
     pub flits: u32,
     /// Traffic class (phase).
     pub class: u8,
-}
-
-/// Who a packet belongs to: a regular transfer (index into `active`) or the migration engine.
-#[derive(Debug, Clone, Copy)]
-enum PktSrc {
-    Reg(usize),
-    Mig(MigPacket),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -77,8 +71,10 @@ pub struct CollectiveEngineCl {
     packet_flits: u32,
     /// Started transfers, served round-robin by packet.
     active: Vec<Active>,
-    /// The current packet: whose it is, its VC, its length and the flits left.
-    cur: Option<(PktSrc, u8, u32, u32)>,
+    /// The current regular packet: index into `active` of its transfer, its VC, its length
+    /// and the flits left; the current migration packet likewise.
+    cur: Option<(usize, u8, u32, u32)>,
+    mig_cur: Option<(MigPacket, u8, u32, u32)>,
     rr: usize,
     vc_rr: u8,
     /// The injection VC reserved for migration packets (the router's last VC, when the wafer
@@ -105,6 +101,7 @@ impl CollectiveEngineCl {
             packet_flits,
             active: Vec::new(),
             cur: None,
+            mig_cur: None,
             rr: 0,
             vc_rr: 0,
             mig_vc: None,
@@ -163,8 +160,11 @@ impl CollectiveEngineCl {
                 }
             }
         }
-        // Injection: continue the current packet, or open the next one round-robin (regular
-        // transfers first, then the migration engine's).
+        // Injection: continue the current packets, or open the next ones — a regular packet
+        // round-robin over the started transfers, a migration packet from the migration
+        // engine on its own VC. One flit per cycle leaves, the regular one first: a migration
+        // flit only takes the cycles the regular packet cannot use (no transfer, or its VC
+        // out of credits).
         let nv = self.inj_credits.len() as u8;
         if self.cur.is_none() && !self.active.is_empty() {
             let reserved = self.mig_vc;
@@ -172,49 +172,26 @@ impl CollectiveEngineCl {
                 let i = self.rr % self.active.len();
                 let a = &self.active[i];
                 let n = (a.x.flits - a.sent).min(self.packet_flits);
-                self.cur = Some((PktSrc::Reg(i), vc, n, n));
+                self.cur = Some((i, vc, n, n));
                 self.vc_rr = (vc + 1) % nv;
                 self.pkt_seq += 1;
                 self.stats.tx_packets += 1;
             } else {
                 self.stats.credit_stall_cycles += 1;
             }
-        } else if self.cur.is_none() && mig.can_send() {
-            // A migration packet goes on the migration VC, when it has room for the whole
-            // packet (so it never holds the port half-sent).
-            if let Some(vc) = self.mig_vc.filter(|&v| self.inj_credits[v as usize].credits as u32 >= self.packet_flits.min(self.inj_credits[v as usize].depth as u32)) {
+        }
+        if let (None, Some(vc)) = (self.mig_cur, self.mig_vc) {
+            if self.inj_credits[vc as usize].can_send() {
                 if let Some(p) = mig.open(self.packet_flits) {
-                    self.cur = Some((PktSrc::Mig(p), vc, p.flits, p.flits));
+                    self.mig_cur = Some((p, vc, p.flits, p.flits));
                     self.pkt_seq += 1;
                 }
             }
         }
-        if let Some((PktSrc::Mig(p), vc, n, left)) = self.cur {
+        let mut sent = false;
+        if let Some((i, vc, n, left)) = self.cur {
             if self.inj_credits[vc as usize].can_send() {
-                let d = Coord::of(p.dst, self.cols);
-                let f = Flit {
-                    pid: make_pid(self.id, self.pkt_seq),
-                    ctime: now,
-                    itime: now,
-                    dest: p.dst as u16,
-                    dest_x: d.x as u8,
-                    dest_y: d.y as u8,
-                    seq: (n - left) as u16,
-                    vc,
-                    head: left == n,
-                    tail: left == 1,
-                    class: p.class,
-                    data: p.data,
-                    ..Default::default()
-                };
-                flits.send(self.ports.inj_flit, now, f);
-                self.inj_credits[vc as usize].on_send();
-                mig.on_sent(left == 1);
-                progress += 1;
-                self.cur = if left == 1 { None } else { Some((PktSrc::Mig(p), vc, n, left - 1)) };
-            }
-        } else if let Some((PktSrc::Reg(i), vc, n, left)) = self.cur {
-            if self.inj_credits[vc as usize].can_send() {
+                sent = true;
                 let a = &mut self.active[i];
                 let d = Coord::of(a.x.dst, self.cols);
                 let f = Flit {
@@ -250,10 +227,35 @@ impl CollectiveEngineCl {
                         self.rr = i + 1;
                     }
                 } else {
-                    self.cur = Some((PktSrc::Reg(i), vc, n, left - 1));
+                    self.cur = Some((i, vc, n, left - 1));
                 }
             } else {
                 self.stats.credit_stall_cycles += 1;
+            }
+        }
+        if let (false, Some((p, vc, n, left))) = (sent, self.mig_cur) {
+            if self.inj_credits[vc as usize].can_send() {
+                let d = Coord::of(p.dst, self.cols);
+                let f = Flit {
+                    pid: make_pid(self.id, self.pkt_seq),
+                    ctime: now,
+                    itime: now,
+                    dest: p.dst as u16,
+                    dest_x: d.x as u8,
+                    dest_y: d.y as u8,
+                    seq: (n - left) as u16,
+                    vc,
+                    head: left == n,
+                    tail: left == 1,
+                    class: p.class,
+                    data: p.data,
+                    ..Default::default()
+                };
+                flits.send(self.ports.inj_flit, now, f);
+                self.inj_credits[vc as usize].on_send();
+                mig.on_sent(left == 1);
+                progress += 1;
+                self.mig_cur = if left == 1 { None } else { Some((p, vc, n, left - 1)) };
             }
         }
         progress
@@ -262,6 +264,6 @@ impl CollectiveEngineCl {
     /// Busy: something can be sent (credits permitting) — the engine must be evaluated every
     /// cycle; otherwise it only wakes on arrivals (flits or credits), which its links bring.
     pub fn busy(&self) -> bool {
-        !self.active.is_empty() || self.cur.is_some()
+        !self.active.is_empty() || self.cur.is_some() || self.mig_cur.is_some()
     }
 }

@@ -32,7 +32,7 @@
 //! migration ends when the layer is done *and* the network has drained, so no flit is lost
 //! between iterations.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use sched::balance::ni::{migration_steps, MigKind, Move};
 use sched::wafer::Mapping;
@@ -183,8 +183,11 @@ pub struct MigPacket {
 #[derive(Debug, Clone)]
 pub struct MigrationEngineCl {
     pub gate: MigGate,
-    queue: Vec<Queued>,
-    rr: usize,
+    /// Transfers to send, one FIFO per destination (chunks in order, so the first chunk of a
+    /// step completes first and goes on to its next step while the later ones follow:
+    /// the steps pipeline), served round-robin over the destinations (different links).
+    queue: std::collections::BTreeMap<u32, std::collections::VecDeque<Queued>>,
+    rr: u32,
     /// Incoming transfers: id → (flits expected, received, the next step's transfer to queue
     /// here on completion).
     rx: HashMap<u32, (u32, u32, Option<Queued>)>,
@@ -209,7 +212,7 @@ impl Default for MigrationEngineCl {
     fn default() -> Self {
         MigrationEngineCl {
             gate: MigGate::Windows,
-            queue: Vec::new(),
+            queue: Default::default(),
             rr: 0,
             rx: HashMap::new(),
             ar_window: false,
@@ -236,7 +239,7 @@ impl MigrationEngineCl {
             let id = i as u32;
             let done = plan.delivered[i];
             if x.src == die && ready[i] {
-                e.queue.push(Queued { id, dst: x.dst, flits: x.flits, sent: done, kind: x.kind });
+                e.push(Queued { id, dst: x.dst, flits: x.flits, sent: done, kind: x.kind });
             }
             if x.dst == die && done < x.flits {
                 let next = x.next.map(|n| {
@@ -262,24 +265,31 @@ impl MigrationEngineCl {
         }
     }
 
-    /// The next packet to send, round-robin over the queued transfers whose step the windows
-    /// allow (`packet_flits` at most); `None` when none may go. Called by the collective
-    /// engine only when it has no regular transfer to send.
+    fn push(&mut self, q: Queued) {
+        self.queue.entry(q.dst).or_default().push_back(q);
+    }
+
+    /// The next packet to send: the head transfer of the next destination (round-robin from
+    /// the one after the last served) whose step the windows allow, `packet_flits` at most;
+    /// `None` when none may go. Called by the collective engine only when it has no regular
+    /// transfer to send.
     pub fn open(&mut self, packet_flits: u32) -> Option<MigPacket> {
-        let n = self.queue.len();
-        let i = (0..n).map(|j| (self.rr + j) % n.max(1)).find(|&i| self.allowed(self.queue[i].kind))?;
-        let q = &mut self.queue[i];
+        let allowed = |q: &VecDeque<Queued>| q.front().is_some_and(|h| self.allowed(h.kind));
+        let dst = self.queue.range(self.rr..).find(|(_, q)| allowed(q)).or_else(|| self.queue.range(..self.rr).find(|(_, q)| allowed(q))).map(|(&d, _)| d)?;
+        let fifo = self.queue.get_mut(&dst).expect("picked");
+        let q = fifo.front_mut().expect("non-empty");
         let flits = (q.flits - q.sent).min(packet_flits.max(1));
         q.sent += flits;
         let pkt = MigPacket { data: MIG_BIT | q.id, dst: q.dst, class: if q.kind == MigKind::Local { CLASS_MIG_LOCAL } else { CLASS_MIG_GLOBAL }, flits };
         let (mv, ch, st) = self.meta.get(&q.id).copied().unwrap_or_default();
         (self.cur_kind, self.cur_move, self.cur_chunk, self.cur_step) = (1 + (q.kind == MigKind::Global) as u8, mv, ch, st);
         if q.sent == q.flits {
-            self.queue.remove(i);
-            self.rr = i;
-        } else {
-            self.rr = i + 1;
+            fifo.pop_front();
+            if fifo.is_empty() {
+                self.queue.remove(&dst);
+            }
         }
+        self.rr = dst + 1;
         self.mid_packet = true;
         Some(pkt)
     }
@@ -302,14 +312,14 @@ impl MigrationEngineCl {
             return false;
         }
         if let Some(n) = e.2.take() {
-            self.queue.push(n);
+            self.push(n);
         }
         true
     }
 
     /// Something queued the windows let through now (the die must be evaluated every cycle).
     pub fn can_send(&self) -> bool {
-        self.queue.iter().any(|q| self.allowed(q.kind))
+        self.queue.values().any(|q| q.front().is_some_and(|h| self.allowed(h.kind)))
     }
 
     /// Nothing queued and every expected transfer complete (stall runs end on this).
@@ -318,7 +328,7 @@ impl MigrationEngineCl {
     }
 
     pub fn queued(&self) -> u32 {
-        self.queue.len() as u32
+        self.queue.values().map(|q| q.len() as u32).sum()
     }
 
     /// Flits received per incoming transfer (for [`MigrationPlan::delivered`]).

@@ -43,6 +43,25 @@ pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize,
     Ok(group((0..need).map(|i| it[i % it.len()].clone()).collect(), tokens_per_group))
 }
 
+/// The trace as one token stream (every iteration's tokens in order), `k`-th window of
+/// `groups × tokens_per_group` tokens (cyclically): for runs whose iterations need more tokens
+/// than a trace iteration holds (a decode trace of one token per iteration).
+pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
+    if t.header.experts != m.experts || t.header.top_k != m.top_k {
+        return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
+    }
+    if layer >= t.header.layers {
+        return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
+    }
+    let n = t.tokens.len();
+    if n == 0 {
+        return Err("the trace holds no tokens".into());
+    }
+    let need = groups as usize * tokens_per_group as usize;
+    let start = (k as u128 * need as u128 % n as u128) as usize;
+    Ok(group((0..need).map(|i| t.tokens[(start + i) % n].layers[layer as usize].clone()).collect(), tokens_per_group))
+}
+
 fn group(tokens: Vec<Vec<u16>>, per: u32) -> Vec<Vec<Vec<u16>>> {
     tokens.chunks(per as usize).map(|g| g.to_vec()).collect()
 }
