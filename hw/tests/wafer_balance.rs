@@ -173,3 +173,45 @@ proptest! {
         prop_assert_eq!(plan.flits_left(), flits as u64 * steps.len() as u64);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    /// Sem-MoE's look-up and re-batching unit equals the FL: Algorithm 3's table look-ups
+    /// (token table with nearest-id fallback, n-gram table, `T_p > A_p`), the aligned
+    /// re-batching and each token's rank, for random tables and batches.
+    #[test]
+    fn semmoe_lut_equals_fl(devices in 2u32..6, lookback in 0u32..3, layer in 0usize..4, seed in any::<u64>(), n in 0usize..40, n_ids in 0usize..12, ids_on in any::<bool>()) {
+        use hw::wafer::semmoe_lut::{LutToken, SemMoeLutCl};
+        use sched::balance::semmoe::{choose_device, rank_of_tokens, rebatch, NGramTable, TokenDevTable};
+        use std::collections::BTreeMap;
+        let mut x = seed | 1;
+        let mut rnd = move |m: u64| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x % m.max(1) };
+        let d = devices as usize;
+        let mut rows = BTreeMap::new();
+        for _ in 0..n_ids {
+            // Values from a small set so ties happen.
+            rows.insert(rnd(64) as u32, (0..d).map(|_| rnd(5) as f64 / 4.0).collect::<Vec<f64>>());
+        }
+        let table = TokenDevTable { devices, rows };
+        let mut nrows = vec![BTreeMap::new(); layer + 1];
+        for (l, m) in nrows.iter_mut().enumerate() {
+            let k = (lookback as usize).min(l);
+            for _ in 0..6 {
+                let key: Vec<u32> = (0..k).map(|_| rnd(devices as u64) as u32).collect();
+                m.insert(key, (0..d).map(|_| rnd(5) as f64 / 4.0).collect::<Vec<f64>>());
+            }
+        }
+        let ngram = NGramTable { devices, lookback, rows: nrows };
+        let tokens: Vec<LutToken> = (0..n).map(|_| LutToken { token_id: ids_on.then(|| rnd(70) as u32), history: (0..layer).map(|_| rnd(devices as u64) as u32).collect() }).collect();
+        // FL.
+        let plain = rank_of_tokens(&(0..n).collect::<Vec<_>>(), devices);
+        let pred: Vec<u32> = tokens.iter().enumerate().map(|(j, t)| choose_device(t.token_id.and_then(|id| table.lookup(id)), ngram.lookup(layer, &t.history), plain[j])).collect();
+        let shf = rebatch(&pred, devices).unwrap();
+        let rank = rank_of_tokens(&shf, devices);
+        // CL.
+        let (cshf, crank, cycles) = SemMoeLutCl::new(Some(&table), &ngram, layer, devices, tokens).run();
+        prop_assert_eq!(cshf, shf);
+        prop_assert_eq!(crank, rank);
+        prop_assert!(n == 0 || cycles >= 3 * n as u64 + d as u64);
+    }
+}

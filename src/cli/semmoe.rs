@@ -77,8 +77,47 @@ pub struct SemMoeArgs {
     pub micro_batches: u32,
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Attention-TP only: the waveform of the die's look-up and re-batching unit
+    /// (`hw::wafer::semmoe_lut`) on the first evaluation batch at layer 1 (`top.semmoe_lut.*`:
+    /// table hits, predicted device, counting sort, spill), checked equal to the FL decision.
+    #[arg(long)]
+    pub vcd: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// Runs Sem-MoE's look-up unit (CL) on the first evaluation batch of `tp_batch` tokens at
+/// layer 1 (0 for one-layer models) with the tables the FL decided, writes its waveform, and
+/// checks each token's rank against the FL's.
+#[allow(clippy::too_many_arguments)]
+fn lut_wave(path: &std::path::Path, profile: &[TraceToken], eval: &[TraceToken], outcomes: &[Outcome], experts: u32, layers: u32, devices: u32, tp_batch: u32, cfg: &SemMoeCfg) -> CliResult<u64> {
+    use hw::wafer::semmoe_lut::{LutToken, SemMoeLutCl};
+    use sched::balance::semmoe::{majority_device, NGramTable, PlacementKind, Profile, TokenDevTable};
+    let o = outcomes.iter().find(|o| o.kind == PlacementKind::SemMoe).ok_or("semmoe: no Sem-MoE outcome")?;
+    let sem = &o.expert_dev;
+    let l = if layers > 1 { 1 } else { 0 };
+    let ids = profile.iter().chain(eval).all(|t| t.token_id.is_some());
+    let table = if ids {
+        let p = Profile::build(profile, experts, layers).map_err(|e| format!("semmoe: {e}"))?;
+        Some(TokenDevTable::from_placement(&p, sem, l..l + 1, devices).map_err(|e| format!("semmoe: {e}"))?)
+    } else {
+        None
+    };
+    let routing: Vec<&[Vec<u16>]> = profile.iter().map(|t| t.layers.as_slice()).collect();
+    let ngram = NGramTable::build(&routing, sem, devices, cfg.lookback).map_err(|e| format!("semmoe: {e}"))?;
+    let n = (tp_batch as usize).min(eval.len());
+    let tokens: Vec<LutToken> = eval[..n].iter().map(|t| LutToken { token_id: t.token_id, history: (0..l).map(|k| majority_device(&t.layers[k], &sem[k], devices)).collect() }).collect();
+    let unit = SemMoeLutCl::new(table.as_ref(), &ngram, l, devices, tokens);
+    ensure_parent(path)?;
+    let mut wr = waves::WaveWriter::create(path, waves::WaveFormat::Vcd, 1000, &unit.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (_, rank, cycles) = unit.run_traced(&mut wr).map_err(|e| format!("{}: {e}", path.display()))?;
+    wr.finish(cycles + 1).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (j, r) in rank.iter().enumerate() {
+        if o.token_dev[j][l] != *r {
+            return Err(format!("semmoe look-up unit: token {j} of the batch at layer {l} goes to rank {r}, the FL decided {}", o.token_dev[j][l]));
+        }
+    }
+    Ok(cycles)
 }
 
 /// One placement's row of the results.
@@ -240,6 +279,9 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
     if let Some(p) = &a.json {
         check_writable(p).map_err(|e| format!("--json: {e}"))?;
     }
+    if let Some(p) = &a.vcd {
+        check_writable(p).map_err(|e| format!("--vcd: {e}"))?;
+    }
     let (trace, source) = workload(&a, &model)?;
     let layers = trace.header.layers;
     let ids = trace.tokens.iter().all(|t| t.token_id.is_some());
@@ -261,7 +303,16 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
     let split = its[pi].1.start;
     let (profile, eval) = trace.tokens.split_at(split);
     let cfg = SemMoeCfg { seed: a.seed, ..SemMoeCfg::default() };
+    if a.vcd.is_some() && !matches!(attention, Attention::Tp { .. }) {
+        return Err("--vcd: the look-up and re-batching unit runs for attention-TP (Algorithm 3); add --attention tp".into());
+    }
     let outcomes = evaluate(profile, eval, model.experts, layers, a.devices, attention, &cfg).map_err(|e| format!("semmoe: {e}"))?;
+    if let (Some(p), Attention::Tp { tp_batch }) = (&a.vcd, attention) {
+        let cycles = lut_wave(p, profile, eval, &outcomes, model.experts, layers, a.devices, tp_batch, &cfg)?;
+        if !a.quiet {
+            println!("wrote {} (look-up unit: {cycles} cycles for the first batch, ranks equal to the FL's)", p.display());
+        }
+    }
 
     // --- the mesh: wafer of `devices` dies, TP=1 x DP=devices (DP) or TP=devices (TP).
     let dp = matches!(attention, Attention::Dp);

@@ -15,6 +15,7 @@ pub mod migration;
 pub mod predictor;
 pub mod program;
 pub mod result;
+pub mod semmoe_lut;
 #[allow(clippy::module_inception)]
 pub mod wafer;
 
