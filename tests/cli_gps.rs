@@ -3,26 +3,13 @@
 //! links; Token-to-Expert wins at the highest skew on the slow links), the same seed gives the
 //! same JSON, the real OLMoE trace runs end to end, and bad input exits 2 naming the flag.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_waferstream")).args(args).env("RUST_LOG", "warn").output().expect("spawn waferstream")
-}
+use common::{json, run, s};
+use std::path::Path;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_gps").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn json(p: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+fn tmp(name: &str) -> std::path::PathBuf {
+    common::tmp("cli_gps", name)
 }
 
 /// Two skews, both presets, two accuracies, one held-out iteration: 16 wafer runs.

@@ -2,29 +2,20 @@
 //! all-to-all bytes and layer cycles; Sem-MoE's LAR beats round-robin's on a scenario with
 //! token–expert affinity; the same seed gives the same JSON; bad input exits 2 naming the flag.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_waferstream")).arg("semmoe").args(args).env("RUST_LOG", "warn").output().expect("spawn waferstream")
+use common::{json, s};
+
+/// `waferstream semmoe ARGS`.
+fn run(args: &[&str]) -> std::process::Output {
+    common::run(&[&["semmoe"], args].concat())
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_semmoe").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+fn tmp(name: &str) -> std::path::PathBuf {
+    common::tmp("cli_semmoe", name)
 }
 
 const SMALL: &[&str] = &["--model", "olmoe-1b-7b", "--devices", "4", "--iters", "16", "--tokens-per-iter", "64", "--layers", "2", "--affinity", "0.8", "--quiet"];
-
-fn json(p: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
 
 #[test]
 fn results_per_placement_and_sem_moe_beats_round_robin() {

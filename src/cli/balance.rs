@@ -91,13 +91,7 @@ pub struct BalanceArgs {
 }
 
 fn balance_cfg(a: &BalanceArgs) -> CliResult<BalanceCfg> {
-    let mut b: BalanceCfg = match &a.balance_config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-            super::noc::parse_toml(&text, &p.display().to_string())?
-        }
-        None => BalanceCfg::default(),
-    };
+    let mut b: BalanceCfg = super::noc::load_toml_or_default(a.balance_config.as_deref())?;
     if let Some(s) = a.shadow_slots {
         b.shadow_slots = s;
     }

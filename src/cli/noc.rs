@@ -158,6 +158,17 @@ pub fn load_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> CliR
 
 /// Parses TOML into a config struct; errors name the origin, the field path (e.g.
 /// `mesh.router.vc_buf`) and the line.
+/// A config file's struct, or the defaults when no file is given.
+pub fn load_toml_or_default<T: serde::de::DeserializeOwned + Default>(path: Option<&std::path::Path>) -> CliResult<T> {
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            parse_toml(&text, &p.display().to_string())
+        }
+        None => Ok(T::default()),
+    }
+}
+
 pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> CliResult<T> {
     let de = toml::Deserializer::new(text);
     serde_path_to_error::deserialize(de).map_err(|e| {

@@ -89,13 +89,7 @@ fn parse_grid(s: &str, flag: &str) -> CliResult<(u32, u32)> {
 
 /// The config of the run: file, then flags.
 pub fn wafer_cfg(a: &WaferArgs) -> CliResult<WaferCfg> {
-    let mut c: WaferCfg = match &a.config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-            super::noc::parse_toml(&text, &p.display().to_string())?
-        }
-        None => WaferCfg::default(),
-    };
+    let mut c: WaferCfg = super::noc::load_toml_or_default(a.config.as_deref())?;
     if let Some(w) = &a.wafer {
         (c.die_cols, c.die_rows) = parse_grid(w, "--wafer")?;
     }

@@ -35,6 +35,20 @@ pub trait SignalSink {
     }
 }
 
+/// Writes the signals of `sample()` that differ from the previous cycle's (`prev`) into `sink`
+/// at `cycle`, and keeps them as the new `prev`: the trace of a block stepped on its own (a
+/// controller run between simulations), one call per cycle.
+pub fn emit_changes(sink: &mut dyn SignalSink, cycle: Cycle, prev: &mut Vec<u64>, cur: &[u64]) -> Result<(), String> {
+    for (i, &v) in cur.iter().enumerate() {
+        if prev.get(i) != Some(&v) {
+            sink.change(cycle, i, v)?;
+        }
+    }
+    prev.clear();
+    prev.extend_from_slice(cur);
+    Ok(())
+}
+
 impl SignalSink for waves::WaveWriter {
     fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), String> {
         waves::WaveWriter::change(self, cycle, sig, value).map_err(|e| e.to_string())

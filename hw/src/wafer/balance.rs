@@ -234,14 +234,16 @@ impl State {
     }
 }
 
-fn hosts_of(placement: &[Vec<u32>], experts: u32) -> Vec<Vec<u32>> {
-    let mut h = vec![Vec::new(); experts as usize];
-    for (d, es) in placement.iter().enumerate() {
-        for &e in es {
-            h[e as usize].push(d as u32);
+/// Inverts a list of lists: `lists[i]` holds js → `out[j]` holds the is (ascending), for
+/// `n` js. Die → experts and expert → dies are the two directions of one placement.
+fn invert(lists: &[Vec<u32>], n: u32) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); n as usize];
+    for (i, js) in lists.iter().enumerate() {
+        for &j in js {
+            out[j as usize].push(i as u32);
         }
     }
-    h
+    out
 }
 
 /// The nearest die of `hosts` to `dst` (ties: lower id) — the copy source a move really has.
@@ -270,7 +272,7 @@ pub fn run_balance(
     cfg.validate()?;
     let dies = cfg.dies();
     let experts = model.experts;
-    let home = hosts_of_rev(&sched::wafer::expert_hosts(experts, dies), dies);
+    let home = invert(&sched::wafer::expert_hosts(experts, dies), dies);
     let mut st = State { base: home, replicas: BTreeSet::new(), inflight: None };
     let expert_flits = model.expert_bytes().div_ceil(cfg.flit_bytes as u64).min(u32::MAX as u64) as u32;
     let mut window: std::collections::VecDeque<(Vec<u64>, Vec<u64>)> = Default::default();
@@ -296,7 +298,7 @@ pub fn run_balance(
     let mut last_mig: Option<u64> = None;
     for (i, r) in routing.iter().enumerate() {
         let placement = st.placement();
-        let hosts = hosts_of(&placement, experts);
+        let hosts = invert(&placement, experts);
         let pl: Vec<Vec<A2aXfer>> = plans(cfg, map, &hosts, r);
         let prog = build_planned(cfg, model, map, pl, &LayerOpts::default());
         let (e_tokens, d_tokens) = loads_of(&prog, experts, dies);
@@ -397,7 +399,10 @@ pub fn run_balance(
                     rec.migration_flits += stall.1;
                     now += stall.0;
                     if kind == BalancerKind::Eplb {
-                        st.base = hosts_of_rev(&new_replicas_hosts(&new_replicas, experts), dies);
+                        st.base = vec![Vec::new(); dies as usize];
+                        for &(e, d) in &new_replicas {
+                            st.base[d as usize].push(e);
+                        }
                         st.replicas.clear();
                     } else {
                         st.replicas.extend(moves.iter().map(|m| (m.expert, m.dst_device)));
@@ -434,32 +439,13 @@ pub fn decision_path(p: &Path) -> PathBuf {
     p.with_file_name(name)
 }
 
-/// Die → experts from expert → dies.
-fn hosts_of_rev(hosts: &[Vec<u32>], dies: u32) -> Vec<Vec<u32>> {
-    let mut p = vec![Vec::new(); dies as usize];
-    for (e, hs) in hosts.iter().enumerate() {
-        for &h in hs {
-            p[h as usize].push(e as u32);
-        }
-    }
-    p
-}
-
-fn new_replicas_hosts(pairs: &BTreeSet<(u32, u32)>, experts: u32) -> Vec<Vec<u32>> {
-    let mut h = vec![Vec::new(); experts as usize];
-    for &(e, d) in pairs {
-        h[e as usize].push(d);
-    }
-    h
-}
-
 /// A decision: the copies to make (source = the nearest die already holding the expert), the
 /// (expert, die) set the plan ends with (EPLB: every slot; Algorithm 1: the shadow-slot
 /// replicas), and the decision unit's cycles.
 #[allow(clippy::too_many_arguments)]
 fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &BalanceCfg, dies: u32, experts: u32, clock_mhz: f64, wave: Option<(&Path, WaveFormat)>) -> Result<(Vec<Move>, BTreeSet<(u32, u32)>, u64), WaferError> {
     let current = st.placement();
-    let cur_hosts = hosts_of(&current, experts);
+    let cur_hosts = invert(&current, experts);
     let (targets, cycles): (BTreeSet<(u32, u32)>, u64) = match kind {
         BalancerKind::Eplb => {
             // Every slot re-placed: the home slots plus the shadow slots, packed by EPLB.

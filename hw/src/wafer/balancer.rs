@@ -22,7 +22,7 @@
 //! fixed-point counters and reach the same decisions whenever no two candidates tie within
 //! its precision.
 
-use crate::harness::{SignalDecl, SignalSink};
+use crate::harness::{emit_changes, SignalDecl, SignalSink};
 use sched::balance::ni::{BalancePlan, ColdRule, Move};
 use sched::wafer::WaferGeom;
 
@@ -252,18 +252,12 @@ impl NiBalancerCl {
     /// Runs to the end, writing every cycle's registers into `sink` (signals:
     /// [`NiBalancerCl::signals`], in that order).
     pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(BalancePlan, u64), String> {
-        let mut prev: Vec<u64> = Vec::new();
-        let mut cur = Vec::new();
+        let (mut prev, mut cur) = (Vec::new(), Vec::new());
         let mut t = 0;
         loop {
             cur.clear();
             self.sample(&mut cur);
-            for (i, &v) in cur.iter().enumerate() {
-                if prev.get(i) != Some(&v) {
-                    sink.change(t, i, v)?;
-                }
-            }
-            std::mem::swap(&mut prev, &mut cur);
+            emit_changes(sink, t, &mut prev, &cur)?;
             if self.state == BalState::Done || self.max_moves == 0 {
                 break;
             }

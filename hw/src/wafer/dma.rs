@@ -192,23 +192,8 @@ impl CollectiveEngineCl {
         if let Some((i, vc, n, left)) = self.cur {
             if self.inj_credits[vc as usize].can_send() {
                 sent = true;
+                let f = self.flit(now, self.active[i].x.dst, vc, n, left, self.active[i].x.class, self.active[i].x.id);
                 let a = &mut self.active[i];
-                let d = Coord::of(a.x.dst, self.cols);
-                let f = Flit {
-                    pid: make_pid(self.id, self.pkt_seq),
-                    ctime: now,
-                    itime: now,
-                    dest: a.x.dst as u16,
-                    dest_x: d.x as u8,
-                    dest_y: d.y as u8,
-                    seq: (n - left) as u16,
-                    vc,
-                    head: left == n,
-                    tail: left == 1,
-                    class: a.x.class,
-                    data: a.x.id,
-                    ..Default::default()
-                };
                 flits.send(self.ports.inj_flit, now, f);
                 self.inj_credits[vc as usize].on_send();
                 a.sent += 1;
@@ -235,22 +220,7 @@ impl CollectiveEngineCl {
         }
         if let (false, Some((p, vc, n, left))) = (sent, self.mig_cur) {
             if self.inj_credits[vc as usize].can_send() {
-                let d = Coord::of(p.dst, self.cols);
-                let f = Flit {
-                    pid: make_pid(self.id, self.pkt_seq),
-                    ctime: now,
-                    itime: now,
-                    dest: p.dst as u16,
-                    dest_x: d.x as u8,
-                    dest_y: d.y as u8,
-                    seq: (n - left) as u16,
-                    vc,
-                    head: left == n,
-                    tail: left == 1,
-                    class: p.class,
-                    data: p.data,
-                    ..Default::default()
-                };
+                let f = self.flit(now, p.dst, vc, n, left, p.class, p.data);
                 flits.send(self.ports.inj_flit, now, f);
                 self.inj_credits[vc as usize].on_send();
                 mig.on_sent(left == 1);
@@ -259,6 +229,27 @@ impl CollectiveEngineCl {
             }
         }
         progress
+    }
+
+    /// Flit `n − left` of an `n`-flit packet to `dst` on `vc`.
+    #[allow(clippy::too_many_arguments)]
+    fn flit(&self, now: Cycle, dst: u32, vc: u8, n: u32, left: u32, class: u8, data: u32) -> Flit {
+        let d = Coord::of(dst, self.cols);
+        Flit {
+            pid: make_pid(self.id, self.pkt_seq),
+            ctime: now,
+            itime: now,
+            dest: dst as u16,
+            dest_x: d.x as u8,
+            dest_y: d.y as u8,
+            seq: (n - left) as u16,
+            vc,
+            head: left == n,
+            tail: left == 1,
+            class,
+            data,
+            ..Default::default()
+        }
     }
 
     /// Busy: something can be sent (credits permitting) — the engine must be evaluated every

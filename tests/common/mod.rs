@@ -1,0 +1,28 @@
+//! Helpers the CLI integration tests share: spawn the binary, a fresh scratch directory per
+//! test, paths as `&str`, a JSON file read back.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `waferstream ARGS` (warnings only on stderr).
+pub fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_waferstream")).args(args).env("RUST_LOG", "warn").output().expect("spawn waferstream")
+}
+
+/// A fresh directory `<target tmp>/<suite>/<name>`.
+pub fn tmp(suite: &str, name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(suite).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+pub fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
