@@ -215,3 +215,23 @@ proptest! {
         prop_assert!(n == 0 || cycles >= 3 * n as u64 + d as u64);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+    /// The trigger (CL) equals Eq. 2's FL to the last bit: loads with zeros, ties and the odd
+    /// NaN, α around the imbalance, β on both sides of Δt.
+    #[test]
+    fn trigger_equals_fl(loads in proptest::collection::vec(proptest::collection::vec(prop_oneof![8 => 0u32..50, 1 => Just(0u32), 1 => Just(u32::MAX)], 0..9), 0..4), alpha in 0.0f64..3.0, on_the_edge in any::<bool>(), beta in 0u64..10, since in 0u64..12) {
+        use hw::wafer::balancer::TriggerCl;
+        use sched::balance::ni::{imbalance, should_migrate, TriggerCfg};
+        let loads: Vec<Vec<f64>> = loads.iter().map(|l| l.iter().map(|&x| if x == u32::MAX { f64::NAN } else { x as f64 }).collect()).collect();
+        // Half the cases put α exactly on the imbalance: the strict comparison decides.
+        let alpha = if on_the_edge && imbalance(&loads).is_finite() { imbalance(&loads) } else { alpha };
+        let cfg = TriggerCfg { alpha, beta_cycles: beta };
+        let (fire, cycles) = TriggerCl::new(&cfg, &loads, since).run();
+        prop_assert_eq!(fire, should_migrate(&cfg, &loads, since));
+        let devs: usize = loads.iter().map(Vec::len).sum();
+        // One cycle per device counter at least (a NaN mean stops the scan early).
+        prop_assert!(since <= beta || loads.iter().flatten().any(|x| x.is_nan()) || cycles as usize >= devs);
+    }
+}

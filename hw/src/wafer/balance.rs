@@ -32,12 +32,12 @@ use std::path::{Path, PathBuf};
 use waves::{WaveFilter, WaveFormat, WaveWriter};
 
 use sched::balance::eplb::{rebalance_experts, EplbCfg};
-use sched::balance::ni::{should_migrate, ColdRule, Move, TriggerCfg};
+use sched::balance::ni::{ColdRule, Move, TriggerCfg};
 use sched::models::ModelPreset;
 use sched::wafer::{A2aXfer, Mapping};
 use serde::{Deserialize, Serialize};
 
-use super::balancer::NiBalancerCl;
+use super::balancer::{NiBalancerCl, TriggerCl};
 use super::config::WaferCfg;
 use super::migration::{MigGate, MigrationPlan};
 use super::program::{build_planned, plans, LayerOpts, LayerProgram, Phase};
@@ -377,7 +377,13 @@ pub fn run_balance(
             }
         }
         let since = last_mig.map_or(u64::MAX, |t| now - t);
-        if kind != BalancerKind::None && st.inflight.is_none() && should_migrate(&trig, &[dev], since) {
+        // The trigger (CL) runs only when a decision could follow.
+        let fire = kind != BalancerKind::None && st.inflight.is_none() && {
+            let (f, c) = TriggerCl::new(&trig, &[dev], since).run();
+            res.decision_cycles += c;
+            f
+        };
+        if fire {
             let trace = wave_decision.take();
             let (moves, new_replicas, cycles) = decide(kind, &st, map, &load, bal, dies, experts, cfg.clock_mhz, trace)?;
             res.decision_cycles += cycles;

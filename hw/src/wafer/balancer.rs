@@ -317,3 +317,71 @@ impl NiBalancerCl {
         (plan, self.cycles)
     }
 }
+
+/// The NI-Balancer's trigger (CL): paper Eq. 2 on the load counters, one device per cycle —
+/// Σ over layers of (max − mean) / mean of the device loads above α, and the cycles since the
+/// last migration above β. Twin of `sched::balance::ni::should_migrate`, to the last bit
+/// (the same f64 operations in the same order: the sum and the max accumulated in device
+/// order, one divide and one add per layer; `tests/wafer_balance.rs`).
+#[derive(Debug, Clone)]
+pub struct TriggerCl {
+    alpha: f64,
+    /// β passed (`Δt > β`), evaluated in the first cycle.
+    pub dt_ok: bool,
+    loads: Vec<Vec<f64>>,
+    /// Cursors and accumulators.
+    layer: usize,
+    dev: usize,
+    sum: f64,
+    max: f64,
+    /// Σ (max − mean) / mean so far.
+    pub imbalance: f64,
+    pub done: bool,
+    pub cycles: u64,
+}
+
+impl TriggerCl {
+    pub fn new(cfg: &sched::balance::ni::TriggerCfg, loads: &[Vec<f64>], cycles_since_last_migration: u64) -> Self {
+        TriggerCl { alpha: cfg.alpha, dt_ok: cycles_since_last_migration > cfg.beta_cycles, loads: loads.to_vec(), layer: 0, dev: 0, sum: -0.0, max: f64::MIN, imbalance: 0.0, done: false, cycles: 0 }
+    }
+
+    /// One clock cycle: the next device's counter into the sum and the max, or (after a
+    /// layer's last device) the layer's term.
+    pub fn step(&mut self) {
+        if self.done {
+            return;
+        }
+        self.cycles += 1;
+        if !self.dt_ok || self.layer == self.loads.len() {
+            self.done = true;
+            return;
+        }
+        let l = &self.loads[self.layer];
+        if self.dev < l.len() {
+            self.sum += l[self.dev];
+            self.max = self.max.max(l[self.dev]);
+            self.dev += 1;
+            return;
+        }
+        if !l.is_empty() {
+            let mean = self.sum / l.len() as f64;
+            if mean.is_nan() {
+                self.imbalance = f64::NAN;
+                self.done = true;
+                return;
+            }
+            if mean > 0.0 {
+                self.imbalance += (self.max - mean) / mean;
+            }
+        }
+        (self.layer, self.dev, self.sum, self.max) = (self.layer + 1, 0, -0.0, f64::MIN);
+    }
+
+    /// Runs to the end: whether to migrate, and the cycles it took.
+    pub fn run(mut self) -> (bool, u64) {
+        while !self.done {
+            self.step();
+        }
+        (self.dt_ok && self.imbalance > self.alpha, self.cycles)
+    }
+}
