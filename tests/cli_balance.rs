@@ -6,7 +6,6 @@
 mod common;
 
 use common::{json, run, s};
-use std::path::Path;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     common::tmp("cli_balance", name)
@@ -64,14 +63,8 @@ fn small_run_fields_claims_waves_and_determinism() {
 
 #[test]
 fn real_olmoe_trace_end_to_end() {
-    let src = Path::new("/work/shared/traces/sqliteai-warp-decode-traces/trace_olmoe_299.jsonl");
-    if !src.exists() {
-        eprintln!("skipped: {} not present", src.display());
-        return;
-    }
     let d = tmp("olmoe");
-    let t = d.join("olmoe.jsonl");
-    assert!(run(&["trace", "import", s(src), "--out", s(&t)]).status.success());
+    let Some(t) = common::imported_olmoe(&d) else { return };
     let j = d.join("b.json");
     let out = run(&["balance", "--trace", s(&t), "--model", "olmoe-1b-7b", "--iters", "6", "--tokens-per-group", "32", "--warmup", "1", "--json", s(&j), "--quiet"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -6,7 +6,6 @@
 mod common;
 
 use common::{json, run, s};
-use std::path::Path;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     common::tmp("cli_gps", name)
@@ -77,15 +76,8 @@ fn small_sweep_fields_claims_and_determinism() {
 
 #[test]
 fn real_olmoe_trace_end_to_end() {
-    let src = Path::new("/work/shared/traces/sqliteai-warp-decode-traces/trace_olmoe_299.jsonl");
-    if !src.exists() {
-        eprintln!("skipped: {} not present", src.display());
-        return;
-    }
     let d = tmp("olmoe");
-    let t = d.join("olmoe.jsonl");
-    let out = run(&["trace", "import", s(src), "--out", s(&t)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some(t) = common::imported_olmoe(&d) else { return };
     let j = d.join("g.json");
     let out = run(&["gps", "--trace", s(&t), "--model", "olmoe-1b-7b", "--bandwidth", "slow", "--accuracy", "0.5,0.9", "--json", s(&j)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -285,39 +285,6 @@ fn draw(w: &[f64], rng: &mut Xoshiro256PlusPlus) -> usize {
     last
 }
 
-/// `k` distinct indices by weight without replacement (all weights positive here). Ascending.
-fn sample_topk(w: &[f64], k: usize, rng: &mut Xoshiro256PlusPlus, taken: &mut [bool]) -> Vec<u16> {
-    let mut out = Vec::with_capacity(k);
-    let mut rest: f64 = w.iter().sum();
-    for _ in 0..k {
-        let mut u = rng.gen::<f64>() * rest;
-        let mut pick = None;
-        let mut last = None;
-        for (e, &we) in w.iter().enumerate() {
-            if taken[e] || we <= 0.0 {
-                continue;
-            }
-            last = Some(e);
-            if u < we {
-                pick = Some(e);
-                break;
-            }
-            u -= we;
-        }
-        // Fall back to any untaken expert if every remaining weight is zero (cannot happen
-        // while the uniform or Zipf parts are positive, but never panic).
-        let e = pick.or(last).or_else(|| taken.iter().position(|t| !t)).expect("k <= experts");
-        taken[e] = true;
-        rest -= w[e];
-        out.push(e as u16);
-    }
-    for &e in &out {
-        taken[e as usize] = false;
-    }
-    out.sort_unstable();
-    out
-}
-
 struct Slot {
     req: u32,
     scen: usize,
@@ -395,7 +362,7 @@ pub fn generate_scenario(cfg: &ScenarioCfg) -> Result<Trace, ScenarioError> {
                     for &ex in &pc[l] {
                         w[ex] += cw;
                     }
-                    sample_topk(&w, k, &mut rng, &mut taken)
+                    crate::workload::sample_topk(&w, w.iter().sum(), k, &mut rng, &mut taken)
                 })
                 .collect();
             tokens.push(TraceToken { iter: it, req: s.req, pos: s.pos, token_id: Some(token_id), layers, scores: None });

@@ -181,7 +181,7 @@ pub fn layer_popularity(cfg: &GenCfg, rng: &mut Xoshiro256PlusPlus) -> Vec<Vec<f
 
 /// `k` distinct experts drawn by weight without replacement (sequential draws, each from
 /// the weights not yet taken). Output ascending.
-fn sample_topk(w: &[f64], total: f64, k: usize, rng: &mut Xoshiro256PlusPlus, taken: &mut [bool]) -> Vec<u16> {
+pub(crate) fn sample_topk(w: &[f64], total: f64, k: usize, rng: &mut Xoshiro256PlusPlus, taken: &mut [bool]) -> Vec<u16> {
     let mut out = Vec::with_capacity(k);
     let mut rest = total;
     for _ in 0..k {
@@ -199,8 +199,9 @@ fn sample_topk(w: &[f64], total: f64, k: usize, rng: &mut Xoshiro256PlusPlus, ta
             }
             u -= we;
         }
-        // Floating-point rounding can leave u just above the remaining mass: take the last one.
-        let e = pick.or(last).expect("validated: at least top_k positive weights");
+        // Floating-point rounding can leave u just above the remaining mass: take the last one;
+        // with no positive weight left, any untaken expert (never a panic; `k` <= experts).
+        let e = pick.or(last).or_else(|| taken.iter().position(|t| !t)).expect("k <= experts");
         taken[e] = true;
         rest -= w[e];
         out.push(e as u16);

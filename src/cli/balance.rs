@@ -2,12 +2,12 @@
 //! balancer (none, EPLB, topology-aware invasive, NI-Balancer), on a scenario workload with
 //! time structure or a routing trace (`hw::wafer::balance`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use hw::wafer::balance::{run_balance, BalanceCfg, BalancerKind, BalanceResult};
+use hw::wafer::balance::{decision_path, run_balance, BalanceCfg, BalancerKind, BalanceResult};
 use hw::wafer::mapping::MappingCtrlCl;
 use hw::wafer::WaferCfg;
 use sched::models::model_by_name;
@@ -260,9 +260,4 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The decision unit's waveform beside the wafer's: NAME-decision.EXT.
-pub fn decision_path(p: &Path) -> PathBuf {
-    hw::wafer::balance::decision_path(p)
 }

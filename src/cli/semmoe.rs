@@ -10,6 +10,7 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use hw::wafer::program::{build_planned, mb_range, LayerOpts, Phase};
 use hw::wafer::{WaferCfg, WaferResult};
+use sched::balance::eplb::max_over_mean;
 use sched::balance::semmoe::{evaluate, Attention, Outcome, SemMoeCfg};
 use sched::models::{model_by_name, ModelPreset};
 use sched::scenario::{generate_scenario, ScenarioCfg};
@@ -166,14 +167,6 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-fn max_over_mean(v: &[f64]) -> f64 {
-    let m = mean(v);
-    if m > 0.0 {
-        v.iter().copied().fold(0.0, f64::max) / m
-    } else {
-        0.0
-    }
-}
 
 /// The squarest `cols x rows` mesh of `n` dies (cols >= rows).
 fn grid(n: u32) -> (u32, u32) {

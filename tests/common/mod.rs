@@ -26,3 +26,17 @@ pub fn s(p: &Path) -> &str {
 pub fn json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
+
+/// The real OLMoE decode trace (shared/traces), imported into `dir/olmoe.jsonl` by `trace
+/// import`; `None` (the test is skipped) when the shared traces are not on this machine.
+pub fn imported_olmoe(dir: &Path) -> Option<PathBuf> {
+    let src = Path::new("/work/shared/traces/sqliteai-warp-decode-traces/trace_olmoe_299.jsonl");
+    if !src.exists() {
+        eprintln!("skipped: {} not present", src.display());
+        return None;
+    }
+    let t = dir.join("olmoe.jsonl");
+    let out = run(&["trace", "import", s(src), "--out", s(&t)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(t)
+}

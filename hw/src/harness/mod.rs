@@ -33,6 +33,6 @@ pub use clock::{ClockDomain, ClockSet, DomainClock};
 pub use control::{ClockedControl, C_FINISHED};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
 pub use link::{Link, LinkArena, LinkId};
-pub use trace::{emit_changes, ChangeLog, Probe, SignalDecl, SignalSink};
+pub use trace::{trace_to_end, ChangeLog, Probe, SignalDecl, SignalSink};
 pub use wake::WakeSet;
 pub use watchdog::{Watchdog, WatchdogReport};

@@ -35,18 +35,27 @@ pub trait SignalSink {
     }
 }
 
-/// Writes the signals of `sample()` that differ from the previous cycle's (`prev`) into `sink`
-/// at `cycle`, and keeps them as the new `prev`: the trace of a block stepped on its own (a
-/// controller run between simulations), one call per cycle.
-pub fn emit_changes(sink: &mut dyn SignalSink, cycle: Cycle, prev: &mut Vec<u64>, cur: &[u64]) -> Result<(), String> {
-    for (i, &v) in cur.iter().enumerate() {
-        if prev.get(i) != Some(&v) {
-            sink.change(cycle, i, v)?;
+/// Traces a block stepped on its own (a controller run between simulations) to its end: each
+/// cycle, from 0, the signals `sample` gives that differ from the previous cycle's go into
+/// `sink`; then, unless `done`, one `step`.
+pub fn trace_to_end<B>(b: &mut B, sink: &mut dyn SignalSink, sample: impl Fn(&B, &mut Vec<u64>), done: impl Fn(&B) -> bool, step: impl Fn(&mut B)) -> Result<(), String> {
+    let (mut prev, mut cur): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    let mut t: Cycle = 0;
+    loop {
+        cur.clear();
+        sample(b, &mut cur);
+        for (i, &v) in cur.iter().enumerate() {
+            if prev.get(i) != Some(&v) {
+                sink.change(t, i, v)?;
+            }
         }
+        std::mem::swap(&mut prev, &mut cur);
+        if done(b) {
+            return Ok(());
+        }
+        step(b);
+        t += 1;
     }
-    prev.clear();
-    prev.extend_from_slice(cur);
-    Ok(())
 }
 
 impl SignalSink for waves::WaveWriter {

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use waves::{WaveFilter, WaveFormat, WaveWriter};
 
-use sched::balance::eplb::{rebalance_experts, EplbCfg};
+use sched::balance::eplb::{max_over_mean, rebalance_experts, EplbCfg};
 use sched::balance::ni::{ColdRule, Move, TriggerCfg};
 use sched::models::ModelPreset;
 use sched::wafer::{A2aXfer, Mapping};
@@ -179,23 +179,13 @@ pub struct BalanceResult {
     pub iterations: Vec<IterRecord>,
 }
 
-/// Per-expert token counts of a program's assignments (all micro-batches) and per-die loads.
-fn loads_of(prog: &LayerProgram, experts: u32, dies: u32) -> (Vec<u64>, Vec<u64>) {
-    let mut e = vec![0u64; experts as usize];
+/// Token–expert assignments each die computes (every micro-batch).
+fn die_loads(prog: &LayerProgram, dies: u32) -> Vec<u64> {
     let mut d = vec![0u64; dies as usize];
     for a in prog.assignments.iter().flatten() {
-        e[a.expert as usize] += 1;
         d[a.dst as usize] += 1;
     }
-    (e, d)
-}
-
-fn max_over_mean(v: &[u64]) -> f64 {
-    let sum: u64 = v.iter().sum();
-    if sum == 0 || v.is_empty() {
-        return 1.0;
-    }
-    *v.iter().max().unwrap() as f64 * v.len() as f64 / sum as f64
+    d
 }
 
 /// The numbers of one run: the slowest die's expert compute, the all-to-all span, the span
@@ -301,8 +291,7 @@ pub fn run_balance(
         let hosts = invert(&placement, experts);
         let pl: Vec<Vec<A2aXfer>> = plans(cfg, map, &hosts, r);
         let prog = build_planned(cfg, model, map, pl, &LayerOpts::default());
-        let (e_tokens, d_tokens) = loads_of(&prog, experts, dies);
-        let d_record = d_tokens.clone();
+        let (e_tokens, d_tokens) = (prog.expert_tokens.clone(), die_loads(&prog, dies));
         // The layer, with the non-invasive migration beside it.
         let mut w = Wafer::new(cfg, &prog, threads)?;
         let run = match (&st.inflight, wave_wafer) {
@@ -334,8 +323,8 @@ pub fn run_balance(
         };
         let mut rec = IterRecord {
             iter: i as u32,
-            max_over_mean: max_over_mean(&d_tokens),
-            device_loads: d_record,
+            max_over_mean: max_over_mean(&d_tokens.iter().map(|&x| x as f64).collect::<Vec<_>>()),
+            device_loads: d_tokens.clone(),
             layer_cycles: run.layer_cycles,
             moe_compute_cycles: moe,
             a2a_cycles: a2a,

@@ -22,7 +22,7 @@
 //! fixed-point counters and reach the same decisions whenever no two candidates tie within
 //! its precision.
 
-use crate::harness::{emit_changes, SignalDecl, SignalSink};
+use crate::harness::{trace_to_end, SignalDecl, SignalSink};
 use sched::balance::ni::{BalancePlan, ColdRule, Move};
 use sched::wafer::WaferGeom;
 
@@ -252,18 +252,7 @@ impl NiBalancerCl {
     /// Runs to the end, writing every cycle's registers into `sink` (signals:
     /// [`NiBalancerCl::signals`], in that order).
     pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(BalancePlan, u64), String> {
-        let (mut prev, mut cur) = (Vec::new(), Vec::new());
-        let mut t = 0;
-        loop {
-            cur.clear();
-            self.sample(&mut cur);
-            emit_changes(sink, t, &mut prev, &cur)?;
-            if self.state == BalState::Done || self.max_moves == 0 {
-                break;
-            }
-            self.step();
-            t += 1;
-        }
+        trace_to_end(&mut self, sink, Self::sample, |b| b.state == BalState::Done || b.max_moves == 0, Self::step)?;
         Ok(self.run())
     }
 

@@ -69,12 +69,11 @@ pub struct MigXfer {
     pub next: Option<u32>,
 }
 
-impl MigXfer {
-    pub fn class(&self) -> u8 {
-        match self.kind {
-            MigKind::Local => CLASS_MIG_LOCAL,
-            MigKind::Global => CLASS_MIG_GLOBAL,
-        }
+/// The flit class of a step kind.
+pub fn class_of(kind: MigKind) -> u8 {
+    match kind {
+        MigKind::Local => CLASS_MIG_LOCAL,
+        MigKind::Global => CLASS_MIG_GLOBAL,
     }
 }
 
@@ -280,7 +279,7 @@ impl MigrationEngineCl {
         let q = fifo.front_mut().expect("non-empty");
         let flits = (q.flits - q.sent).min(packet_flits.max(1));
         q.sent += flits;
-        let pkt = MigPacket { data: MIG_BIT | q.id, dst: q.dst, class: if q.kind == MigKind::Local { CLASS_MIG_LOCAL } else { CLASS_MIG_GLOBAL }, flits };
+        let pkt = MigPacket { data: MIG_BIT | q.id, dst: q.dst, class: class_of(q.kind), flits };
         let (mv, ch, st) = self.meta.get(&q.id).copied().unwrap_or_default();
         (self.cur_kind, self.cur_move, self.cur_chunk, self.cur_step) = (1 + (q.kind == MigKind::Global) as u8, mv, ch, st);
         if q.sent == q.flits {

@@ -26,7 +26,7 @@
 
 use sched::balance::semmoe::{chunk, NGramTable, TokenDevTable};
 
-use crate::harness::{emit_changes, SignalDecl, SignalSink};
+use crate::harness::{trace_to_end, SignalDecl, SignalSink};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LutState {
@@ -312,18 +312,7 @@ impl SemMoeLutCl {
 
     /// Runs to the end writing every cycle's registers into `sink` (signals: [`Self::signals`]).
     pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(Vec<usize>, Vec<u32>, u64), String> {
-        let (mut prev, mut cur) = (Vec::new(), Vec::new());
-        let mut t = 0;
-        loop {
-            cur.clear();
-            self.sample(&mut cur);
-            emit_changes(sink, t, &mut prev, &cur)?;
-            if self.state == LutState::Done {
-                break;
-            }
-            self.step();
-            t += 1;
-        }
+        trace_to_end(&mut self, sink, Self::sample, |u| u.state == LutState::Done, Self::step)?;
         Ok(self.finish())
     }
 

@@ -27,12 +27,7 @@ pub fn trace_routing(t: &Trace, m: &ModelPreset, layer: u32, groups: u32, tokens
 /// As [`trace_routing`], from the trace's `k`-th iteration (cyclically: iteration `k mod n` of
 /// its `n` iterations), for runs of many iterations.
 pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
-    if t.header.experts != m.experts || t.header.top_k != m.top_k {
-        return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
-    }
-    if layer >= t.header.layers {
-        return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
-    }
+    check_trace(t, m, layer)?;
     let its = t.iterations();
     if its.is_empty() {
         return Err("the trace holds no tokens".into());
@@ -47,12 +42,7 @@ pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize,
 /// `groups × tokens_per_group` tokens (cyclically): for runs whose iterations need more tokens
 /// than a trace iteration holds (a decode trace of one token per iteration).
 pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
-    if t.header.experts != m.experts || t.header.top_k != m.top_k {
-        return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
-    }
-    if layer >= t.header.layers {
-        return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
-    }
+    check_trace(t, m, layer)?;
     let n = t.tokens.len();
     if n == 0 {
         return Err("the trace holds no tokens".into());
@@ -60,6 +50,17 @@ pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, gr
     let need = groups as usize * tokens_per_group as usize;
     let start = (k as u128 * need as u128 % n as u128) as usize;
     Ok(group((0..need).map(|i| t.tokens[(start + i) % n].layers[layer as usize].clone()).collect(), tokens_per_group))
+}
+
+/// The trace matches the model's experts and top-k and has MoE layer `layer`.
+fn check_trace(t: &Trace, m: &ModelPreset, layer: u32) -> Result<(), String> {
+    if t.header.experts != m.experts || t.header.top_k != m.top_k {
+        return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
+    }
+    if layer >= t.header.layers {
+        return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
+    }
+    Ok(())
 }
 
 fn group(tokens: Vec<Vec<u16>>, per: u32) -> Vec<Vec<Vec<u16>>> {
