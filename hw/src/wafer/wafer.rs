@@ -275,10 +275,12 @@ impl Wafer {
             }
             let mut die = DieCl::new(i, prog, np, cols, r.vcs, r.vc_buf, cfg.packet_flits);
             die.dma.mig_vc = cfg.migration_vc.then(|| r.vcs as u8 - 1);
-            let mut idle_mask = [0u8; 4];
             let mut cold_mask = [0u8; 4];
             if let Some(m) = &prog.mapping {
                 die.map_regs = [m.group_of[i as usize], m.rank_of[i as usize], m.ftd_of[i as usize]];
+                // Disjoint FTDs: intra-FTD links are cold in the all-reduce; with all-gather every
+                // fetch stays inside its FTD, so links between FTDs are idle (hence cold) in
+                // dispatch and combine.
                 if m.ftds_disjoint() {
                     for d in LINK_DIRS {
                         if let Some(nb) = neighbour_in(i, d, cols, rows) {
@@ -293,18 +295,10 @@ impl Wafer {
                         }
                     }
                 }
-                // FTD-confined all-to-all: with all-gather and disjoint FTDs every fetch stays
-                // inside its FTD, so links between FTDs are idle in dispatch and combine.
-                if m.all_gather && m.ftds_disjoint() {
-                    for d in LINK_DIRS {
-                        if let Some(nb) = neighbour_in(i, d, cols, rows) {
-                            if m.ftd_of[i as usize] != m.ftd_of[nb as usize] {
-                                idle_mask[d.idx()] = 1 << Phase::Dispatch as u8 | 1 << Phase::Combine as u8;
-                            }
-                        }
-                    }
-                }
             }
+            // The idle links are the all-to-all's cold ones (no cold link of the all-reduce is
+            // idle: it carries half the ring's load).
+            let idle_mask = cold_mask.map(|c| c & (1 << Phase::Dispatch as u8 | 1 << Phase::Combine as u8));
             if let Some(p) = &shared {
                 die.set_functional(p.clone());
             }
