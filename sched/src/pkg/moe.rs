@@ -273,3 +273,45 @@ mod tests {
         assert_eq!(act_i8(i32::MIN, i32::MAX), 0);
     }
 }
+
+#[cfg(test)]
+mod gemm_tests {
+    use super::gemm_i8;
+    use proptest::prelude::*;
+
+    /// The textbook triple loop in i64, wrapped to i32 once at the end (wrapping addition is
+    /// associative, so this equals wrapping at every step in any order).
+    fn naive(a: &[i8], b: &[i8], m: usize, k: usize, n: usize) -> Vec<i32> {
+        let mut c = Vec::with_capacity(m * n);
+        for i in 0..m {
+            for j in 0..n {
+                let s: i64 = (0..k).map(|p| a[i * k + p] as i64 * b[p * n + j] as i64).sum();
+                c.push(s as i32); // `as` truncates: two's-complement wrap
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn gemm_wraps_like_i32() {
+        // 140,000 × (−128·−128) = 2,293,760,000 > i32::MAX: the accumulator must wrap.
+        let k = 140_000;
+        let (a, b) = (vec![-128i8; k], vec![-128i8; k]);
+        let c = gemm_i8(&a, &b, 1, k, 1);
+        assert_eq!(c, vec![(2_293_760_000i64 - (1i64 << 32)) as i32]);
+        assert_eq!(c, naive(&a, &b, 1, k, 1));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn gemm_equals_naive_loop(m in 1usize..7, k in 1usize..40, n in 1usize..9, seed in any::<u64>(), zeros in 0u8..3) {
+            // Full int8 range, with some zero rows of `a` (the kernel skips them).
+            let mut r = super::rng_for(seed, 9, 0);
+            use rand::Rng;
+            let a: Vec<i8> = (0..m * k).map(|i| if zeros > 0 && (i / k) % 3 == 0 { 0 } else { r.gen() }).collect();
+            let b: Vec<i8> = (0..k * n).map(|_| r.gen()).collect();
+            prop_assert_eq!(gemm_i8(&a, &b, m, k, n), naive(&a, &b, m, k, n));
+        }
+    }
+}
