@@ -77,7 +77,7 @@ fn small_sweep_fields_claims_and_determinism() {
 #[test]
 fn real_olmoe_trace_end_to_end() {
     let d = tmp("olmoe");
-    let Some(t) = common::imported_olmoe(&d) else { return };
+    let t = common::imported_olmoe(&d);
     let j = d.join("g.json");
     let out = run(&["gps", "--trace", s(&t), "--model", "olmoe-1b-7b", "--bandwidth", "slow", "--accuracy", "0.5,0.9", "--json", s(&j)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

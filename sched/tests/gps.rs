@@ -534,11 +534,22 @@ proptest! {
     }
 }
 
-/// The numbers quoted in docs/balance.md ("MoE-GPS (FL)"): `--nocapture` prints them.
+/// The numbers quoted in docs/balance.md ("MoE-GPS (FL)"), asserted: the table's cells, the
+/// no-prediction row worked out by hand from the drawn routing (round-robin hosts, scatter
+/// from t mod 4), and the doc's direction claims (Dist-Only balances compute, T2E cuts the
+/// dispatch traffic with accuracy, optimistic ≤ typical ≤ pessimistic, optimistic = perfect).
 #[test]
 fn strategy_table() {
     let setup = DupSetup::round_robin(8, 4, 4, 4);
-    for s in [0.6, 1.2] {
+    // (s, skewness ×100, none, dist-only, typical 0.5, typical 0.95, pessimistic 0.5, optimistic 0.5)
+    // as (max compute, max recv) — docs/balance.md's table.
+    type Cell = (u64, u64);
+    let docs: [(f64, u64, Cell, Cell, Cell, Cell, Cell, Cell); 2] = [
+        (0.6, 193, (677, 500), (540, 395), (578, 230), (526, 26), (629, 230), (512, 260)),
+        (1.2, 336, (988, 743), (520, 391), (576, 174), (514, 13), (844, 352), (512, 227)),
+    ];
+    let max = |it: &gps::IterationLoads| (*it.compute.iter().max().unwrap(), *it.recv.iter().max().unwrap());
+    for (s, sk100, d_none, d_dist, d_typ5, d_typ95, d_pes5, d_opt5) in docs {
         let truth = draw(&zipf(8, s), 2048, &mut rng(20));
         let h = hist(&truth, 8);
         let mut p = DistOnlyPredictor::new(DistOnlyCfg::default(), 8).unwrap();
@@ -549,22 +560,41 @@ fn strategy_table() {
         let pl = p.predicted_loads(2048);
         let none = estimate_iteration(&truth, &setup, gps::Strategy::NoPrediction).unwrap();
         let dist = estimate_iteration(&truth, &setup, gps::Strategy::DistOnly { predicted_loads: &pl }).unwrap();
-        let row = |name: &str, it: &gps::IterationLoads| {
-            println!(
-                "| {s} | {:.2} | {name} | {} | {} |",
-                skewness(&h),
-                it.compute.iter().max().unwrap(),
-                it.recv.iter().max().unwrap()
-            );
+        let t2e = |m: ErrorModel, a: f64| {
+            let pr = T2ePredictor { accuracy: a, model: m }.predict(&truth, 8, &mut rng(22)).unwrap();
+            estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &pr.experts }).unwrap()
         };
-        row("none", &none);
-        row("dist-only", &dist);
-        for m in MODELS {
-            for a in [0.5, 0.95] {
-                let pr = T2ePredictor { accuracy: a, model: m }.predict(&truth, 8, &mut rng(22)).unwrap();
-                let it = estimate_iteration(&truth, &setup, gps::Strategy::TokenToExpert { predicted: &pr.experts }).unwrap();
-                row(&format!("T2E {m:?} a={a}"), &it);
-            }
+        let (typ5, typ95) = (t2e(ErrorModel::Typical, 0.5), t2e(ErrorModel::Typical, 0.95));
+        let (pes5, opt5) = (t2e(ErrorModel::Pessimistic, 0.5), t2e(ErrorModel::Optimistic, 0.5));
+
+        // The docs' cells.
+        assert_eq!((skewness(&h) * 100.0).round() as u64, sk100, "s={s}");
+        let got = [max(&none), max(&dist), max(&typ5), max(&typ95), max(&pes5), max(&opt5)];
+        assert_eq!(got, [d_none, d_dist, d_typ5, d_typ95, d_pes5, d_opt5], "s={s}: docs/balance.md's row");
+
+        // Skewness by hand: busiest expert over the mean (2048 / 8).
+        assert_eq!(skewness(&h), *h.iter().max().unwrap() as f64 / 256.0);
+        // No prediction by hand: expert e lives only on device e mod 4; assignment t starts on
+        // t mod 4 and is received by its expert's device unless it is already there.
+        let mut compute = [0u64; 4];
+        let mut recv = [0u64; 4];
+        for (t, &e) in truth.iter().enumerate() {
+            let dev = e as usize % 4;
+            compute[dev] += 1;
+            recv[dev] += (t % 4 != dev) as u64;
         }
+        assert_eq!(none.compute, compute, "s={s}");
+        assert_eq!(none.recv, recv, "s={s}");
+
+        for it in [&none, &dist, &typ5, &typ95, &pes5, &opt5] {
+            assert_eq!(it.compute.iter().sum::<u64>(), 2048, "every assignment computed once");
+            assert!(*it.compute.iter().max().unwrap() >= 512, "no device below the perfect share");
+        }
+        // Direction claims of the docs.
+        assert!(max(&dist).0 < max(&none).0, "s={s}: Dist-Only balances compute");
+        assert_eq!(max(&opt5).0, 512, "s={s}: optimistic guess = perfect plan");
+        assert!(max(&opt5).0 <= max(&typ5).0 && max(&typ5).0 <= max(&pes5).0, "s={s}: optimistic ≤ typical ≤ pessimistic");
+        assert!(max(&typ95).1 < max(&typ5).1, "s={s}: accuracy cuts communication");
+        assert!(max(&typ5).1 < max(&dist).1 && max(&dist).1 <= max(&none).1, "s={s}: T2E skips the scatter");
     }
 }

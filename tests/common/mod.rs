@@ -27,16 +27,20 @@ pub fn json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-/// The real OLMoE decode trace (shared/traces), imported into `dir/olmoe.jsonl` by `trace
-/// import`; `None` (the test is skipped) when the shared traces are not on this machine.
-pub fn imported_olmoe(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new("/work/shared/traces/sqliteai-warp-decode-traces/trace_olmoe_299.jsonl");
-    if !src.exists() {
-        eprintln!("skipped: {} not present", src.display());
-        return None;
-    }
+/// A vendored slice of the real routing data (testbenches/traces, see its README): the test
+/// fails, never skips, when it is missing.
+pub fn vendored_trace(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbenches/traces").join(name);
+    assert!(p.is_file(), "{} missing: the real-trace test cannot run without it", p.display());
+    p
+}
+
+/// The first 64 decode steps of the real OLMoE warp trace (vendored), imported into
+/// `dir/olmoe.jsonl` by `trace import`.
+pub fn imported_olmoe(dir: &Path) -> PathBuf {
+    let src = vendored_trace("olmoe_warp_decode_64.jsonl");
     let t = dir.join("olmoe.jsonl");
-    let out = run(&["trace", "import", s(src), "--out", s(&t)]);
+    let out = run(&["trace", "import", s(&src), "--out", s(&t)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    Some(t)
+    t
 }
