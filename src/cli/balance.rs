@@ -2,7 +2,7 @@
 //! balancer (none, EPLB, topology-aware invasive, NI-Balancer), on a scenario workload with
 //! time structure or a routing trace (`hw::wafer::balance`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -161,6 +161,10 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     if kinds.is_empty() {
         return Err("--balancer: give at least one of none, eplb, topo, topo-ni".into());
     }
+    super::no_duplicates("--balancer", &kinds, |k| k.name().to_string())?;
+    if a.trace.is_some() && a.skew.is_some() {
+        return Err("--skew: the trace decides the routing; --skew shapes the generated scenario only".into());
+    }
     if a.iters == 0 || a.iters > 100_000 {
         return Err(format!("--iters: {} outside 1..=100000", a.iters));
     }
@@ -177,6 +181,13 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     c.validate().map_err(|e| e.to_string())?;
     check_fits(&c, &model)?;
     let bal = balance_cfg(&a)?;
+    // Warm-up iterations are left out of the mean imbalance; with none left after them, the
+    // mean would silently fall back to every iteration. (The default's 10 is the paper's
+    // setting and only applies when the run is long enough.)
+    if bal.warmup_iters >= a.iters && (a.warmup.is_some() || bal.warmup_iters != BalanceCfg::default().warmup_iters) {
+        let what = if a.warmup.is_some() { "--warmup" } else { "warmup_iters of --balance-config" };
+        return Err(format!("{what}: {} warm-up iterations of --iters {}: none left to measure (give fewer, or more --iters)", bal.warmup_iters, a.iters));
+    }
     // Shadow slots hold whole experts: they must fit beside the home experts.
     let per_die = model.layers as u64 * ((model.experts as u64).div_ceil(c.dies() as u64) + bal.shadow_slots as u64) * model.expert_bytes();
     if per_die as f64 > c.die.hbm_gb * 1e9 {
@@ -187,11 +198,19 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     if kinds.contains(&BalancerKind::TopoNi) && !(map.ftds_disjoint() && map.all_gather) {
         return Err(format!("--balancer topo-ni: the {} mapping's FTDs are not disjoint (or the all-gather is off), so no links are cold in the all-to-all; use --mapping er or her", c.mapping.name()));
     }
-    for p in [a.json.as_ref(), a.vcd.as_ref(), a.fst.as_ref()].into_iter().flatten() {
-        check_writable(p)?;
-    }
     if a.vcd.is_some() && a.fst.is_some() {
         return Err("give --vcd or --fst, not both".into());
+    }
+    if let Some(p) = &a.json {
+        check_writable(p).map_err(|e| format!("--json: {e}"))?;
+    }
+    // Both waveform files: the wafer's and the decision unit's beside it.
+    for (flag, p) in [("--vcd", &a.vcd), ("--fst", &a.fst)] {
+        if let Some(p) = p {
+            for f in [p.clone(), decision_path(p)] {
+                check_writable(&f).map_err(|e| format!("{flag}: {e}"))?;
+            }
+        }
     }
     let wave = match (&a.vcd, &a.fst) {
         (Some(p), _) => Some((p.clone(), waves::WaveFormat::Vcd)),
@@ -203,6 +222,13 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     }
     let (routing, skew, trace_mode) = workload(&a, &c, &model, bal.warmup_iters)?;
     let threads = a.threads.max(1) as usize;
+    // The waveforms are written only when there is something to trace (a decision, a
+    // migration in flight): what each file was before the run tells whether it was written.
+    let stamp = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let before: Vec<(PathBuf, Option<std::time::SystemTime>)> = wave.as_ref().map_or(Vec::new(), |(p, _)| [p.clone(), decision_path(p)].into_iter().map(|f| {
+        let t = stamp(&f);
+        (f, t)
+    }).collect());
     let mut results: Vec<BalanceResult> = Vec::new();
     let t0 = Instant::now();
     for &k in &kinds {
@@ -240,8 +266,17 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         }
         results.push(r);
     }
-    if let (Some((p, _)), false) = (&wave, a.quiet) {
-        println!("wrote {} and {}", p.display(), decision_path(p).display());
+    if wave.is_some() {
+        let (written, missing): (Vec<&(PathBuf, _)>, Vec<&(PathBuf, _)>) = before.iter().partition(|(f, t)| stamp(f).is_some_and(|now| Some(now) != *t));
+        if !written.is_empty() && !a.quiet {
+            println!("wrote {}", written.iter().map(|(f, _)| f.display().to_string()).collect::<Vec<_>>().join(" and "));
+        }
+        for (i, (f, _)) in before.iter().enumerate().filter(|(_, x)| missing.contains(x)) {
+            let why = if i == 0 { "no migration of topo-ni was in flight in an iteration after its decision" } else { "topo-ni's trigger never fired, so its decision unit never ran" };
+            // Results are right; only the waveform had nothing to show.
+            let stale = if f.exists() { "; the file there is from an earlier run" } else { "" };
+            eprintln!("note: {} not written: {why} ({} iterations; nothing to trace){stale}", f.display(), a.iters);
+        }
     }
     if let Some(j) = &a.json {
         ensure_parent(j)?;

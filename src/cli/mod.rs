@@ -95,28 +95,114 @@ pub fn split_grid(s: &str) -> Option<(u32, u32)> {
     Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }
 
-/// Creates the parent directory of an output file.
+/// Exit code of a run of several parts (strategies, points, balancers) in which some part
+/// failed: the finished parts are written, each failed one is reported with its reason
+/// (0 ok, 1 a failing check, 2 bad input; docs/user-guide.md "Exit codes").
+pub const EXIT_PARTIAL: u8 = 3;
+
+/// The reason of an error, without the model state dump a watchdog appends: its first
+/// non-empty line, minus the "state then:" lead-in of the dump.
+pub fn reason(e: &str) -> String {
+    let first = e.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("(no reason given)");
+    first.trim_end_matches("; state then:").trim_end_matches(':').to_string()
+}
+
+/// Creates the parent directory of an output file. When that fails because a path component
+/// is a file, the error names that file ("File exists" alone does not say which).
 pub fn ensure_parent(p: &std::path::Path) -> CliResult<()> {
     if let Some(d) = p.parent() {
         if !d.as_os_str().is_empty() {
-            std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            if let Err(e) = std::fs::create_dir_all(d) {
+                if let Some(f) = d.ancestors().filter(|a| !a.as_os_str().is_empty()).find(|a| a.exists()) {
+                    if !f.is_dir() {
+                        return Err(format!("cannot create {}: {} is a file, not a directory", d.display(), f.display()));
+                    }
+                }
+                return Err(format!("cannot create {}: {e}", d.display()));
+            }
         }
     }
     Ok(())
 }
 
-/// Checks, before any simulation, that `p` can be written: creates its parent directory and
-/// opens the file for writing (without truncating an existing file; a file created only for
-/// the check is removed). The error names the path.
+/// Whether `p` names the file this process's standard output goes to (`/dev/stdout`, or the
+/// file a shell redirected stdout to): what the run prints would be mixed into it.
+fn is_stdout(p: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else { return false };
+        let (Ok(out), Ok(m)) = (std::fs::File::from(fd).metadata(), std::fs::metadata(p)) else { return false };
+        out.dev() == m.dev() && out.ino() == m.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = p;
+        false
+    }
+}
+
+/// The one check of an output path, run for every path a run will write before anything is
+/// simulated: creates its parent directory and opens the file for writing (without
+/// truncating an existing file; a file created only for the check is removed). Refused:
+/// an empty path, a directory, the standard output (the run's own text would be mixed in),
+/// and special files — devices, FIFOs, sockets — (`/dev/full` fails late, `/dev/zero` reads
+/// endlessly on a resume, a FIFO blocks the open); `/dev/null` is accepted (output discarded).
+/// The error names the path.
 pub fn check_writable(p: &std::path::Path) -> CliResult<()> {
+    if p.as_os_str().is_empty() {
+        return Err("an output path is empty".into());
+    }
     ensure_parent(p)?;
     if p.is_dir() {
         return Err(format!("cannot write {}: is a directory", p.display()));
+    }
+    if is_stdout(p) {
+        return Err(format!("cannot write {}: it is the standard output, where the run prints its summary; give a file", p.display()));
+    }
+    if let Ok(m) = std::fs::metadata(p) {
+        if !m.is_file() && !is_dev_null(p) {
+            return Err(format!("cannot write {}: not a regular file (a device, FIFO or socket); give a file path", p.display()));
+        }
     }
     let existed = p.exists();
     std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     if !existed {
         let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// `/dev/null` (by any path): the one special file accepted as an output.
+pub fn is_dev_null(p: &std::path::Path) -> bool {
+    std::fs::canonicalize(p).is_ok_and(|c| c == std::path::Path::new("/dev/null"))
+}
+
+/// Checks the files a run writes from one base path, one per part (`NAME-<part>.EXT` when
+/// there are several, see [`package::wave_path`]): the base itself must be a plain path
+/// (the per-part names are derived beside it), then every per-part path. `flag` names the
+/// option in errors.
+pub fn check_per_part(flag: &str, base: &std::path::Path, parts: &[&str]) -> CliResult<()> {
+    check_writable(base).map_err(|e| format!("{flag}: {e}"))?;
+    if parts.len() > 1 {
+        if base.exists() && !std::fs::metadata(base).is_ok_and(|m| m.is_file()) {
+            return Err(format!("{flag} {}: {} parts write NAME-<part> files beside it; give a file path", base.display(), parts.len()));
+        }
+        for part in parts {
+            check_writable(&package::wave_path(base, part, true)).map_err(|e| format!("{flag}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a comma-separated list that names an item twice (`--strategy ep,ep`): it would
+/// run the same thing twice and report it as two results.
+pub fn no_duplicates<T: PartialEq>(flag: &str, items: &[T], name: impl Fn(&T) -> String) -> CliResult<()> {
+    for (i, x) in items.iter().enumerate() {
+        if items[..i].contains(x) {
+            return Err(format!("{flag}: {} given twice", name(x)));
+        }
     }
     Ok(())
 }

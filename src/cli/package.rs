@@ -154,6 +154,7 @@ pub fn parse_strategies(s: &str) -> CliResult<Vec<Strategy>> {
     if v.is_empty() {
         return Err("--strategy: give at least one of ep, hydra, a1..a5".into());
     }
+    super::no_duplicates("--strategy", &v, |s| s.name().to_string())?;
     Ok(v)
 }
 
@@ -184,6 +185,10 @@ pub fn workload_from(m: &ModelPreset, tokens: u32, skew: f64, seed: u64, trace: 
         None => {
             let n_iters = iters.as_ref().map_or(1, |r| r.end);
             let n_layers = layers.as_ref().map_or(1, |r| r.end);
+            // Checked here: `as u32` below would wrap 2^32 + 1 to 1.
+            if n_layers > sched::trace::MAX_LAYERS as usize {
+                return Err(format!("--layers: {n_layers} layers to generate, at most {}", sched::trace::MAX_LAYERS));
+            }
             if n_iters as u64 * tokens as u64 > sched::workload::MAX_GEN_TOKENS {
                 return Err(format!("--iters: {n_iters} iterations of {tokens} tokens is more than {} token lines", sched::workload::MAX_GEN_TOKENS));
             }
@@ -253,68 +258,110 @@ pub fn wave_path(base: &Path, run: &str, several: bool) -> PathBuf {
 
 /// Runs every strategy on the workload, layer batch by layer batch through the request
 /// tracker (which carries token buffering across layers and iterations); writes waveforms
-/// of the first batch when asked.
+/// of the first batch when asked. The first failing strategy fails the call (one-strategy
+/// callers: `sweep`, `bench`); [`run_parts`] keeps the others' results.
 pub fn run_strategies(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool) -> CliResult<Vec<PkgResult>> {
-    run_strategies_with(cfg, strategies, w, functional, waves, quiet, hw::pkg::package::PkgRtl::default())
+    run_parts(cfg, strategies, w, functional, waves, quiet, hw::pkg::package::PkgRtl::default())?.into_iter().map(|(_, r)| r).collect()
 }
 
-/// As [`run_strategies`], with the RTL stand-ins of `rtl` (`--rtl scheduler`, `--rtl chiplet-ctrl`).
-pub fn run_strategies_with(
-    cfg: &PkgCfg,
-    strategies: &[Strategy],
-    w: &Workload,
-    functional: bool,
-    waves: Option<(&Path, waves::WaveFormat)>,
-    quiet: bool,
-    rtl: hw::pkg::package::PkgRtl,
-) -> CliResult<Vec<PkgResult>> {
-    let mut results = Vec::new();
+/// One strategy of a run: its result, or why it failed (the other strategies still ran).
+pub type Part = (Strategy, CliResult<PkgResult>);
+
+/// As [`run_strategies`], with the RTL stand-ins of `rtl` (`--rtl scheduler`, `--rtl
+/// chiplet-ctrl`), every strategy run whatever the others did: a strategy that fails (a
+/// watchdog, a waveform write) is returned with its error beside the finished ones. The
+/// error of the call itself is bad input, found before anything runs.
+pub fn run_parts(cfg: &PkgCfg, strategies: &[Strategy], w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, quiet: bool, rtl: hw::pkg::package::PkgRtl) -> CliResult<Vec<Part>> {
+    // Config errors are the input's, the same for every run: refused before the first one.
+    for &s in strategies {
+        cfg.token_buffer_cfg(s).map_err(|e| e.to_string())?;
+    }
     let several = strategies.len() > 1;
+    Ok(strategies
+        .iter()
+        .map(|&s| {
+            // A panicking strategy (a model bug) fails that strategy, not the others.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_one(cfg, s, w, functional, waves, several, quiet, rtl))).unwrap_or_else(|_| Err(format!("{}: panicked (see above)", s.name())));
+            (s, r)
+        })
+        .collect())
+}
+
+/// One strategy, every layer batch (see [`run_parts`]).
+#[allow(clippy::too_many_arguments)]
+fn run_one(cfg: &PkgCfg, s: Strategy, w: &Workload, functional: bool, waves: Option<(&Path, waves::WaveFormat)>, several: bool, quiet: bool, rtl: hw::pkg::package::PkgRtl) -> CliResult<PkgResult> {
     // Layer batches without deferrals; token buffering may add a few.
     let batches = w.trace.iterations().len() as u64 * w.trace.header.layers as u64;
-    for &s in strategies {
-        let tb = cfg.token_buffer_cfg(s).map_err(|e| e.to_string())?;
-        let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
-        let mut acc = None;
-        let mut i = 0;
-        // Progress on stderr (drawn only on a terminal) for runs of many layer batches.
-        let bar = if quiet || batches < 2 { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(batches) };
-        bar.set_style(indicatif::ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} layer batches, {elapsed} elapsed, eta {eta}").expect("valid template").progress_chars("=> "));
-        bar.set_prefix(s.name());
-        while let Some(l) = session.next_layer() {
-            if i >= bar.length().unwrap_or(0) {
-                bar.set_length(i + 1);
-            }
-            let mut p = Package::new_with_blocks(cfg, s, &l, functional, rtl).map_err(|e| e.to_string())?;
-            let r = match waves.filter(|_| i == 0) {
-                Some((base, fmt)) => {
-                    let path = wave_path(base, s.name(), several);
-                    ensure_parent(&path)?;
-                    let mut w = waves::WaveWriter::create(&path, fmt, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let r = p.run(Some(&mut w)).map_err(|e| format!("{}: {e}", s.name()))?;
-                    w.finish(r.latency_cycles * p.ctx.core.div).map_err(|e| format!("{}: {e}", path.display()))?;
-                    if !quiet {
-                        println!("wrote {}", path.display());
-                    }
-                    r
-                }
-                None => p.run(None).map_err(|e| format!("{}: {e}", s.name()))?,
-            };
-            tracing::debug!(strategy = s.name(), cycles = r.latency_cycles, ticks_evaluated = p.evaluated, "layer batch done");
-            session.commit(p.buffering_outcome())?;
-            accumulate(&mut acc, r);
-            i += 1;
-            bar.set_position(i);
+    let tb = cfg.token_buffer_cfg(s).map_err(|e| e.to_string())?;
+    let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
+    let mut acc = None;
+    let mut i = 0;
+    // Progress on stderr (drawn only on a terminal) for runs of many layer batches.
+    let bar = if quiet || batches < 2 { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(batches) };
+    bar.set_style(indicatif::ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} layer batches, {elapsed} elapsed, eta {eta}").expect("valid template").progress_chars("=> "));
+    bar.set_prefix(s.name());
+    while let Some(l) = session.next_layer() {
+        if i >= bar.length().unwrap_or(0) {
+            bar.set_length(i + 1);
         }
-        bar.finish_and_clear();
-        let mut r = acc.ok_or("the workload holds no tokens")?;
-        r.session = session.stats;
-        results.push(r);
+        let mut p = Package::new_with_blocks(cfg, s, &l, functional, rtl).map_err(|e| e.to_string())?;
+        let r = match waves.filter(|_| i == 0) {
+            Some((base, fmt)) => {
+                let path = wave_path(base, s.name(), several);
+                ensure_parent(&path)?;
+                let mut w = waves::WaveWriter::create(&path, fmt, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
+                let r = p.run(Some(&mut w)).map_err(|e| format!("{}: {e}", s.name()))?;
+                w.finish(r.latency_cycles * p.ctx.core.div).map_err(|e| format!("{}: {e}", path.display()))?;
+                if !quiet {
+                    println!("wrote {}", path.display());
+                }
+                r
+            }
+            None => p.run(None).map_err(|e| format!("{}: {e}", s.name()))?,
+        };
+        tracing::debug!(strategy = s.name(), cycles = r.latency_cycles, ticks_evaluated = p.evaluated, "layer batch done");
+        session.commit(p.buffering_outcome())?;
+        accumulate(&mut acc, r);
+        i += 1;
+        bar.set_position(i);
     }
-    Ok(results)
+    bar.finish_and_clear();
+    let mut r = acc.ok_or("the workload holds no tokens")?;
+    r.session = session.stats;
+    Ok(r)
 }
 
-pub fn print_results(results: &[PkgResult]) {
+/// The finished results of a run's parts, and the failed strategies with their errors.
+pub fn split_parts(parts: Vec<Part>) -> (Vec<PkgResult>, Vec<(Strategy, String)>) {
+    let (mut ok, mut failed) = (Vec::new(), Vec::new());
+    for (s, r) in parts {
+        match r {
+            Ok(r) => ok.push(r),
+            Err(e) => failed.push((s, e)),
+        }
+    }
+    (ok, failed)
+}
+
+/// The end of a multi-strategy run (`package`, `run`) after its outputs are written: `Err`
+/// when its one strategy failed (the error as is); with several, each failed strategy's
+/// reason on stderr and the partial exit code; otherwise `None` (the caller goes on).
+pub fn parts_outcome(several: bool, failed: &[(Strategy, String)]) -> CliResult<Option<ExitCode>> {
+    match failed {
+        [] => Ok(None),
+        [(_, e)] if !several => Err(e.clone()),
+        f => {
+            for (s, e) in f {
+                eprintln!("error: strategy {} failed: {}", s.name(), super::reason(e).trim_start_matches(&format!("{}: ", s.name())));
+            }
+            Ok(Some(ExitCode::from(super::EXIT_PARTIAL)))
+        }
+    }
+}
+
+/// The comparison table; a failed strategy gets a row with its reason (the speedup is
+/// against the first finished strategy).
+pub fn print_results(results: &[PkgResult], failed: &[(Strategy, String)]) {
     println!(
         "{:<8} {:>12} {:>7} {:>11} {:>9} {:>12} {:>12} {:>10} {:>9}",
         "strategy", "latency_cyc", "util%", "roofline", "ratio", "peak_w_MB", "ddr_MB", "d2d_MB", "speedup"
@@ -339,11 +386,20 @@ pub fn print_results(results: &[PkgResult]) {
             }
         );
     }
+    for (s, e) in failed {
+        println!("{:<8} FAILED: {}", s.name(), super::reason(e).trim_start_matches(&format!("{}: ", s.name())));
+    }
 }
 
-pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize, layers: usize, results: &[PkgResult]) -> CliResult<()> {
+/// The results JSON: `tokens` = token lines run (tokens per iteration x iterations),
+/// `iterations`, `layers_run`; `failed` (strategy, reason, error) only when a strategy failed.
+#[allow(clippy::too_many_arguments)]
+pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize, iterations: usize, layers: usize, results: &[PkgResult], failed: &[(Strategy, String)]) -> CliResult<()> {
     ensure_parent(path)?;
-    let v = serde_json::json!({ "model": model.name, "tokens": tokens, "layers_run": layers, "config": cfg, "results": results });
+    let mut v = serde_json::json!({ "model": model.name, "tokens": tokens, "iterations": iterations, "layers_run": layers, "config": cfg, "results": results });
+    if !failed.is_empty() {
+        v["failed"] = failed.iter().map(|(s, e)| serde_json::json!({ "strategy": s.name(), "reason": super::reason(e), "error": e })).collect();
+    }
     std::fs::write(path, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -363,12 +419,20 @@ pub fn load_cfg(path: &Path) -> CliResult<PkgCfg> {
 }
 
 pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
-    // Output paths first: a long run must not be lost to an unwritable file.
-    for p in [a.json.as_ref(), a.vcd.as_ref(), a.fst.as_ref()].into_iter().flatten() {
-        check_writable(p)?;
-    }
+    let strategies = parse_strategies(&a.strategy)?;
+    // Output paths first, every file the run will write (one waveform per strategy): a long
+    // run must not be lost to an unwritable file.
     if a.vcd.is_some() && a.fst.is_some() {
         return Err("give --vcd or --fst, not both".into());
+    }
+    if let Some(p) = &a.json {
+        check_writable(p).map_err(|e| format!("--json: {e}"))?;
+    }
+    let names: Vec<&str> = strategies.iter().map(|s| s.name()).collect();
+    for (flag, p) in [("--vcd", &a.vcd), ("--fst", &a.fst)] {
+        if let Some(p) = p {
+            super::check_per_part(flag, p, &names)?;
+        }
     }
     let mut cfg = match &a.config {
         Some(p) => load_cfg(p)?,
@@ -402,7 +466,15 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
         cfg.sim.fast_forward = false;
     }
     cfg.validate().map_err(|e| e.to_string())?;
-    let strategies = parse_strategies(&a.strategy)?;
+    // Flags that shape generated routing do nothing with a trace: refused, not ignored.
+    if a.trace.is_some() {
+        if a.skew.is_some() {
+            return Err("--skew: the trace decides the routing; --skew shapes generated routing only".into());
+        }
+        if a.seed.is_some() && !a.functional && cfg.ucie.ber == 0.0 {
+            return Err("--seed: with --trace the seed only drives functional data (--functional) and UCIe bit errors (--ber); neither is on".into());
+        }
+    }
     let trace = match &a.trace {
         Some(p) => Some(load_trace(p).map_err(|e| e.to_string())?),
         None => None,
@@ -458,10 +530,17 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
             if a.functional { ", functional" } else { "" }
         );
     }
-    let results = run_strategies_with(&cfg, &strategies, &work, a.functional, waves, a.quiet, a.rtl.map(RtlBlock::factory).unwrap_or_default())?;
-    print_results(&results);
+    let parts = run_parts(&cfg, &strategies, &work, a.functional, waves, a.quiet, a.rtl.map(RtlBlock::factory).unwrap_or_default())?;
+    let (results, failed) = split_parts(parts);
+    if results.is_empty() {
+        // Nothing finished, nothing to write: the reasons, and the exit code.
+        return parts_outcome(strategies.len() > 1, &failed).map(|c| c.unwrap_or(ExitCode::from(2)));
+    }
+    if !a.quiet {
+        print_results(&results, &failed);
+    }
     if let Some(p) = &a.json {
-        write_json(p, &cfg, &model, ntok, nlayers, &results)?;
+        write_json(p, &cfg, &model, ntok, work.trace.iterations().len(), nlayers, &results, &failed)?;
         if !a.quiet {
             println!("wrote {}", p.display());
         }
@@ -472,6 +551,9 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
         if !a.quiet {
             println!("wrote {} plots to {}", files.len(), d.display());
         }
+    }
+    if let Some(code) = parts_outcome(strategies.len() > 1, &failed)? {
+        return Ok(code);
     }
     if a.functional && results.iter().any(|r| r.outputs_match_reference != Some(true)) {
         eprintln!("error: functional outputs differ from the reference");

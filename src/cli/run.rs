@@ -209,29 +209,43 @@ pub(super) fn package_workload(sc: &ScenarioCfg, model: &ModelPreset) -> CliResu
 /// A `kind = "package"` scenario: the workload's strategies on the package, a comparison table
 /// (and plots when asked).
 fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&std::path::Path>, waves: Option<&super::noc::WaveOpts>, quiet: bool) -> CliResult<ExitCode> {
-    use super::package::{print_results, run_strategies, write_json};
+    use super::package::{parts_outcome, print_results, run_parts, split_parts, write_json};
     let w = &sc.workload;
     if waves.is_some_and(|o| !o.globs.is_empty() || o.window.is_some()) {
         return Err("--trace/--window select mesh signals of a noc_sweep scenario; a package scenario traces every signal".into());
     }
     let (model, strategies) = check_package(sc)?;
+    // One waveform per strategy (NAME-<strategy>.EXT when several): every one checked now.
+    if let Some(o) = waves {
+        let names: Vec<&str> = strategies.iter().map(|s| s.name()).collect();
+        super::check_per_part(if o.format == waves::WaveFormat::Fst { "--fst" } else { "--vcd" }, &o.path, &names)?;
+    }
     let work = package_workload(sc, &model)?;
     let mut cfg = sc.package.clone();
     if let Some(d) = plots {
         super::package::check_plot_dir(d)?;
         cfg.sim.timeline = true;
     }
-    println!("{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, cfg.rows, cfg.cols, w.strategies.join(", "));
-    let results = run_strategies(&cfg, &strategies, &work, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet)?;
-    print_results(&results);
+    let iters = if w.iters > 1 { format!("{} iterations x ", w.iters) } else { String::new() };
+    println!("{iters}{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, cfg.rows, cfg.cols, w.strategies.join(", "));
+    let parts = run_parts(&cfg, &strategies, &work, w.functional, waves.map(|o| (o.path.as_path(), o.format)), quiet, hw::pkg::package::PkgRtl::default())?;
+    let (results, failed) = split_parts(parts);
+    if results.is_empty() {
+        return parts_outcome(strategies.len() > 1, &failed).map(|c| c.unwrap_or(ExitCode::from(2)));
+    }
+    print_results(&results, &failed);
     if let Some(p) = json {
-        write_json(p, &cfg, &model, w.tokens as usize, 1, &results)?;
+        // `tokens` as `package` and `sweep` count them: token lines run, every iteration.
+        write_json(p, &cfg, &model, work.trace.tokens.len(), work.trace.iterations().len(), 1, &results, &failed)?;
         println!("wrote {}", p.display());
     }
     if let Some(d) = plots {
         let title = format!("{} {} tokens, {}x{}", model.name, w.tokens, cfg.rows, cfg.cols);
         let files = super::plot::package_plots(d, &title, &results)?;
         println!("wrote {} plots to {}: {}", files.len(), d.display(), files.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    if let Some(code) = parts_outcome(strategies.len() > 1, &failed)? {
+        return Ok(code);
     }
     Ok(ExitCode::SUCCESS)
 }

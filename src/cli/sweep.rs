@@ -389,17 +389,50 @@ impl Grid {
 
     /// Every point, checked, and every distinct workload generated once (then dropped), so
     /// that no error waits for the run.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn points(&self, origin: &str) -> CliResult<Vec<Point>> {
+        let points = self.points_unrun(origin)?;
+        check_workloads(&points, origin)?;
+        Ok(points)
+    }
+
+    /// Every point, its config checked (fast: no workload is generated, so `--list` and the
+    /// output checks come before the slow part). Two points that would run the same config
+    /// (e.g. an axis value equal to the base's in one block and the same point in another)
+    /// are refused: the sweep would run it twice under two ids.
+    pub fn points_unrun(&self, origin: &str) -> CliResult<Vec<Point>> {
+        use std::hash::{Hash, Hasher};
         let points = (0..self.count()).map(|i| self.point(i, origin)).collect::<CliResult<Vec<_>>>()?;
-        let mut seen = HashSet::new();
+        let config = |p: &Point| serde_json::to_string(&LineConfig::of(p)).map_err(|e| e.to_string());
+        // By a hash of the config (a grid holds up to 100 000 points), confirmed on a match.
+        let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
         for p in &points {
-            let w = &p.sc.workload;
-            if seen.insert((p.model.name.clone(), w.tokens, w.skew.to_bits(), w.seed, w.iters)) {
-                package_workload(&p.sc, &p.model).map_err(|e| format!("{origin}: point {} ({}): {e}", p.index, p.key))?;
+            let c = config(p)?;
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            c.hash(&mut h);
+            let same = seen.entry(h.finish()).or_default();
+            for &j in same.iter() {
+                if config(&points[j])? == c {
+                    return Err(format!("{origin}: point {} ({}) runs the same config as point {j} ({}): remove the duplicate", p.index, p.key, points[j].key));
+                }
             }
+            same.push(p.index);
         }
         Ok(points)
     }
+}
+
+/// Generates every distinct workload of `points` once (then drops it), so that no error waits
+/// for the run.
+pub fn check_workloads(points: &[Point], origin: &str) -> CliResult<()> {
+    let mut seen = HashSet::new();
+    for p in points {
+        let w = &p.sc.workload;
+        if seen.insert((p.model.name.clone(), w.tokens, w.skew.to_bits(), w.seed, w.iters)) {
+            package_workload(&p.sc, &p.model).map_err(|e| format!("{origin}: point {} ({}): {e}", p.index, p.key))?;
+        }
+    }
+    Ok(())
 }
 
 /// A parse error of a point's TOML without toml's source excerpt: the text is generated, its
@@ -519,37 +552,50 @@ fn run_point(p: &Point) -> CliResult<(String, Option<bool>)> {
     Ok((serde_json::to_string(&line).map_err(|e| e.to_string())?, r.outputs_match_reference))
 }
 
-/// Ids of the points already in `out`. A last line cut short by a crash (no newline, or not
-/// JSON) is cut off the file, and its point runs again; any other line that is not a point of
-/// this grid (same id, key and config) is an error naming the line: a resume never mixes two
-/// grids in one file.
+/// A sweep line starts so (`Line`'s first field): a cut-short last line is repaired only
+/// when it is the start of one, never a line of some other file.
+const LINE_START: &str = "{\"id\":";
+/// Bytes in a line, at most (a sweep line is a few KB): a file with longer lines is not a
+/// sweep output, and is not read into memory whole.
+const MAX_LINE: u64 = 16 << 20;
+
+/// Ids of the points already in `out`. A last line cut short by a crash (no newline, the
+/// start of a sweep line) is cut off the file, and its point runs again; any other line that
+/// is not a point of this grid (same id, key and config), or a point given twice, is an error
+/// naming the line: a resume never mixes two grids in one file, and never cuts or appends to
+/// a file that is not a sweep output.
 pub fn resume(out: &Path, points: &[Point], origin: &str, quiet: bool) -> CliResult<HashSet<usize>> {
-    use std::io::BufRead;
-    let mut done = HashSet::new();
+    use std::io::{BufRead, Read};
+    let mut done = std::collections::HashMap::new();
     let name = out.display();
     let file = match std::fs::File::open(out) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashSet::new()),
         Err(e) => return Err(format!("cannot read {name}: {e}")),
     };
     let read_err = |e: std::io::Error| format!("cannot read {name}: {e}");
+    let not_sweep = |n: usize, what: &str| format!("--out {name}: line {n} {what}: not a sweep output (a sweep appends to and repairs its own file only; use another --out)");
     // Line by line: a long sweep's output need not fit in memory twice.
     let mut r = std::io::BufReader::new(file);
     let (mut line, mut pos, mut n) = (Vec::new(), 0u64, 0);
     loop {
         line.clear();
-        let len = r.read_until(b'\n', &mut line).map_err(read_err)?;
+        let len = (&mut r).take(MAX_LINE + 1).read_until(b'\n', &mut line).map_err(read_err)?;
         if len == 0 {
             break;
         }
         n += 1;
+        if len as u64 > MAX_LINE {
+            return Err(not_sweep(n, &format!("is longer than {MAX_LINE} bytes")));
+        }
         let complete = line.last() == Some(&b'\n');
         let last = r.fill_buf().map_err(read_err)?.is_empty();
-        let v = std::str::from_utf8(&line).ok().and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok());
+        let text = std::str::from_utf8(&line).ok();
+        let v = text.and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok());
         match v {
             _ if complete && line.iter().all(u8::is_ascii_whitespace) => {}
             Some(v) if complete => {
-                let id = v.get("id").and_then(serde_json::Value::as_u64).ok_or_else(|| format!("{name}: line {n}: no point `id`; not a sweep output (use another --out)"))?;
+                let id = v.get("id").and_then(serde_json::Value::as_u64).ok_or_else(|| not_sweep(n, "has no point `id`"))?;
                 let p = points.get(id as usize).ok_or_else(|| format!("{name}: line {n}: point {id}, but {origin} has {} points: another grid's output (use another --out)", points.len()))?;
                 let key = v.get("key").and_then(serde_json::Value::as_str).unwrap_or("");
                 if key != p.key {
@@ -559,21 +605,25 @@ pub fn resume(out: &Path, points: &[Point], origin: &str, quiet: bool) -> CliRes
                 if v.get("config") != Some(&cfg) {
                     return Err(format!("{name}: line {n}: point {id} ({key}) ran with another config than {origin} gives it now (use another --out)"));
                 }
-                done.insert(id as usize);
+                if let Some(first) = done.insert(id as usize, n) {
+                    return Err(format!("{name}: line {n}: point {id} ({key}) is also at line {first}: a file holds each point once (remove one, or use another --out)"));
+                }
             }
-            _ if last => {
-                // A crash mid-write: cut the fragment so the next line starts on its own.
+            // A crash mid-write leaves the start of a line and no newline.
+            _ if last && !complete && text.is_some_and(|t| t.starts_with(LINE_START) || LINE_START.starts_with(t)) => {
+                // Cut the fragment so the next line starts on its own.
                 let f = std::fs::OpenOptions::new().write(true).open(out).map_err(|e| format!("cannot repair {name}: {e}"))?;
                 f.set_len(pos).map_err(|e| format!("cannot repair {name}: {e}"))?;
                 if !quiet {
                     eprintln!("note: {name}: line {n} was cut short (an interrupted run); removed, its point runs again");
                 }
             }
+            _ if n == 1 => return Err(not_sweep(n, "is not a JSON line of a sweep")),
             _ => return Err(format!("{name}: line {n} is not a JSON line of a sweep (only the last line may be cut short); fix it or use another --out")),
         }
         pos += len as u64;
     }
-    Ok(done)
+    Ok(done.into_keys().collect())
 }
 
 fn default_out(grid: &Path, shard: Option<(usize, usize)>) -> PathBuf {
@@ -595,21 +645,30 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
     let origin = a.grid.display().to_string();
     let text = std::fs::read_to_string(&a.grid).map_err(|e| format!("cannot read {origin}: {e}"))?;
     let grid = Grid::parse(&text, &origin)?;
-    let points = grid.points(&origin)?;
+    // The points' configs only: listing them and checking the output must not wait for
+    // every workload to be generated.
+    let points = grid.points_unrun(&origin)?;
     let (si, sn) = shard.unwrap_or((1, 1));
     let mine = |p: &&Point| p.index % sn == si - 1;
     if a.list {
+        // Nothing runs, so nothing is written: an output flag would be silently ignored.
+        for (flag, given) in [("--out", a.out.is_some()), ("--plot", a.plot.is_some())] {
+            if given {
+                return Err(format!("{flag}: --list only prints the points; nothing runs, nothing is written"));
+            }
+        }
         for p in points.iter().filter(mine) {
             println!("{}\t{}", p.index, p.key);
         }
         return Ok(ExitCode::SUCCESS);
     }
     let out = a.out.clone().unwrap_or_else(|| default_out(&a.grid, shard));
-    check_writable(&out)?;
+    check_writable(&out).map_err(|e| format!("--out: {e}"))?;
     if let Some(p) = &a.plot {
-        check_writable(p)?;
+        check_writable(p).map_err(|e| format!("--plot: {e}"))?;
     }
     let done = resume(&out, &points, &origin, a.quiet)?;
+    check_workloads(&points, &origin)?;
     let pending: Vec<&Point> = points.iter().filter(mine).filter(|p| !done.contains(&p.index)).collect();
     let mut file = std::fs::OpenOptions::new().append(true).create(true).open(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     let threads = threads.min(pending.len()).max(1);
@@ -662,8 +721,10 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
                     differ += usize::from(ok == Some(false));
                 }
                 Err(e) => {
+                    // The reason, not the model's state dump.
+                    let e = super::reason(&e);
                     if failed.len() < SHOWN_FAILURES {
-                        pb.suspend(|| eprintln!("point {} ({}) failed: {}", p.index, p.key, e.lines().next().unwrap_or("")));
+                        pb.suspend(|| eprintln!("point {} ({}) failed: {e}", p.index, p.key));
                     }
                     failed.push((p.index, p.key.clone(), e));
                 }
@@ -683,7 +744,9 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
         println!("wrote {}", p.display());
     }
     if let Some((i, key, e)) = failed.first() {
-        return Err(format!("{} of {} points failed (first: point {i} ({key}): {e}); a rerun retries them", failed.len(), pending.len()));
+        // The finished points are written: a partial sweep, not bad input.
+        eprintln!("error: {} of {} points failed (first: point {i} ({key}): {e}); the others are written, a rerun retries the failed", failed.len(), pending.len());
+        return Ok(ExitCode::from(super::EXIT_PARTIAL));
     }
     if differ > 0 {
         eprintln!("error: functional outputs differ from the reference at {differ} point(s)");
