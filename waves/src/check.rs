@@ -26,6 +26,8 @@ use wellen::{SignalRef, Time};
 
 use crate::{Result, WaveError};
 
+const ICV: [&str; 3] = ["top.pkg.iodie.grants", "top.pkg.iodie.grant_start", "top.pkg.iodie.icv"];
+
 /// The outcome of one checker.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CheckResult {
@@ -64,10 +66,32 @@ fn before(s: &[(Time, u64)], t: Time) -> u64 {
     }
 }
 
-/// Runs every checker that applies to the dump (a checker whose signals are absent is
-/// skipped, e.g. when a glob traced only part of the package). Reading errors name the file.
+/// What `wave check` found: the checkers that ran, and the checkers of the dump's kind
+/// (package or wafer) that could not run because their signals are absent from the dump
+/// (a glob that traced part of the design, or a renamed scope) — reported, never dropped.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CheckReport {
+    pub results: Vec<CheckResult>,
+    /// (checker, the signals it looks for that the dump lacks).
+    pub skipped: Vec<(&'static str, String)>,
+}
+
+/// The checkers that ran on the dump (see [`check_dump`], which also says which were
+/// skipped).
 pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
+    check_dump(path).map(|r| r.results)
+}
+
+/// Runs every checker whose signals are in the dump and names the others of its kind.
+/// Refused: a dump without any value change (a header alone proves nothing) and a dump with
+/// neither package nor wafer signals. Reading errors name the file; reading, including the
+/// signal loads, is inside the reader's panic containment.
+pub fn check_dump(path: &Path) -> Result<CheckReport> {
     let mut w = crate::reader::load(path)?;
+    crate::reader::contained(path, move || check_loaded(path, &mut w))
+}
+
+fn check_loaded(path: &Path, w: &mut Waveform) -> Result<CheckReport> {
     let names: BTreeMap<String, SignalRef> = {
         let h = w.hierarchy();
         h.all_vars().map(|v| (h[v].full_name(h), h[v].signal_ref())).collect()
@@ -76,6 +100,12 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
     refs.sort();
     refs.dedup();
     w.load_signals_multi_threaded(&refs);
+    let w = &*w;
+    let changes: u64 = refs.iter().filter_map(|&r| w.get_signal(r)).map(|s| s.time_indices().len() as u64).sum();
+    if changes == 0 {
+        return Err(WaveError::Format { what: format!("{}: no value changes ({} signals declared): nothing to check", path.display(), names.len()) });
+    }
+    let mut skipped: Vec<(&'static str, String)> = Vec::new();
     // Chiplets: prefixes `top.pkg.c_R_C`.
     let chiplets: BTreeSet<String> = names
         .keys()
@@ -97,7 +127,9 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
             }
         }
     }
-    if checked > 0 {
+    if checked == 0 {
+        skipped.push(("ring_capacity", "no top.pkg.c_R_C.ring.occ values".into()));
+    } else {
         out.push(CheckResult { name: "ring_capacity", ok: bad.is_none(), detail: bad.unwrap_or(format!("{checked} occupancy changes within capacity on {} chiplets", chiplets.len())) });
     }
 
@@ -106,10 +138,13 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
     let mut experts_on: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
     let mut m_of: BTreeMap<u64, u64> = BTreeMap::new();
     let mut have = false;
+    let mut partial: Vec<String> = Vec::new();
     for c in &chiplets {
         let (Some(&st), Some(&e), Some(&k)) =
             (names.get(&format!("{c}.ctrl.pe_starts")), names.get(&format!("{c}.ctrl.pe_expert")), names.get(&format!("{c}.ctrl.pe_k")))
         else {
+            let absent: Vec<String> = ["pe_starts", "pe_expert", "pe_k"].iter().map(|s| format!("{c}.ctrl.{s}")).filter(|n| !names.contains_key(n)).collect();
+            partial.push(absent.join(", "));
             continue;
         };
         have = true;
@@ -127,8 +162,13 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
             *visits.entry((ee, kk)).or_default().entry(c.clone()).or_default() += starts as u32;
             experts_on.entry(ee).or_default().insert(c.clone());
             let m = m_of.entry(ee).or_default();
-            *m = (*m).max(kk + 1);
+            *m = (*m).max(kk.saturating_add(1));
         }
+    }
+    if !partial.is_empty() {
+        // Chiplets whose PE starts cannot be checked are named, whether or not others ran.
+        let more = if partial.len() > 3 { format!(" (+{} chiplets more)", partial.len() - 3) } else { String::new() };
+        skipped.push(("trajectory_visits", format!("absent: {}{more}", partial[..partial.len().min(3)].join("; "))));
     }
     if have {
         let mut bad: Option<String> = None;
@@ -150,14 +190,18 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
     }
 
     // --- ICV never grants a busy chiplet
-    if let (Some(&g), Some(&s), Some(&icv)) = (names.get("top.pkg.iodie.grants"), names.get("top.pkg.iodie.grant_start"), names.get("top.pkg.iodie.icv")) {
+    let absent: Vec<&str> = ICV.iter().copied().filter(|n| !names.contains_key(*n)).collect();
+    if !absent.is_empty() {
+        skipped.push(("icv_grants_idle", format!("absent: {}", absent.join(", "))));
+    }
+    if let (Some(&g), Some(&s), Some(&icv)) = (names.get(ICV[0]), names.get(ICV[1]), names.get(ICV[2])) {
         let (starts, icvs) = (series(&w, s), series(&w, icv));
         let mut bad: Option<String> = None;
         let mut n = 0;
         for (t, _) in series(&w, g).into_iter().filter(|&(_, v)| v > 0) {
             n += 1;
             let (c, v) = (at(&starts, t), before(&icvs, t));
-            if v >> c & 1 == 0 && bad.is_none() {
+            if v.checked_shr(c.min(64) as u32).unwrap_or(0) & 1 == 0 && bad.is_none() {
                 bad = Some(format!("grant at time {t} to chiplet {c} while ICV was {v:b}"));
             }
         }
@@ -169,9 +213,13 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
     let mut bad: Option<String> = None;
     let (mut mig_flits, mut mig_bad): (u64, Option<String>) = (0, None);
     let mut cold_links = 0u64;
+    let mut unmapped: Vec<String> = Vec::new();
     for (n, &cls) in names.iter().filter(|(n, _)| n.ends_with(".class") && n.contains(".link_")) {
         let Some((die, link)) = n.strip_suffix(".class").and_then(|p| p.rsplit_once('.')) else { continue };
-        let Some(&idle) = names.get(&format!("{die}.map.{link}.idle")) else { continue };
+        let Some(&idle) = names.get(&format!("{die}.map.{link}.idle")) else {
+            unmapped.push(format!("{die}.map.{link}.idle"));
+            continue;
+        };
         links += 1;
         let idle = series(&w, idle);
         let cold = names.get(&format!("{die}.map.{link}.cold")).map(|&c| series(&w, c));
@@ -189,11 +237,18 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
                 }
             }
             flits += 1;
-            if at(&idle, t) >> (v - 1) & 1 == 1 && bad.is_none() {
+            if at(&idle, t).checked_shr((v - 1).min(64) as u32).unwrap_or(0) & 1 == 1 && bad.is_none() {
                 let what = ["all-reduce", "dispatch", "combine", "migration (Local)", "migration (Global)"].get(v as usize - 1).copied().unwrap_or("unknown");
                 bad = Some(format!("{die}.{link} carried {what} traffic (class {v}) at time {t}, where the mapping marks it idle"));
             }
         }
+    }
+    if !unmapped.is_empty() {
+        let more = if unmapped.len() > 3 { format!(" (+{} more)", unmapped.len() - 3) } else { String::new() };
+        skipped.push(("links_idle_as_mapped", format!("absent: {}{more}", unmapped[..unmapped.len().min(3)].join(", "))));
+    }
+    if links > 0 && cold_links == 0 {
+        skipped.push(("links_cold_for_migration", "absent: every ….map.link_X.cold".into()));
     }
     if links > 0 {
         out.push(CheckResult { name: "links_idle_as_mapped", ok: bad.is_none(), detail: bad.unwrap_or(format!("{flits} link bursts on {links} links, none in a phase its mapping marks idle")) });
@@ -206,9 +261,18 @@ pub fn check_package(path: &Path) -> Result<Vec<CheckResult>> {
         });
     }
     if out.is_empty() {
+        let why: Vec<String> = skipped.iter().map(|(c, w)| format!("{c}: {w}")).collect();
         return Err(WaveError::Format {
-            what: format!("{}: no package signals (top.pkg.c_R_C.ring.occ, .ctrl.pe_starts, top.pkg.iodie.icv) nor wafer links (top.wafer.….link_X.class) to check", path.display()),
+            what: format!(
+                "{}: no package signals (top.pkg.c_R_C.ring.occ, .ctrl.pe_starts, top.pkg.iodie.icv) nor wafer links (top.wafer.….link_X.class) to check{}",
+                path.display(),
+                if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
+            ),
         });
     }
-    Ok(out)
+    // A package dump says nothing of the wafer checkers and the reverse: only the skips of
+    // the dump's own kind are reported.
+    let package = out.iter().any(|r| !r.name.starts_with("links_"));
+    skipped.retain(|(c, _)| c.starts_with("links_") != package);
+    Ok(CheckReport { results: out, skipped })
 }

@@ -11,6 +11,8 @@ use crate::{Result, WaveError};
 
 /// Largest expansion of compressed bytes accepted (zlib's maximum is 1032:1).
 const MAX_RATIO: u64 = 1100;
+/// LZ4's maximum expansion (a run costs one extra byte per 255 bytes of output).
+const LZ4_RATIO: u64 = 256;
 /// Slack for small blocks.
 const SLACK: u64 = 1 << 20;
 
@@ -61,15 +63,25 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
                     return Err((at, format!("geometry block claims {unc} bytes / {handles} signals from {len} bytes")));
                 }
             }
-            // Hierarchy (gzip / LZ4 / LZ4 twice): uncompressed length first.
+            // Hierarchy (gzip / LZ4 / LZ4 twice): uncompressed length first. Each format's
+            // own maximum ratio: the reader allocates the claimed length up front.
             4 | 6 | 7 => {
                 let unc = be(b, body).ok_or((at, "truncated hierarchy block".to_string()))?;
-                if unc > bound(bound(len)) {
+                let max = match ty {
+                    4 => bound(len),
+                    6 => len.saturating_mul(LZ4_RATIO).saturating_add(SLACK),
+                    _ => len.saturating_mul(LZ4_RATIO * LZ4_RATIO).saturating_add(SLACK),
+                };
+                if unc > max {
                     return Err((at, format!("hierarchy block claims {unc} bytes from {len} bytes")));
                 }
             }
             // Value-change blocks: start, end, memory for traversal, then the bits section.
             1 | 5 | 8 => {
+                // Times and memory (24), three varints, the time trailer (24), a chain length.
+                if len < 24 + 3 + 24 + 8 {
+                    return Err((at, format!("value-change block of {len} bytes is too short")));
+                }
                 let mem = be(b, body + 16).ok_or((at, "truncated value-change block".to_string()))?;
                 if mem > bound(len) {
                     return Err((at, format!("value-change block claims {mem} bytes of memory from {len} bytes")));
@@ -81,8 +93,38 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
                 if bits_unc > bound(len) || bits_c > len || bits_count > bound(len).saturating_mul(8) {
                     return Err((at, format!("value-change block bit section ({bits_unc}/{bits_c}/{bits_count}) exceeds its {len} bytes")));
                 }
+                // The time table ends the block: (uncompressed, compressed, count) in its last
+                // 24 bytes, the compressed table before them, and the position chain's length
+                // in the 8 bytes before that; the reader allocates all three as they say.
+                let end = at + 1 + len as usize;
+                let (t_unc, t_c, t_n) = (be(b, end - 24), be(b, end - 16), be(b, end - 8));
+                let (Some(t_unc), Some(t_c), Some(t_n)) = (t_unc, t_c, t_n) else {
+                    return Err((at, "truncated value-change block".to_string()));
+                };
+                let room = (end - 24).saturating_sub(p) as u64;
+                if t_c.saturating_add(8) > room || t_unc > bound(t_c) || t_n > t_unc {
+                    return Err((end - 24, format!("value-change block time table ({t_unc}/{t_c}/{t_n}) exceeds its {len} bytes")));
+                }
+                let chain_at = end - 24 - t_c as usize - 8;
+                let chain_c = be(b, chain_at).unwrap_or(u64::MAX);
+                if chain_c > (chain_at - p) as u64 {
+                    return Err((chain_at, format!("value-change block position chain of {chain_c} bytes exceeds its {len} bytes")));
+                }
             }
-            _ => {}
+            // Blackouts: a count, then at least 2 bytes per blackout.
+            2 => {
+                let mut p = body;
+                let count = varint(b, &mut p).ok_or((p, "bad varint".to_string()))?;
+                if count > len {
+                    return Err((at, format!("blackout block claims {count} blackouts in {len} bytes")));
+                }
+            }
+            // Header (0), skip (255).
+            0 | 255 => {}
+            // The gzip wrapper makes the reader inflate the whole file into memory, to the
+            // length the wrapper claims; no writer of ours produces it.
+            254 => return Err((at, "gzip-wrapped FST (block type 254) is not supported: unwrap it first (e.g. fst2vcd | vcd2fst)".to_string())),
+            _ => return Err((at, format!("unknown block type {ty}"))),
         }
         at += 1 + len as usize;
     }

@@ -24,7 +24,7 @@ mod writer;
 
 use std::path::{Path, PathBuf};
 
-pub use check::{check_package, CheckResult};
+pub use check::{check_dump, check_package, CheckReport, CheckResult};
 pub use filter::{CompiledFilter, WaveFilter};
 pub use reader::{diff, list_scopes, stats, DiffResult, WaveDiff, WaveSummary};
 pub use writer::WaveWriter;

@@ -31,7 +31,7 @@ fn check_readable(path: &Path) -> Result<()> {
 /// Runs a reader over `path` with any panic inside the dependency (wellen parses in worker
 /// threads and may panic on malformed input) turned into a `WaveError::Parse` naming the
 /// file. The panic hook is silenced for the call so stderr keeps a one-line message.
-fn contained<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn contained<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     use std::sync::Mutex;
     static HOOK: Mutex<()> = Mutex::new(());
     let _guard = HOOK.lock().unwrap_or_else(|e| e.into_inner());
@@ -49,14 +49,54 @@ fn contained<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
+/// Reads a whole waveform: the file is classified and checked first
+/// ([`crate::vcd_check::check_file`]), then its header is bounded ([`bound_header`]), and
+/// only then is the body read. Every call into the reader is inside [`contained`].
 pub(crate) fn load(path: &Path) -> Result<Waveform> {
+    check_readable(path)?;
     crate::vcd_check::check_file(path)?;
-    contained(path, || load_inner(path))
+    contained(path, || {
+        bound_header(path)?;
+        wellen::simple::read(path).map_err(|e| map_err(path, e))
+    })
 }
 
-fn load_inner(path: &Path) -> Result<Waveform> {
-    check_readable(path)?;
-    wellen::simple::read(path).map_err(|e| map_err(path, e))
+/// Full signal names may total this many bytes per byte of the file (the checkers and the
+/// diff hold every full name; a deep scope path repeated over many signals multiplies), on
+/// top of [`NAME_SLACK`].
+const NAME_BYTES_PER_BYTE: u64 = 64;
+const NAME_SLACK: u64 = 1 << 24;
+
+/// Bounds what the header declares before the body is read: every signal at most
+/// `MAX_WIDTH` bits wide (the reader stores each change at full width; an FST's widths are
+/// in its compressed hierarchy, so only the parsed header shows them), scopes at most
+/// `MAX_DEPTH` deep, and all full signal names together proportional to the file.
+fn bound_header(path: &Path) -> Result<()> {
+    use crate::vcd_check::{MAX_DEPTH, MAX_WIDTH};
+    let file_len = std::fs::metadata(path)?.len();
+    let header = wellen::viewers::read_header_from_file(path, &LoadOptions::default()).map_err(|e| map_err(path, e))?;
+    let h = &header.hierarchy;
+    let refuse = |what: String| Err(WaveError::Parse { path: path.to_path_buf(), what });
+    let mut stack: Vec<(wellen::ScopeRef, usize)> = h.scopes().map(|s| (s, 1)).collect();
+    while let Some((s, depth)) = stack.pop() {
+        if depth > MAX_DEPTH {
+            return refuse(format!("scope {} nested more than {MAX_DEPTH} deep", h[s].name(h)));
+        }
+        stack.extend(h[s].scopes(h).map(|c| (c, depth + 1)));
+    }
+    let budget = file_len.saturating_mul(NAME_BYTES_PER_BYTE).saturating_add(NAME_SLACK);
+    let mut names = 0u64;
+    for v in h.all_vars() {
+        let full = h[v].full_name(h);
+        if let Some(w) = h[v].length(h).filter(|&w| w == 0 || w > MAX_WIDTH) {
+            return refuse(format!("signal {full} is {w} bits wide (allowed 1..={MAX_WIDTH})"));
+        }
+        names += full.len() as u64;
+        if names > budget {
+            return refuse(format!("full signal names total more than {budget} bytes ({NAME_BYTES_PER_BYTE} per byte of the file)"));
+        }
+    }
+    Ok(())
 }
 
 fn timescale(w: &Waveform) -> String {
@@ -349,9 +389,12 @@ fn timed<'s>(
 pub fn list_scopes(path: &Path) -> Result<Vec<String>> {
     check_readable(path)?;
     crate::vcd_check::check_file(path)?;
-    let header = contained(path, || wellen::viewers::read_header_from_file(path, &LoadOptions::default()).map_err(|e| map_err(path, e)))?;
-    let h = &header.hierarchy;
-    let mut scopes: Vec<String> = h.all_scopes().map(|s| h[s].full_name(h)).collect();
-    scopes.sort();
-    Ok(scopes)
+    contained(path, || {
+        bound_header(path)?;
+        let header = wellen::viewers::read_header_from_file(path, &LoadOptions::default()).map_err(|e| map_err(path, e))?;
+        let h = &header.hierarchy;
+        let mut scopes: Vec<String> = h.all_scopes().map(|s| h[s].full_name(h)).collect();
+        scopes.sort();
+        Ok(scopes)
+    })
 }

@@ -1,29 +1,69 @@
-//! Pre-validation of VCD text before it reaches the reader: the dependency (wellen) may
-//! panic or silently misread malformed files, so every VCD is checked here first and refused
-//! with the file and line at fault. Checked: balanced `$scope`/`$upscope`, every value
-//! change names a declared id code, value syntax (scalar, `b` vector, `r` real), time never
-//! going backwards, and a complete last line (a truncated dump). FST files (binary) are
-//! left to the reader, whose panics are contained by the caller.
+//! Pre-validation of every waveform file before it reaches the reader: the dependency
+//! (wellen) may panic, spin or allocate what a corrupt size field says, so each file is first
+//! classified exactly as the reader would classify it, then checked, and refused with the
+//! file and line (VCD) or byte offset (FST) at fault.
+//!
+//! Detection mirrors wellen's: a file whose first byte after spaces, tabs and line breaks is
+//! `$` is a VCD; anything else the reader would walk as FST blocks (a 9-byte file of `0xff`
+//! lengths made that walk seek back to where it started, forever), so anything else must
+//! pass the FST block walk of [`crate::fst_check`], starting with its header block.
+//!
+//! VCD checks: balanced `$scope`/`$upscope` at most [`MAX_DEPTH`] deep, signal widths in
+//! `1..=`[`MAX_WIDTH`], every value change names a declared id code, value syntax (scalar,
+//! `b` vector, `r` real), time never going backwards, a complete last line (a truncated
+//! dump), and the bits the reader expands the value changes to (each change is stored at
+//! its signal's full width) at most [`MAX_BITS_PER_BYTE`] per byte of the file.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::{Result, WaveError};
 
-/// Checks `path` if it looks like a VCD (text starting with `$`); other files pass through.
-pub fn check_file(path: &Path) -> Result<()> {
+/// Widest signal accepted, in bits. IEEE 1364 requires tools to support vectors of at least
+/// 2^16 bits; the reader allocates a signal's width in bytes for each change of it, so
+/// `$var wire 4294967295` asked for 4 GiB per change.
+pub const MAX_WIDTH: u32 = 1 << 16;
+/// Deepest scope nesting accepted (package and wafer dumps nest 5 to 7 deep).
+pub const MAX_DEPTH: usize = 256;
+/// Value bits the reader may expand the file to, per byte of file (a 64-bit bus written as
+/// `b0 !` is 13 bits per byte), on top of [`SLACK_BITS`]. Bounds the reader's memory by the
+/// file's size.
+pub const MAX_BITS_PER_BYTE: u64 = 256;
+/// Value bits always allowed (small files with wide signals).
+pub const SLACK_BITS: u64 = 1 << 26;
+
+/// What a waveform file is, as the reader will see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Detected {
+    Vcd,
+    Fst,
+}
+
+/// Classifies `path` as the reader would and checks it; every file the reader would open is
+/// either checked here or refused.
+pub fn check_file(path: &Path) -> Result<Detected> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => return Err(WaveError::Parse { path: path.to_path_buf(), what: format!("cannot open: {e}") }),
     };
-    if crate::fst_check::is_fst(&bytes) {
-        return crate::fst_check::check_file(path, &bytes);
+    let parse_err = |what: String| WaveError::Parse { path: path.to_path_buf(), what };
+    // wellen's `skip_whitespace`: exactly these four bytes.
+    let first = bytes.iter().copied().find(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
+    match first {
+        None => Err(parse_err("empty file: not a VCD or FST dump".into())),
+        Some(b'$') => {
+            check_text(&bytes).map_err(|(line, what)| parse_err(format!("line {line}: {what}")))?;
+            Ok(Detected::Vcd)
+        }
+        Some(_) if crate::fst_check::is_fst(&bytes) => {
+            crate::fst_check::check_file(path, &bytes)?;
+            Ok(Detected::Fst)
+        }
+        Some(_) => Err(parse_err(format!(
+            "not a VCD (no `$` command at the start) nor an FST (no 329-byte header block at offset 0){}",
+            if bytes.starts_with(b"GHDLwave") { "; GHW dumps are not supported" } else { "" }
+        ))),
     }
-    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
-    if first != Some(b'$') {
-        return Ok(());
-    }
-    check_text(&bytes).map_err(|(line, what)| WaveError::Parse { path: path.to_path_buf(), what: format!("line {line}: {what}") })
 }
 
 /// Validates VCD text; the error is (1-based line, reason).
@@ -37,8 +77,19 @@ pub fn check_text(bytes: &[u8]) -> std::result::Result<(), (usize, String)> {
         return Err((lines, "truncated last line (no newline at end of file)".into()));
     }
     let mut toks = text.lines().enumerate().flat_map(|(i, l)| l.split_ascii_whitespace().map(move |t| (i + 1, t))).peekable();
-    let mut ids: HashSet<&str> = HashSet::new();
+    // Id code -> width in bits (the widest declaration of a shared id code).
+    let mut ids: HashMap<&str, u32> = HashMap::new();
     let mut depth: i64 = 0;
+    let budget = (bytes.len() as u64).saturating_mul(MAX_BITS_PER_BYTE).saturating_add(SLACK_BITS);
+    let mut bits: u64 = 0;
+    // Counts one change of `id` against the budget; the error names the line.
+    let mut spend = |line: usize, width: u32| -> std::result::Result<(), (usize, String)> {
+        bits += u64::from(width);
+        if bits > budget {
+            return Err((line, format!("value changes expand to more than {budget} bits ({MAX_BITS_PER_BYTE} per byte of the file): too large for the reader")));
+        }
+        Ok(())
+    };
     let mut header = true;
     let mut last_time: Option<u64> = None;
     let mut last_line = 1;
@@ -63,6 +114,9 @@ pub fn check_text(bytes: &[u8]) -> std::result::Result<(), (usize, String)> {
                 "$scope" => {
                     until_end!("$scope", line);
                     depth += 1;
+                    if depth as usize > MAX_DEPTH {
+                        return Err((line, format!("scopes nested more than {MAX_DEPTH} deep")));
+                    }
                 }
                 "$upscope" => {
                     until_end!("$upscope", line);
@@ -76,10 +130,13 @@ pub fn check_text(bytes: &[u8]) -> std::result::Result<(), (usize, String)> {
                     if v.len() < 4 {
                         return Err((line, "$var needs type, size, id code and name".into()));
                     }
-                    if v[1].parse::<u32>().map_or(true, |w| w == 0) {
-                        return Err((line, format!("$var size `{}` is not a positive integer", v[1])));
-                    }
-                    ids.insert(v[2]);
+                    let width = match v[1].parse::<u64>() {
+                        Ok(w) if (1..=u64::from(MAX_WIDTH)).contains(&w) => w as u32,
+                        Ok(w) if w > 0 => return Err((line, format!("$var size {w} is wider than {MAX_WIDTH} bits"))),
+                        _ => return Err((line, format!("$var size `{}` is not a positive integer", short(v[1])))),
+                    };
+                    let w = ids.entry(v[2]).or_insert(0);
+                    *w = (*w).max(width);
                 }
                 "$enddefinitions" => {
                     until_end!("$enddefinitions", line);
@@ -118,8 +175,9 @@ pub fn check_text(bytes: &[u8]) -> std::result::Result<(), (usize, String)> {
                 if id.is_empty() {
                     return Err((line, format!("value `{}` names no id code", short(tok))));
                 }
-                if !ids.contains(id) {
-                    return Err((line, format!("undeclared id code `{}`", short(id))));
+                match ids.get(id) {
+                    Some(&w) => spend(line, w)?,
+                    None => return Err((line, format!("undeclared id code `{}`", short(id)))),
                 }
             }
             b'b' | b'B' | b'r' | b'R' | b's' | b'S' => {
@@ -133,7 +191,7 @@ pub fn check_text(bytes: &[u8]) -> std::result::Result<(), (usize, String)> {
                     return Err((line, format!("bad value `{}`", short(tok))));
                 }
                 match toks.next() {
-                    Some((_, id)) if ids.contains(id) => {}
+                    Some((l, id)) if ids.contains_key(id) => spend(l, ids[id])?,
                     Some((l, id)) => return Err((l, format!("undeclared id code `{}`", short(id)))),
                     None => return Err((line, format!("value `{}` without an id code (truncated file?)", short(tok)))),
                 }

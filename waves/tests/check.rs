@@ -50,7 +50,13 @@ fn dump(path: &std::path::Path, extra: &str) {
         _ => {}
     }
     ch.sort_by_key(|&(t, i, _)| (t, i));
-    let mut w = WaveWriter::create(path, WaveFormat::Vcd, 1250, &sigs, &WaveFilter::default()).unwrap();
+    if extra == "renamed_iodie" {
+        for s in sigs.iter_mut().filter(|s| s.scope.last().is_some_and(|l| l == "iodie")) {
+            *s.scope.last_mut().unwrap() = "io".into();
+        }
+    }
+    let fmt = WaveFormat::from_path(path).unwrap();
+    let mut w = WaveWriter::create(path, fmt, 1250, &sigs, &WaveFilter::default()).unwrap();
     for (t, i, v) in ch {
         w.change(t, i, v).unwrap();
     }
@@ -83,4 +89,62 @@ fn each_violation_is_caught() {
     let f = failed("busy_grant");
     assert_eq!(f[0].0, "icv_grants_idle", "{f:?}");
     assert!(f[0].1.contains("chiplet 1"), "{f:?}");
+}
+
+/// Issue 19: a dump without any value change proves nothing and is refused; a checker whose
+/// signals are absent (the IO-die scope renamed) is reported as skipped, not dropped.
+#[test]
+fn a_header_only_dump_is_refused_and_an_absent_checker_is_named() {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("check");
+    std::fs::create_dir_all(&d).unwrap();
+    let full = d.join("pkg_clean.vcd");
+    dump(&full, "clean");
+    let text = std::fs::read_to_string(&full).unwrap();
+    let end = text.find("$enddefinitions $end\n").unwrap() + "$enddefinitions $end\n".len();
+    let header = d.join("pkg_header_only.vcd");
+    std::fs::write(&header, &text[..end]).unwrap();
+    let e = waves::check_package(&header).unwrap_err().to_string();
+    assert!(e.contains("no value changes") && e.contains("pkg_header_only.vcd"), "{e}");
+
+    let p = d.join("pkg_renamed_iodie.vcd");
+    dump(&p, "renamed_iodie");
+    let r = waves::check_dump(&p).unwrap();
+    assert_eq!(r.results.iter().map(|c| c.name).collect::<Vec<_>>(), ["ring_capacity", "trajectory_visits"], "{r:?}");
+    assert!(r.results.iter().all(|c| c.ok), "{r:?}");
+    assert_eq!(r.skipped.len(), 1, "{r:?}");
+    assert_eq!(r.skipped[0].0, "icv_grants_idle");
+    assert!(r.skipped[0].1.contains("top.pkg.iodie.icv"), "{r:?}");
+    // The clean dump skips nothing (and names no wafer checker).
+    let r = waves::check_dump(&full).unwrap();
+    assert!(r.skipped.is_empty(), "{r:?}");
+}
+
+/// Issue 19: `check` loaded the signals of a corrupt FST outside the reader's panic
+/// containment, so mutations that `stats` refused made `check` panic. Every single-byte
+/// mutation of a package FST is now accepted or refused, and some are refused from a
+/// contained reader panic (the path that used to escape).
+#[test]
+fn check_contains_reader_panics_on_corrupt_fsts() {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("check");
+    std::fs::create_dir_all(&d).unwrap();
+    let good = d.join("pkg_clean.fst");
+    dump(&good, "clean");
+    let r = waves::check_package(&good).unwrap();
+    assert!(r.len() == 3 && r.iter().all(|c| c.ok), "{r:?}");
+    let bytes = std::fs::read(&good).unwrap();
+    let p = d.join("pkg_mutated.fst");
+    let mut contained = 0;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..bytes.len() {
+        let mut b = bytes.clone();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        b[i] ^= (seed as u8) | 1;
+        std::fs::write(&p, &b).unwrap();
+        if let Err(e) = waves::check_package(&p) {
+            contained += e.to_string().contains("reader failed") as usize;
+        }
+    }
+    assert!(contained > 0, "no mutation reached a reader panic: the test no longer covers the containment");
 }
