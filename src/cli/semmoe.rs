@@ -181,6 +181,7 @@ fn grid(n: u32) -> (u32, u32) {
 /// The workload: a trace file or the generated scenario; checked against the model.
 fn workload(a: &SemMoeArgs, m: &ModelPreset) -> CliResult<(Trace, serde_json::Value)> {
     match &a.trace {
+        Some(_) if a.layers.is_some() => Err("--layers: the trace decides the layers; --layers sizes the generated scenario only".into()),
         Some(p) => {
             let t = load_trace(p).map_err(|e| format!("--trace: {e}"))?;
             let h = &t.header;
@@ -260,8 +261,9 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
     if cols > 64 {
         return Err(format!("--devices: {} dies lay out as {cols}x{rows}; at most 64 per side (pick a count with a divisor near its square root)", a.devices));
     }
-    if a.mesh_batches > 64 {
-        return Err(format!("--mesh-batches: {} above 64", a.mesh_batches));
+    // 0 would simulate nothing and report every mesh metric as 0.
+    if a.mesh_batches == 0 || a.mesh_batches > 64 {
+        return Err(format!("--mesh-batches: {} outside 1..=64", a.mesh_batches));
     }
     if a.tp_batch == 0 || a.tp_batch > 65_536 {
         return Err(format!("--tp-batch: {} outside 1..=65536", a.tp_batch));

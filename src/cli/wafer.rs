@@ -96,6 +96,17 @@ pub fn wafer_cfg(a: &WaferArgs) -> CliResult<WaferCfg> {
     if let Some(w) = &a.wafers {
         (c.wafers_x, c.wafers_y) = parse_grid(w, "--wafers")?;
     }
+    // In 64 bits: the config's u32 products wrap (65536 x 65536 dies is "0 dies").
+    let (cols, rows) = (c.die_cols as u64 * c.wafers_x as u64, c.die_rows as u64 * c.wafers_y as u64);
+    if cols > 64 || rows > 64 {
+        let what = match (&a.wafer, &a.wafers) {
+            (Some(w), Some(ws)) => format!("--wafer {w} with --wafers {ws}"),
+            (Some(w), None) => format!("--wafer {w}"),
+            (None, Some(ws)) => format!("--wafers {ws}"),
+            (None, None) => "config fields `die_cols`/`die_rows` x `wafers_x`/`wafers_y`".to_string(),
+        };
+        return Err(format!("{what}: the die grid is {cols}x{rows}; at most 64 dies per side"));
+    }
     if let Some(tp) = a.tp {
         c.tp = tp;
     }

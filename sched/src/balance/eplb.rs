@@ -170,6 +170,12 @@ impl EplbCfg {
                     return Err(EplbError::new(Weight, format!("layer {l} expert {e}: load {x} is negative")));
                 }
             }
+            // Loads are summed (device loads, the mean): a sum past f64's range is inf, and
+            // inf / inf is a NaN imbalance.
+            let sum: f64 = row.iter().sum();
+            if !sum.is_finite() {
+                return Err(EplbError::new(Weight, format!("layer {l}: the loads sum past {:e} (f64's range); scale them down", f64::MAX)));
+            }
         }
         for (arg, v) in [(NumReplicas, self.num_replicas), (NumGroups, self.num_groups), (NumNodes, self.num_nodes), (NumGpus, self.num_gpus)] {
             if v == 0 {
