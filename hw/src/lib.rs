@@ -1,7 +1,11 @@
-//! CL (cycle-level) models of waferstream: the harness every timed block stands on, and the
-//! blocks themselves. Today: the harness and the mesh NoC; the chiplet package (PE array,
-//! micro-slice ring buffer, DDR, UCIe, chiplet controller, IO-die scheduler) and the wafer
-//! build on the same harness (docs/architecture.md).
+//! CL (cycle-level) models of waferstream: the harness every timed block stands on
+//! ([`harness`]: registered links, clock domains, parallel partitions, fast-forward, watchdog,
+//! tracing), the blocks, and the systems built from them — the BookSim-like mesh NoC
+//! ([`noc`]), the FSE-DP chiplet package ([`pkg`]: PE array, ring buffer, DDR, UCIe, chiplet
+//! controller, IO-die scheduler, session) and the wafer-scale chip ([`wafer`]: dies, collective
+//! and migration engines, mapping controller, balance loop, predictor, Sem-MoE unit).
+//! Decisions come from the FL twins in `sched`; RTL twins can stand in for the package's
+//! controllers through the `IoDieModel`/`ChipletCtrlModel` seams (docs/architecture.md).
 
 pub mod cfg;
 pub mod harness;

@@ -1,9 +1,12 @@
 //! FL (functional level) of waferstream: algorithms as plain functions, no clock.
 //!
-//! The CL models in `hw` call these functions so that a cycle-level controller reaches
-//! exactly the decision its FL algorithm reaches (PyMTL's ChecksumCL-reuses-ChecksumFL
-//! pattern). Today: mesh routing and synthetic traffic patterns; the FSE-DP trajectory
-//! scheduler, ER/HER-Mapping, NI-Balancer, MoE-GPS and Sem-MoE land here next.
+//! The CL models in `hw` call these functions, or are tested to reach the same decisions, so
+//! a cycle-level controller decides exactly what its FL algorithm decides (PyMTL's
+//! ChecksumCL-reuses-ChecksumFL pattern). Contents: mesh routing and traffic ([`noc`]); the
+//! FSE-DP IO-die scheduler, PE fold model, int8 MoE reference and baseline placements
+//! ([`pkg`]); MoEntwine's ER/HER-Mapping, collective and dispatch plans and GPU baselines
+//! ([`wafer`]); EPLB, NI-Balancer, MoE-GPS and Sem-MoE ([`balance`]); model presets, the
+//! routing generator, scenarios and the SPEC §8 trace format (docs/architecture.md).
 
 pub mod balance;
 pub mod models;

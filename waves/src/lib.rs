@@ -1,6 +1,7 @@
 //! Waveforms for waferstream: streaming VCD/FST writers with scope globs and cycle
-//! windows, plus a format-independent reader (`stats`, `diff`, `list_scopes`) built on
-//! `wellen`.
+//! windows, a format-independent reader (`stats`, `diff`, `list_scopes`) built on `wellen`
+//! behind bounded pre-checks of every input file, and property checkers that run on a
+//! package or wafer dump (`check_dump`).
 //!
 //! Timestamps are always `cycle × period_ps` with a 1 ps timescale (DESIGN-NOTES S9), so
 //! cycle-level dumps line up with RTL dumps in GTKWave/Surfer and can be diffed.
