@@ -15,7 +15,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -155,8 +155,9 @@ pub struct Target {
     pub multiline_ok: bool,
     /// Wall time per case.
     pub time_limit: Duration,
-    /// Heap growth per case, measured by [`CountingAlloc`] when the test binary installs it
-    /// (process-wide, so it also counts the reader threads a dependency spawns).
+    /// Heap growth per case, measured by [`CountingAlloc`] when the test binary installs it:
+    /// the peak growth of the worker thread that ran the check (per thread, so concurrent
+    /// targets do not count each other's allocations).
     pub mem_limit: usize,
     /// Open findings that cannot be fixed here yet: (text of the panic, its corpus file).
     /// A case failing with one of them is counted and reported, and the run goes on to look
@@ -197,34 +198,68 @@ impl std::fmt::Display for Summary {
     }
 }
 
-/// Heap accounting for the memory bound: live bytes and their peak since the last reset.
+/// Heap accounting for the memory bound, per thread: each thread's live bytes and their
+/// peak since its last [`heap_mark`]. Per thread so that targets fuzzed concurrently (the test
+/// harness runs tests on several threads) do not see each other's allocations: a case's bound
+/// is the growth of the thread that ran it. Bytes freed on another thread than the one that
+/// allocated them lower that thread's count (it may go negative), so a hand-over between
+/// threads is not a leak on either side. Threads a dependency runs work on (a global pool)
+/// are not counted for the case.
 pub struct CountingAlloc;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    // `const` and Drop-free, so using them inside the allocator never allocates.
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
 
-// SAFETY: forwards to the system allocator; the counters are plain atomics.
+fn grow(n: usize) {
+    // `try_with`: nothing is counted while the thread's locals are being torn down.
+    let _ = LIVE.try_with(|l| {
+        let now = l.get().wrapping_add(n as isize);
+        l.set(now);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
+    });
+}
+
+fn shrink(n: usize) {
+    let _ = LIVE.try_with(|l| l.set(l.get().wrapping_sub(n as isize)));
+}
+
+/// Starts a measurement on this thread: the peak is reset to the current live bytes, which
+/// are returned (the base for [`heap_growth`]).
+pub fn heap_mark() -> isize {
+    let live = LIVE.try_with(Cell::get).unwrap_or(0);
+    let _ = PEAK.try_with(|p| p.set(live));
+    live
+}
+
+/// This thread's peak heap growth since the [`heap_mark`] that returned `base` (0 without the
+/// counting allocator).
+pub fn heap_growth(base: isize) -> usize {
+    PEAK.try_with(Cell::get).unwrap_or(0).saturating_sub(base).max(0) as usize
+}
+
+// SAFETY: forwards to the system allocator; the counters are plain thread-local cells.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
+            grow(l.size());
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        shrink(l.size());
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             if new >= l.size() {
-                let now = LIVE.fetch_add(new - l.size(), Ordering::Relaxed) + (new - l.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
+                grow(new - l.size());
             } else {
-                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
+                shrink(l.size() - new);
             }
         }
         q
@@ -246,14 +281,17 @@ pub fn run(t: &Target, cases: u64, dir: &Path) -> Result<Summary, String> {
     let current = dir.join(format!("fuzz-current-{}", t.name));
     // The worker: runs checks in order, reporting each result (a panic is caught there).
     let (to_worker, inbox) = mpsc::channel::<Vec<u8>>();
-    let (to_runner, results) = mpsc::channel::<std::thread::Result<Result<(), String>>>();
+    // With each result, the worker thread's peak heap growth during the check.
+    let (to_runner, results) = mpsc::channel::<(std::thread::Result<Result<(), String>>, usize)>();
     let (check, wdir) = (t.check, dir.to_path_buf());
     std::thread::Builder::new()
         .name(format!("fuzz-{}", t.name))
         .spawn(move || {
             for input in inbox {
+                let base = heap_mark();
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&wdir, &input)));
-                if to_runner.send(r).is_err() {
+                let heap = heap_growth(base);
+                if to_runner.send((r, heap)).is_err() {
                     break;
                 }
             }
@@ -269,13 +307,13 @@ pub fn run(t: &Target, cases: u64, dir: &Path) -> Result<Summary, String> {
             None => mutate_bytes(seed, &mut rng, t.tokens),
         };
         let _ = std::fs::write(&current, &input);
-        let base = LIVE.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
         let t0 = Instant::now();
         to_worker.send(input.clone()).map_err(|_| format!("{}: worker gone", t.name))?;
-        let r = results.recv_timeout(t.time_limit);
+        let (r, heap) = match results.recv_timeout(t.time_limit) {
+            Ok((r, heap)) => (Ok(r), heap),
+            Err(e) => (Err(e), 0),
+        };
         let dt = t0.elapsed();
-        let heap = PEAK.load(Ordering::Relaxed).saturating_sub(base);
         let fail = |why: String| -> String {
             let crash = dir.join(format!("fuzz-crash-{}-{i}", t.name));
             let _ = std::fs::write(&crash, &input);
