@@ -390,3 +390,23 @@ fn balance_does_not_claim_waveforms_it_did_not_write() {
     let o = run(&["balance", "--balancer", "topo-ni", "--iters", "1", "--tokens-per-group", "8", "--vcd", s(&v)]);
     refused(&o, "bv-decision.vcd: is a directory");
 }
+
+#[test]
+fn wafer_checks_every_mapping_waveform_and_refuses_duplicates() {
+    let d = tmp("wafer_paths");
+    std::fs::create_dir_all(d.join("w-er.vcd")).unwrap();
+    let base = ["wafer", "--model", "qwen3-235b", "--wafer", "2x2", "--tp", "2", "--tokens-per-group", "8", "--micro-batches", "2", "--quiet"];
+    let with = |extra: &[&str]| run(&[&base[..], extra].concat());
+    let o = with(&["--mapping", "baseline,er", "--vcd", s(&d.join("w.vcd"))]);
+    refused(&o, "w-er.vcd: is a directory");
+    assert!(!d.join("w-baseline.vcd").exists(), "baseline was simulated before the check");
+    refused(&with(&["--mapping", "er,er"]), "--mapping: er given twice");
+    let t = trace(&d);
+    refused(&with(&["--trace", s(&t), "--skew", "1"]), "--skew: the trace decides the routing");
+}
+
+#[test]
+fn pe_json_is_checked_by_the_one_checker() {
+    let o = run(&["pe", "--m", "4", "--k", "4", "--n", "4", "--json", "/dev/full"]);
+    refused(&o, "--json: cannot write /dev/full: not a regular file");
+}

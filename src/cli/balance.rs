@@ -230,6 +230,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         (f, t)
     }).collect());
     let mut results: Vec<BalanceResult> = Vec::new();
+    let mut failed: Vec<(BalancerKind, String)> = Vec::new();
     let t0 = Instant::now();
     for &k in &kinds {
         let bar = (!a.quiet).then(|| {
@@ -245,10 +246,20 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
                 b.inc(1);
             }
         })
-        .map_err(|e| format!("balance {}: {e}", k.name()))?;
+        .map_err(|e| format!("balance {}: {e}", k.name()));
         if let Some(b) = bar {
             b.finish_and_clear();
         }
+        // A balancer that fails does not stop the others (one balancer alone: the error).
+        let r = match r {
+            Ok(r) => r,
+            Err(e) if kinds.len() > 1 => {
+                eprintln!("error: balancer {} failed: {}", k.name(), super::reason(&e).trim_start_matches(&format!("balance {}: ", k.name())));
+                failed.push((k, e));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if !a.quiet {
             let reg = r.regular_traffic_cycles / r.regular_traffic_cycles_no_migration.max(1e-9);
             println!(
@@ -278,9 +289,12 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
             eprintln!("note: {} not written: {why} ({} iterations; nothing to trace){stale}", f.display(), a.iters);
         }
     }
+    if results.is_empty() {
+        return Ok(ExitCode::from(super::EXIT_PARTIAL));
+    }
     if let Some(j) = &a.json {
         ensure_parent(j)?;
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "model": model.name,
             "config": c,
             "balance": bal,
@@ -292,7 +306,13 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
             "results": results,
             "wall_seconds": t0.elapsed().as_secs_f64(),
         });
+        if !failed.is_empty() {
+            v["failed"] = failed.iter().map(|(k, e)| serde_json::json!({ "balancer": k.name(), "reason": super::reason(e), "error": e })).collect();
+        }
         std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
+    }
+    if !failed.is_empty() {
+        return Ok(ExitCode::from(super::EXIT_PARTIAL));
     }
     Ok(ExitCode::SUCCESS)
 }

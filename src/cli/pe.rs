@@ -9,7 +9,7 @@ use hw::harness::DomainClock;
 use hw::pkg::pe_array::{Dataflow, Gemm, PeArrayCfg, PeArrayCl, PeJob, Timing};
 use serde::Serialize;
 
-use super::{ensure_parent, CliResult};
+use super::CliResult;
 
 #[derive(Args, Debug, Clone)]
 pub struct PeArgs {
@@ -92,8 +92,7 @@ pub fn run(a: PeArgs) -> CliResult<ExitCode> {
     let cfg = PeArrayCfg { rows, cols, dataflow, timing, fuse_gate_up: false };
     cfg.validate().map_err(|e| format!("--array: {e}"))?;
     if let Some(p) = &a.json {
-        ensure_parent(p)?;
-        std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("--json: cannot write {}: {e}", p.display()))?;
+        super::check_writable(p).map_err(|e| format!("--json: {e}"))?;
     }
     let g = Gemm::new(a.m as u32, a.k as u32, a.n as u32);
     let plan = cfg.plan(g);

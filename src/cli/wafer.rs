@@ -216,6 +216,7 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     if kinds.is_empty() {
         return Err("--mapping: give at least one of baseline, er, her".into());
     }
+    super::no_duplicates("--mapping", &kinds, |k| k.name().to_string())?;
     check_fits(&base, &model)?;
     // Every mapping is checked before the first simulation.
     for &k in &kinds {
@@ -225,11 +226,21 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     if !(skew.is_finite() && (0.0..=4.0).contains(&skew)) {
         return Err(format!("--skew: must be within 0..=4 (got {skew})"));
     }
-    for p in [a.json.as_ref(), a.vcd.as_ref(), a.fst.as_ref()].into_iter().flatten() {
-        check_writable(p)?;
+    if a.trace.is_some() && a.skew.is_some() {
+        return Err("--skew: the trace decides the routing; --skew shapes generated routing only".into());
     }
     if a.vcd.is_some() && a.fst.is_some() {
         return Err("give --vcd or --fst, not both".into());
+    }
+    if let Some(p) = &a.json {
+        check_writable(p).map_err(|e| format!("--json: {e}"))?;
+    }
+    // One waveform per mapping (NAME-<mapping>.EXT when several): every one checked now.
+    let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+    for (flag, p) in [("--vcd", &a.vcd), ("--fst", &a.fst)] {
+        if let Some(p) = p {
+            super::check_per_part(flag, p, &names)?;
+        }
     }
     let waves = match (&a.vcd, &a.fst) {
         (Some(p), _) => Some((p.as_path(), waves::WaveFormat::Vcd)),
@@ -242,10 +253,20 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     let routing = layer_routing(&base, &model, a.trace.as_deref(), skew)?;
     let threads = a.threads.max(1) as usize;
     let mut results = Vec::new();
+    // A mapping that fails (a watchdog, a functional mismatch) does not stop the others.
+    let mut failed: Vec<(MappingKind, String)> = Vec::new();
     for &k in &kinds {
         let c = WaferCfg { mapping: k, ..base.clone() };
         let wave_file = waves.map(|(p, f)| (super::package::wave_path(p, k.name(), kinds.len() > 1), f));
-        let (r, _) = run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional, wave_file.as_ref().map(|(p, f)| (p.as_path(), *f)))?;
+        let r = match run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional, wave_file.as_ref().map(|(p, f)| (p.as_path(), *f))) {
+            Ok((r, _)) => r,
+            Err(e) if kinds.len() > 1 => {
+                eprintln!("error: mapping {} failed: {}", k.name(), super::reason(&e));
+                failed.push((k, e));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if let (Some((p, _)), false) = (&wave_file, a.quiet) {
             println!("wrote {}", p.display());
         }
@@ -279,11 +300,14 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
         }
         results.push(r);
     }
+    if results.is_empty() {
+        return Ok(ExitCode::from(super::EXIT_PARTIAL));
+    }
     if let Some(j) = &a.json {
         ensure_parent(j)?;
         let wall: f64 = results.iter().map(|r| r.wall_seconds).sum();
         let cycles: u64 = results.iter().map(|r| r.layer_cycles).sum();
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "model": model.name,
             "config": base,
             "threads": threads,
@@ -291,7 +315,13 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
             "wall_seconds": wall,
             "cycles_per_second": cycles as f64 / wall.max(1e-9),
         });
+        if !failed.is_empty() {
+            v["failed"] = failed.iter().map(|(k, e)| serde_json::json!({ "mapping": k.name(), "reason": super::reason(e), "error": e })).collect();
+        }
         std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
+    }
+    if !failed.is_empty() {
+        return Ok(ExitCode::from(super::EXIT_PARTIAL));
     }
     Ok(ExitCode::SUCCESS)
 }
