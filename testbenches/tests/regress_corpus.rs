@@ -38,7 +38,8 @@ fn issue5_threads_oversubscribed() {
         s.lines().find_map(|l| l.strip_prefix("Threads:")).expect("Threads: line").trim().parse().unwrap()
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    assert!(cores < 32, "{cores} cores: the 64-thread config no longer oversubscribes this machine");
+    // The stepper may use min(64, cores) threads; 24 more for everything else in the process.
+    let bound = cores.min(64) + 24;
     let done = std::sync::atomic::AtomicBool::new(false);
     let peak = std::thread::scope(|sc| {
         let w = sc.spawn(|| {
@@ -54,7 +55,7 @@ fn issue5_threads_oversubscribed() {
         w.join().unwrap()
     });
     assert!(peak > 1, "the watcher ran");
-    assert!(peak < 32, "{peak} threads alive during a run configured with 64 stepper threads on {cores} cores");
+    assert!(peak <= bound, "{peak} threads alive during a run configured with 64 stepper threads on {cores} cores");
 }
 
 /// A NoC config that once got past validation and panicked while building the mesh: now

@@ -116,6 +116,12 @@ lint_off -rule DECLFILENAME
 lint_off -rule WIDTH -file \"*iodie_scheduler_*.v\"
 lint_off -rule WIDTH -file \"*bitonic_sorter_*.v\"
 //
+// WIDTH, in the ring buffer's file (ring_buffer_*): the same literal forms only — `x = 32'h0`
+// defaults, `occ_r + 32'h1` / `idx + 32'h1` in the unrolled counters and priority encoders
+// (8-bit values that stay below S <= 64, so no wrap), `slot + 32'h1` for the tail (8 bits,
+// wraps at S by the comparison before it) and `(1'b1) << slot` from `replace_bit`.
+lint_off -rule WIDTH -file \"*ring_buffer_*.v\"
+//
 // UNUSEDSIGNAL on the sorter's `desc` bit P-1: the direction mask is indexed by the low lane
 // of each comparator, and the top lane is never a low lane.
 lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"*'desc'*\"
@@ -301,6 +307,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::iodie::EXPORT,
     &crate::pkg::ucie_replay::EXPORT,
     &crate::pkg::ucie_crc::EXPORT,
+    &crate::pkg::ring::EXPORT,
     &crate::pkg::chiplet::EXPORT,
 ];
 

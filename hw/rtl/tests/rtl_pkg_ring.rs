@@ -46,7 +46,7 @@ fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
         let alloc = rng.gen_range(0..100) < p_alloc;
         let tag = SlotTag { expert: rng.gen(), k: rng.gen(), loader: rng.gen_range(0..16) };
         let got = if alloc { cl.alloc(tag) } else { None };
-        u.release.next = rel.into();
+        u.release_mask.next = rel.into();
         u.alloc.next = alloc;
         u.alloc_expert.next = (tag.expert as u64).into();
         u.alloc_k.next = (tag.k as u64).into();
