@@ -391,12 +391,13 @@ pub fn print_results(results: &[PkgResult], failed: &[(Strategy, String)]) {
     }
 }
 
-/// The results JSON: `tokens` = token lines run (tokens per iteration x iterations),
-/// `iterations`, `layers_run`; `failed` (strategy, reason, error) only when a strategy failed.
-#[allow(clippy::too_many_arguments)]
-pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize, iterations: usize, layers: usize, results: &[PkgResult], failed: &[(Strategy, String)]) -> CliResult<()> {
+/// The results JSON: `tokens` = token lines run (tokens per iteration x iterations, as
+/// `sweep` lines count them; the iterations are each result's `session.iterations`),
+/// `layers_run`; `failed` (strategy, reason, error) only when a strategy failed, so a run
+/// where every strategy finished writes the same bytes as before.
+pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize, layers: usize, results: &[PkgResult], failed: &[(Strategy, String)]) -> CliResult<()> {
     ensure_parent(path)?;
-    let mut v = serde_json::json!({ "model": model.name, "tokens": tokens, "iterations": iterations, "layers_run": layers, "config": cfg, "results": results });
+    let mut v = serde_json::json!({ "model": model.name, "tokens": tokens, "layers_run": layers, "config": cfg, "results": results });
     if !failed.is_empty() {
         v["failed"] = failed.iter().map(|(s, e)| serde_json::json!({ "strategy": s.name(), "reason": super::reason(e), "error": e })).collect();
     }
@@ -540,7 +541,7 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
         print_results(&results, &failed);
     }
     if let Some(p) = &a.json {
-        write_json(p, &cfg, &model, ntok, work.trace.iterations().len(), nlayers, &results, &failed)?;
+        write_json(p, &cfg, &model, ntok, nlayers, &results, &failed)?;
         if !a.quiet {
             println!("wrote {}", p.display());
         }

@@ -236,7 +236,7 @@ fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&
     print_results(&results, &failed);
     if let Some(p) = json {
         // `tokens` as `package` and `sweep` count them: token lines run, every iteration.
-        write_json(p, &cfg, &model, work.trace.tokens.len(), work.trace.iterations().len(), 1, &results, &failed)?;
+        write_json(p, &cfg, &model, work.trace.tokens.len(), 1, &results, &failed)?;
         println!("wrote {}", p.display());
     }
     if let Some(d) = plots {
