@@ -24,6 +24,15 @@ pub struct ClockedControl {
     pub parts: u64,
     pub fast_forward: bool,
     pub watchdog: Watchdog,
+    /// The watchdog counts every evaluated stretch of an unfinished system without progress
+    /// as a stall, not only busy ones: in a system of event-driven blocks (the package) a
+    /// livelock — a link replaying forever, a DDR woken for refresh beside a deadlocked
+    /// network — is never "busy" (nothing is due at the next tick) yet always has a next
+    /// event, so a busy-only watchdog never counts it (issue 19: such runs went on to
+    /// `max_cycles`). Only for systems whose progress counts every kind of work (the
+    /// package's includes PE compute and DDR service); the wafer's counts flits only, so a
+    /// long kernel would look like a stall there.
+    pub watch_unfinished: bool,
     pub tripped: bool,
     pub finished: bool,
     /// Ticks evaluated (not skipped).
@@ -32,7 +41,7 @@ pub struct ClockedControl {
 
 impl ClockedControl {
     pub fn new(clocks: ClockSet, end: Cycle, parts: usize, fast_forward: bool, watchdog_ticks: u64) -> Self {
-        ClockedControl { clocks, end, parts: parts as u64, fast_forward, watchdog: Watchdog::new(watchdog_ticks), tripped: false, finished: false, evaluated: 0 }
+        ClockedControl { clocks, end, parts: parts as u64, fast_forward, watchdog: Watchdog::new(watchdog_ticks), watch_unfinished: false, tripped: false, finished: false, evaluated: 0 }
     }
 }
 
@@ -41,8 +50,10 @@ impl Control for ClockedControl {
         self.evaluated += 1;
         // Nothing busy, nothing scheduled, yet not finished: no event can ever come (a
         // deadlock among waiting blocks) — the watchdog counts it as a stall.
-        let stuck = !st.busy && st.next_event == NEVER && st.counters[C_FINISHED] < self.parts;
-        if self.watchdog.observe(now, st.busy || stuck, st.progress, st.oldest_wait) {
+        let unfinished = st.counters[C_FINISHED] < self.parts;
+        let stuck = !st.busy && st.next_event == NEVER && unfinished;
+        let pending = if self.watch_unfinished { unfinished } else { st.busy || stuck };
+        if self.watchdog.observe(now, pending, st.progress, st.oldest_wait) {
             self.tripped = true;
             return Step::Stop;
         }
@@ -102,6 +113,29 @@ mod tests {
         let (end, ctl) = run_partitions(&mut parts, &(), &(), 0, ctl, 1);
         assert!(ctl.finished);
         (parts.iter().map(|p| p.edges).collect(), end, ctl.evaluated)
+    }
+
+    /// An unfinished system whose only activity is a periodic wake-up (a DDR refresh beside
+    /// a deadlocked network, a link replaying): never busy, never stuck, no progress. The
+    /// watchdog counts it when told to watch unfinished systems (issue 19), and not otherwise.
+    struct Sleeper;
+    impl Partition for Sleeper {
+        type Shared = ();
+        type Ctx = ();
+        fn eval(&mut self, now: Cycle, _: &(), _: &()) -> PartStatus {
+            PartStatus { next_event: (now / 100 + 1) * 100, ..PartStatus::default() }
+        }
+    }
+
+    #[test]
+    fn watchdog_counts_an_unfinished_system_between_events() {
+        let cs = || ClockSet::new(vec![ClockDomain::new("core", 1000)]).unwrap();
+        let mut ctl = ClockedControl::new(cs(), 100_000, 1, true, 1000);
+        ctl.watch_unfinished = true;
+        let (end, ctl) = run_partitions(&mut [Sleeper], &(), &(), 0, ctl, 1);
+        assert!(ctl.tripped && end <= 1100, "tripped {} at {end}", ctl.tripped);
+        let (end, ctl) = run_partitions(&mut [Sleeper], &(), &(), 0, ClockedControl::new(cs(), 100_000, 1, true, 1000), 1);
+        assert!(!ctl.tripped && end == 100_000);
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl<T: Copy + Default> LinkArena<T> {
     pub fn add_cdc(&mut self, lat: u32, rx_period: u32) -> LinkId {
         assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
         let span = lat as usize + rx_period as usize;
-        assert!(span < 1 << 15, "link latency {lat} + receiver period {rx_period} too large");
+        assert!(span < MAX_LINK_LATENCY as usize, "link latency {lat} + receiver period {rx_period} too large");
         let n = (span + 1).next_power_of_two();
         let base = self.slots.len();
         assert!(base + n < u32::MAX as usize, "too many link slots");

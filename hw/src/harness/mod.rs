@@ -34,5 +34,5 @@ pub use control::{ClockedControl, C_FINISHED};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
 pub use link::{Link, LinkArena, LinkId};
 pub use trace::{trace_to_end, ChangeLog, Probe, SignalDecl, SignalSink};
-pub use wake::WakeSet;
+pub use wake::{WakeOffsets, WakeSet};
 pub use watchdog::{Watchdog, WatchdogReport};

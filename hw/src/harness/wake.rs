@@ -5,22 +5,58 @@
 //! until every sent value has landed is correct but keeps a streaming partition awake at
 //! every tick; recording the landing ticks instead lets the engine jump from landing to
 //! landing. Landings within 64 ticks are a bit mask relative to the last evaluated tick
-//! (one shift per evaluation); farther ones (none in the package's links) a single minimum.
+//! (one shift per evaluation, the hot path of every package); farther ones — long links
+//! on a fine tick, e.g. a slow core clock beside a fast UCIe clock, a DDR phase of 1 ps or a
+//! long FDI latency — go to an ordered set, so any link latency the arena can hold is
+//! woken exactly (issue 19: a fixed 64-tick window was asserted instead, and configs that
+//! validated panicked).
+
+use std::collections::BTreeSet;
 
 use super::{Cycle, NEVER};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Window of the bit mask, ticks.
+const NEAR: u64 = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WakeSet {
     /// Tick of bit 0.
     base: Cycle,
     bits: u64,
-    /// Earliest landing 64 or more ticks past `base` at the time it was added.
-    far: Cycle,
+    /// Landings 64 or more ticks past `base` at the time they were added.
+    far: BTreeSet<Cycle>,
 }
 
 impl Default for WakeSet {
     fn default() -> Self {
-        WakeSet { base: 0, bits: 0, far: NEVER }
+        WakeSet { base: 0, bits: 0, far: BTreeSet::new() }
+    }
+}
+
+/// Landing offsets of the sends of one edge, split into the bit mask and the far ones (built
+/// once per system from its link latencies).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WakeOffsets {
+    near: u64,
+    far: Vec<u64>,
+}
+
+impl WakeOffsets {
+    /// Offsets `d >= 1` ticks (0 is the sending tick itself and is dropped).
+    pub fn of(offsets: impl IntoIterator<Item = u64>) -> Self {
+        let mut w = WakeOffsets::default();
+        for d in offsets {
+            if d == 0 {
+                continue;
+            }
+            if d < NEAR {
+                w.near |= 1 << d;
+            } else if !w.far.contains(&d) {
+                w.far.push(d);
+            }
+        }
+        w.far.sort_unstable();
+        w
     }
 }
 
@@ -30,10 +66,10 @@ impl WakeSet {
     #[inline]
     pub fn advance(&mut self, now: Cycle) {
         let d = now.saturating_sub(self.base);
-        self.bits = if d >= 64 { 0 } else { self.bits >> d } & !1;
+        self.bits = if d >= NEAR { 0 } else { self.bits >> d } & !1;
         self.base = now;
-        if self.far <= now {
-            self.far = NEVER;
+        while self.far.first().is_some_and(|&f| f <= now) {
+            self.far.pop_first();
         }
     }
 
@@ -42,24 +78,27 @@ impl WakeSet {
     pub fn add(&mut self, at: Cycle) {
         debug_assert!(at > self.base, "a link lands after it is sent");
         let d = at - self.base;
-        if d < 64 {
+        if d < NEAR {
             self.bits |= 1 << d;
         } else {
-            self.far = self.far.min(at);
+            self.far.insert(at);
         }
     }
 
-    /// Adds `now + d` for every set bit `d` of `offsets` (bit 0 ignored).
+    /// Adds `now + d` for every offset `d` of `offsets`.
     #[inline]
-    pub fn add_offsets(&mut self, offsets: u64) {
-        self.bits |= offsets & !1;
+    pub fn add_offsets(&mut self, offsets: &WakeOffsets) {
+        self.bits |= offsets.near & !1;
+        for &d in &offsets.far {
+            self.far.insert(self.base + d);
+        }
     }
 
     /// The earliest pending landing after the last `advance`, or NEVER.
     #[inline]
     pub fn next(&self) -> Cycle {
         let near = if self.bits == 0 { NEVER } else { self.base + self.bits.trailing_zeros() as u64 };
-        near.min(self.far)
+        near.min(self.far.first().copied().unwrap_or(NEVER))
     }
 }
 
@@ -79,11 +118,32 @@ mod tests {
         assert_eq!(w.next(), 13);
         w.advance(13);
         assert_eq!(w.next(), 200);
-        w.add_offsets(1 << 4 | 1);
+        w.add_offsets(&WakeOffsets::of([4, 0]));
         assert_eq!(w.next(), 17);
         w.advance(100);
         assert_eq!(w.next(), 200);
         w.advance(200);
         assert_eq!(w.next(), NEVER);
+    }
+
+    /// Several landings beyond the bit window are each woken (regression, issue 19: the far
+    /// part was a single minimum, so the second far landing was forgotten once the first
+    /// was evaluated — and long links were refused by an assertion instead).
+    #[test]
+    fn every_far_landing_is_kept() {
+        let mut w = WakeSet::default();
+        let offs = WakeOffsets::of([2, 1250, 2500]);
+        w.advance(0);
+        w.add_offsets(&offs);
+        w.advance(1);
+        w.add_offsets(&offs);
+        w.add(5000);
+        let mut seen = Vec::new();
+        while w.next() != NEVER {
+            let t = w.next();
+            seen.push(t);
+            w.advance(t);
+        }
+        assert_eq!(seen, vec![2, 3, 1250, 1251, 2500, 2501, 5000]);
     }
 }

@@ -57,6 +57,38 @@ pub struct WatchdogReport {
     pub waiting: Vec<String>,
 }
 
+impl WatchdogReport {
+    /// The blocked buffers and waiting packets, without the watchdog's headline (for a run
+    /// stopped for another reason, e.g. its cycle limit, in that reason's own words).
+    pub fn state(&self) -> ReportState<'_> {
+        ReportState(self)
+    }
+}
+
+/// [`WatchdogReport::state`].
+pub struct ReportState<'a>(&'a WatchdogReport);
+
+impl fmt::Display for ReportState<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        writeln!(f, "blocked buffers ({}):", r.blocked.len())?;
+        for b in r.blocked.iter().take(32) {
+            writeln!(f, "  {b}")?;
+        }
+        if r.blocked.len() > 32 {
+            writeln!(f, "  ... {} more", r.blocked.len() - 32)?;
+        }
+        writeln!(f, "waiting packets ({}):", r.waiting.len())?;
+        for w in r.waiting.iter().take(32) {
+            writeln!(f, "  {w}")?;
+        }
+        if r.waiting.len() > 32 {
+            writeln!(f, "  ... {} more", r.waiting.len() - 32)?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for WatchdogReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -64,21 +96,7 @@ impl fmt::Display for WatchdogReport {
             "watchdog: no forward progress for {} cycles (at cycle {})",
             self.stalled_for, self.cycle
         )?;
-        writeln!(f, "blocked buffers ({}):", self.blocked.len())?;
-        for b in self.blocked.iter().take(32) {
-            writeln!(f, "  {b}")?;
-        }
-        if self.blocked.len() > 32 {
-            writeln!(f, "  ... {} more", self.blocked.len() - 32)?;
-        }
-        writeln!(f, "waiting packets ({}):", self.waiting.len())?;
-        for w in self.waiting.iter().take(32) {
-            writeln!(f, "  {w}")?;
-        }
-        if self.waiting.len() > 32 {
-            writeln!(f, "  ... {} more", self.waiting.len() - 32)?;
-        }
-        Ok(())
+        write!(f, "{}", self.state())
     }
 }
 

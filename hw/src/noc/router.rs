@@ -767,7 +767,8 @@ impl RouterCl {
                 Dir::from_idx(p).short(),
                 vc,
                 s.len,
-                s.front_since,
+                // Times in this router's cycles (a package router runs on a multi-clock tick).
+                s.front_since / self.tk,
                 s.state,
                 why
             )));
@@ -776,7 +777,7 @@ impl RouterCl {
                 f.pid,
                 f.src(),
                 f.dest,
-                f.ctime,
+                f.ctime / self.tk,
                 Dir::from_idx(p).short(),
                 vc
             )));

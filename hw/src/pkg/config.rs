@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cfg::{err, CfgError};
+use crate::harness::link::MAX_LINK_LATENCY;
+use crate::harness::{ClockDomain, ClockSet, DomainClock};
 use crate::noc::RouterCfg;
 use crate::pkg::chiplet::CtrlKnobs;
 use crate::pkg::ddr::DdrCfg;
@@ -207,6 +209,72 @@ impl Default for PkgCfg {
     }
 }
 
+/// The package's clocks on the harness tick and the latencies of its links in ticks —
+/// computed here once, for [`PkgCfg::validate`] (every link within what the link arena can
+/// hold, so no config that validates reaches an engine assertion) and for
+/// [`crate::pkg::package::Package::new`] (which builds exactly these links).
+#[derive(Debug, Clone)]
+pub struct PkgTiming {
+    /// Core, UCIe and DDR domains.
+    pub clocks: ClockSet,
+    pub core: DomainClock,
+    pub ucie: DomainClock,
+    pub ddr: DomainClock,
+    /// Ticks per core cycle, and the tick in ps.
+    pub tk: u64,
+    pub tick_ps: u64,
+    /// FDI latency one way, ticks (the adapters' wire latency).
+    pub fdi: u64,
+    /// Sideband credit return of a die-to-die link, ticks (lands on a core edge).
+    pub credit_lat: u64,
+}
+
+impl PkgTiming {
+    /// `c` core cycles in ticks.
+    pub fn cl(&self, c: u64) -> u64 {
+        c * self.tk
+    }
+}
+
+impl PkgCfg {
+    /// The clocks and link latencies of the package (see [`PkgTiming`]); refuses, naming
+    /// the field that sets it, any link longer than a link can be ([`MAX_LINK_LATENCY`]
+    /// ticks). The tick is the gcd of the three clock periods and the DDR phase, so a phase
+    /// of 1 ps makes every latency 1250 ticks per core cycle: the bounds below are in ps or
+    /// cycles for the clocks as given.
+    pub fn timing(&self) -> Result<PkgTiming, CfgError> {
+        let core_dom = ClockDomain { name: "core".into(), period_ps: self.core_period_ps(), phase_ps: 0 };
+        let ucie_dom = ClockDomain { name: "ucie".into(), period_ps: (1e6 / self.ucie_mhz).round() as u64, phase_ps: 0 };
+        let ddr_dom = ClockDomain { name: "ddr".into(), period_ps: (1e6 / self.ddr_mhz).round() as u64, phase_ps: self.ddr_phase_ps };
+        let clocks = ClockSet::new(vec![core_dom, ucie_dom, ddr_dom]).map_err(|e| CfgError { field: "ddr_phase_ps".into(), reason: e })?;
+        let (core, ucie, ddr) = (clocks.clock(0), clocks.clock(1), clocks.clock(2));
+        let (tk, tick_ps) = (core.div, clocks.tick_ps());
+        let max = MAX_LINK_LATENCY as u64 - 1;
+        let why = format!("a link holds at most {max} ticks, and a tick is {tick_ps} ps here (the gcd of the core, UCIe and DDR periods and ddr_phase_ps)");
+        // Core-domain links of 2 cycles (scheduler, D2D port, hand-off, Rule 5) and the
+        // crossing from an adapter into the router (1 tick + a core period).
+        if 2 * tk > max {
+            return err("core_mhz", format!("a {} MHz core cycle is {tk} ticks and a 2-cycle link {} ticks; {why}", self.core_mhz, 2 * tk));
+        }
+        // The DDR request crossing (1 tick + a DDR period).
+        if 1 + ddr.div > max {
+            return err("ddr_mhz", format!("a {} MHz DDR cycle is {} ticks; {why}", self.ddr_mhz, ddr.div));
+        }
+        let st = self.router.st_delay as u64;
+        if (st + 2) * tk > max {
+            return err("router.st_delay", format!("{st} cycles of switch traversal make the ejection link {} ticks; at most {} cycles with these clocks: {why}", (st + 2) * tk, (max / tk).saturating_sub(2)));
+        }
+        let fdi = self.ucie.fdi_latency_ps.div_ceil(tick_ps).max(1);
+        // Sideband credits land on a core edge.
+        let credit_lat = (fdi + tk).div_ceil(tk) * tk;
+        if credit_lat > max {
+            let max_ps = ((max / tk).saturating_sub(1) * tk * tick_ps).max(tick_ps);
+            return err("ucie.fdi_latency_ps", format!("{} ps is {fdi} ticks, the credit return {credit_lat} ticks; at most {max_ps} ps with these clocks: {why}", self.ucie.fdi_latency_ps));
+        }
+        Ok(PkgTiming { clocks, core, ucie, ddr, tk, tick_ps, fdi, credit_lat })
+    }
+}
+
 impl PkgCfg {
     pub fn chiplets(&self) -> u32 {
         self.rows * self.cols
@@ -316,7 +384,7 @@ impl PkgCfg {
         if self.sim.max_cycles == 0 || self.sim.max_cycles > 1 << 50 {
             return err("sim.max_cycles", format!("1..=2^50 (got {})", self.sim.max_cycles));
         }
-        Ok(())
+        self.timing().map(drop)
     }
 }
 

@@ -275,11 +275,15 @@ impl DdrChannelCl {
         self.command(c);
         // The request whose last beat has left the bus goes back to the chiplet.
         let mut sent = None;
+        // One response per edge of the chiplet's clock: a DDR faster than the core holds
+        // the next one until the crossing is free (issue 19: booking core edges ever
+        // further ahead overran the crossing's ring).
+        let next_rx = self.resp_clk.next_edge(now + 1);
         if let Some(&(done, id)) = self.resp.front() {
-            if c >= done {
+            if c >= done && next_rx >= self.resp_free_at {
                 self.resp.pop_front();
                 self.queued -= 1;
-                let due = self.resp_clk.next_edge((now + 1).max(self.resp_free_at));
+                let due = next_rx;
                 resps.send_at(self.ports.resp_out, now, due, DdrResp { id });
                 self.resp_free_at = due + 1;
                 sent = Some(due);

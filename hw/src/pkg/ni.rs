@@ -226,6 +226,35 @@ impl D2dEngineCl {
             })
     }
 
+    /// What the engine holds and waits for, one line per item (watchdog reports).
+    pub fn report(&self, scope: &str, out: &mut Vec<String>) {
+        if let Some(j) = &self.tx {
+            let vc = j.vc.map_or("none free".to_string(), |v| format!("vc{v} ({} credits)", self.inj_credits[v as usize].credits));
+            out.push(format!("{scope}: sending {:?} packet {:#x} to chiplet {}: flit {} of {}, injection {vc}", j.kind, j.pid, j.dest, j.next, j.flits));
+        }
+        if self.slice_wait.is_some() || !self.tok_q.is_empty() {
+            out.push(format!("{scope}: {} micro-slice send(s) and {} token packet(s) queued behind the current one", self.slice_wait.is_some() as u32, self.tok_q.len()));
+        }
+        for (vc, (b, rx)) in self.ej_buf.iter().zip(&self.rx).enumerate() {
+            if let Some(f) = b.front() {
+                let what = if rx.slot.is_some() || rx.tokens.is_some() {
+                    "draining"
+                } else if f.head && f.data >> 31 == 0 {
+                    "micro-slice header waits for a ring slot"
+                } else {
+                    "waits for the ejection port"
+                };
+                out.push(format!("{scope}: ejection vc{vc}: {} flit(s), packet {:#x} from chiplet {}: {what}", b.len(), f.pid, f.src()));
+            }
+        }
+    }
+
+    /// The last `eval` put something on a link: a flit into the router, or a credit back
+    /// to it (a drained flit). The tile must be evaluated when it lands.
+    pub fn sent_this_cycle(&self) -> bool {
+        self.inj_valid || self.ej_valid
+    }
+
     /// Flits waiting in the ejection buffers or anything to send.
     pub fn busy(&self) -> bool {
         self.tx.is_some() || self.slice_wait.is_some() || !self.tok_q.is_empty() || self.ej_buf.iter().any(|b| !b.is_empty())

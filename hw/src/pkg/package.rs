@@ -53,8 +53,8 @@ use super::rule5::{ArbiterPorts, FreeReport, LoadArbiterCl};
 use super::ucie::{UcieAdapterCl, UciePorts};
 use crate::cfg::CfgError;
 use crate::harness::{
-    run_partitions, ChangeLog, ClockDomain, ClockSet, ClockedControl, Cycle, DomainClock, LinkArena, LinkId, PartStatus, Partition, Probe,
-    SignalDecl, SignalSink, WakeSet, WatchdogReport, C_FINISHED,
+    run_partitions, ChangeLog, ClockSet, ClockedControl, Cycle, DomainClock, LinkArena, LinkId, PartStatus, Partition, Probe,
+    SignalDecl, SignalSink, WakeOffsets, WakeSet, WatchdogReport, C_FINISHED,
 };
 use crate::pkg::timeline::{BreakdownRec, CycleBreakdown, PeState, TimelineRec};
 use crate::noc::flit::{Credit, Flit};
@@ -215,7 +215,7 @@ pub enum PkgError {
     Watchdog(Box<WatchdogReport>),
     /// Still busy at `sim.max_cycles` (progress never stopped, so the watchdog did not
     /// trip): the state of the package then, as the watchdog would report it.
-    #[error("the layer did not finish within sim.max_cycles = {0} core cycles; state then:\n{1}")]
+    #[error("the layer did not finish within sim.max_cycles = {0} core cycles, though it was still making progress (not a deadlock: raise sim.max_cycles); state at cycle {cycle}:\n{state}", cycle = .1.cycle, state = .1.state())]
     Timeout(u64, Box<WatchdogReport>),
     #[error("waveform: {0}")]
     Wave(String),
@@ -305,6 +305,10 @@ pub struct ChipletTile {
     handoff_q: std::collections::VecDeque<SlotTag>,
     ddr_depth: u32,
     ddr_outstanding: u32,
+    /// First tick the DDR request crossing is free again: the crossing carries one request
+    /// per DDR edge, so a core faster than the DDR holds its next request (the controller
+    /// sees `ddr_ready` low) rather than landing two on one DDR edge (issue 19).
+    ddr_req_free_at: Cycle,
     /// Registered glue: PE job issued next edge, slot for the waiting D2D head.
     pe_job: Option<PeJob>,
     rx_slot_reg: Option<u32>,
@@ -364,7 +368,7 @@ pub struct PkgPart {
     /// Where a core-edge send lands, as tick offsets from the sending edge (bit d: now + d):
     /// every link latency of the core-domain blocks and the next core edge (registers
     /// written now are read there).
-    core_wake: u64,
+    core_wake: WakeOffsets,
 }
 
 /// Neighbour on the k×k chiplet array (the mesh's own function).
@@ -472,7 +476,7 @@ impl ChipletTile {
     ///
     /// # Safety
     /// Engine protocol: sole sender/receiver of this tile's links, at core edge `now`.
-    unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: u64) -> bool {
+    unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets) -> bool {
         let mut active = false;
         // --- registered inputs
         let sched = w.msgs.recv(self.msg_in, now).map(|m| to_ctrl(m.msg));
@@ -518,9 +522,15 @@ impl ChipletTile {
             }
             _ => {}
         }
+        // The DDR request crossing is still taken (a DDR slower than the core): the
+        // controller sees `ddr_ready` low now and must be evaluated again at the first core
+        // edge it is free, even if nothing else happens by then (fast-forward).
+        if ctx.ddr.next_edge(now + 1) < self.ddr_req_free_at {
+            self.wake.add(ctx.core.next_edge(self.ddr_req_free_at - 1));
+        }
         let inp = CtrlIn {
             sched,
-            ddr_ready: self.ddr_outstanding < self.ddr_depth,
+            ddr_ready: self.ddr_outstanding < self.ddr_depth && ctx.ddr.next_edge(now + 1) >= self.ddr_req_free_at,
             ddr_landed,
             rx_head: ev.rx_head,
             rx_landed: ev.rx_landed,
@@ -549,6 +559,7 @@ impl ChipletTile {
             let bytes = ctx.slice_bytes[tag.k as usize];
             let addr = (tag.expert as u64 * ctx.micro_slices as u64 + tag.k as u64) * ctx.slot_bytes as u64;
             let due = ctx.ddr.next_edge(now + 1);
+            self.ddr_req_free_at = due + 1;
             w.ddr_req.send_at(self.ddr_req_out, now, due, DdrReq { id: s, addr, bytes });
             self.wake.add(due);
             self.ddr_outstanding += 1;
@@ -572,7 +583,12 @@ impl ChipletTile {
         let did = !self.handoff_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
         self.progress += moved + did as u64 + self.pe.busy() as u64;
         active |= did || sent || self.pe_job.is_some() || self.rx_slot_reg.is_some();
-        if active || moved > 0 {
+        // The D2D engine's sends count too: a token packet's last flit (or the credit of a
+        // drained flit) sent at an edge where nothing else happened used to land while the
+        // tile was fast-forwarded past its landing tick — the flit was lost, its packet kept
+        // the next router's output VC forever (issue 19: `vcs = 1, vc_buf = 1` under EP
+        // "deadlocked"; without fast-forward it finished).
+        if active || moved > 0 || self.ni.sent_this_cycle() {
             // Something may be on a link now: wake up when it lands (fast-forward must not
             // skip the tick a link delivers at).
             self.wake.add_offsets(core_wake);
@@ -628,7 +644,7 @@ impl Partition for PkgPart {
                 st.progress += sent as u64;
                 io.wake.advance(now);
                 if sent {
-                    io.wake.add_offsets(self.core_wake);
+                    io.wake.add_offsets(&self.core_wake);
                 }
             }
             core_due |= io.sched.busy();
@@ -666,7 +682,7 @@ impl Partition for PkgPart {
             if core {
                 t.integrate(now, ctx.slot_bytes);
                 // SAFETY: engine protocol.
-                active = unsafe { t.core_edge(now, w, ctx, self.core_wake) };
+                active = unsafe { t.core_edge(now, w, ctx, &self.core_wake) };
                 t.pe_state = t.pe_state_now();
                 if t.timeline.is_some() {
                     t.count_traffic(now, ctx);
@@ -855,14 +871,12 @@ impl Package {
                 layer.routing.len()
             )));
         }
-        // --- clocks: core, UCIe, DDR
-        let core_dom = ClockDomain::new("core", cfg.core_period_ps());
-        let ucie_dom = ClockDomain::new("ucie", (1e6 / cfg.ucie_mhz).round() as u64);
-        let ddr_dom = ClockDomain::new("ddr", (1e6 / cfg.ddr_mhz).round() as u64).with_phase(cfg.ddr_phase_ps);
-        let clocks = ClockSet::new(vec![core_dom, ucie_dom, ddr_dom]).map_err(|e| CfgError { field: "ddr_phase_ps".into(), reason: e })?;
-        let (core, ucie, ddr) = (clocks.clock(0), clocks.clock(1), clocks.clock(2));
-        let tk = core.div;
-        let tick_ps = clocks.tick_ps();
+        // --- clocks: core, UCIe, DDR, and every link latency in ticks (checked by validate)
+        let timing = cfg.timing()?;
+        let clocks = timing.clocks.clone();
+        let (core, ucie, ddr) = (timing.core, timing.ucie, timing.ddr);
+        let tk = timing.tk;
+        let tick_ps = timing.tick_ps;
         // --- the layer plan: placement for EP/Hydra
         let owner = match strategy {
             Strategy::Ep => Some(sched::pkg::placement::ep_placement_fl(layer.experts, n).map_err(|e| PkgError::Input(e.to_string()))?),
@@ -900,15 +914,14 @@ impl Package {
         // --- links, allocated at their receivers
         let r = &cfg.router;
         let st = r.st_delay as u64;
-        let fdi = cfg.ucie.fdi_latency_ps.div_ceil(tick_ps).max(1);
-        let credit_lat = (fdi + tk).div_ceil(tk) * tk; // sideband credits land on a core edge
+        let credit_lat = timing.credit_lat; // sideband credits land on a core edge
         let mut flits = LinkArena::<Flit>::new();
         let mut credits = LinkArena::<Credit>::new();
         let mut msgs = LinkArena::<SchedMsgCl>::new();
         let mut done = LinkArena::<u16>::new();
         let mut ddr_req = LinkArena::<DdrReq>::new();
         let mut ddr_resp = LinkArena::<DdrResp>::new();
-        let cl = |c: u64| (c * tk) as u32; // core cycles → ticks
+        let cl = |c: u64| timing.cl(c) as u32; // core cycles → ticks (validate bounds them)
         let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
         let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
         let mut ucie_in = vec![[LinkId::NONE; NPORTS]; n];
@@ -944,10 +957,7 @@ impl Package {
         let load_l: Vec<LinkId> = (0..n).map(|_| loads.add(cl(2))).collect();
         // Landing offsets of core-edge sends (see PkgPart::core_wake); the DDR request's
         // crossing is added where it is sent.
-        let core_wake = [tk, cl(2) as u64, cl(st) as u64, cl(st + 2) as u64, credit_lat].into_iter().fold(0u64, |m, d| {
-            assert!((1..64).contains(&d), "link latency {d} ticks outside the wake window");
-            m | 1 << d
-        });
+        let core_wake = WakeOffsets::of([tk, cl(2) as u64, cl(st) as u64, cl(st + 2) as u64, credit_lat]);
         // --- the IO die
         // Sharded loading (FSE-DP strategies): every chiplet loads and forwards, so the
         // scheduler's messages go to all of them.
@@ -1061,6 +1071,7 @@ impl Package {
                 load_in: load_l[i],
                 ddr_depth: cfg.ddr.queue_depth,
                 ddr_outstanding: 0,
+                ddr_req_free_at: 0,
                 pe_job: None,
                 rx_slot_reg: None,
                 m_here,
@@ -1101,7 +1112,7 @@ impl Package {
         let mut io = Some(IoDieTile { sched: io, rule5, wake: WakeSet::default() });
         for p in 0..threads {
             let take = (n - first) / (threads - p);
-            parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake });
+            parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake: core_wake.clone() });
             first += take;
         }
         // Functional data: the DDR image and the activations.
@@ -1232,7 +1243,10 @@ impl Package {
         let end = self.cfg.sim.max_cycles.saturating_mul(tk);
         let threads = self.cfg.sim.threads as usize;
         let chunk = 1u64 << 16;
-        let mut ctl = ClockedControl::new(self.clocks.clone(), 0, self.parts.len(), self.cfg.sim.fast_forward, self.cfg.sim.watchdog_cycles * tk);
+        let mut ctl = ClockedControl::new(self.clocks.clone(), 0, self.parts.len(), self.cfg.sim.fast_forward, self.cfg.sim.watchdog_cycles.saturating_mul(tk));
+        // Progress here is a flit moved or delivered, a controller event, PE compute or DDR
+        // service — never a replay — so an unfinished package without it is stuck, busy or not.
+        ctl.watch_unfinished = true;
         loop {
             ctl.end = (self.now + chunk * tk).min(end);
             let (last, c) = run_partitions(&mut self.parts, &self.wires, &self.ctx, self.now, ctl, threads);
@@ -1278,6 +1292,14 @@ impl Package {
                 blocked.push((0, format!("{}.d2d: waits for {} combine packets", t.scope, t.combines_expected - t.combines_seen)));
             }
             t.router.blocked_report(&format!("{}.router", t.scope), &mut blocked, &mut waiting);
+            let mut lines = Vec::new();
+            t.ni.report(&format!("{}.d2d", t.scope), &mut lines);
+            blocked.extend(lines.into_iter().map(|l| (0, l)));
+            for (d, a) in &t.ucie {
+                if let Some(r) = a.report() {
+                    blocked.push((0, format!("{}.ucie_{d}: {r}", t.scope)));
+                }
+            }
             if !t.finished() {
                 blocked.push((0, format!("{}: not finished: {}", t.scope, t.unfinished())));
             }

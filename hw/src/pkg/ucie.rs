@@ -49,6 +49,23 @@ const HEADER_BYTES: usize = 16;
 const CRC_BITS: u64 = 32;
 /// Bytes the CRC covers: the header fields and the data (the CRC field follows them).
 pub const CRC_COVERED_BYTES: usize = HEADER_BYTES + FLIT_DATA_BYTES;
+/// Bits of one flit on the wire (header, data, CRC): each may flip.
+pub const FRAME_BITS: u64 = (CRC_COVERED_BYTES * 8) as u64 + CRC_BITS;
+/// Below this chance of a flit passing its CRC the link is down, not noisy: go-back-N
+/// replays whole windows for every flit that gets through, and at a BER of 5e-3 (a pass
+/// chance of 1.6e-5) a layer never finishes (issue 19). UCIe specifies a BER of 1e-15 or
+/// better; `validate` refuses a BER whose pass chance is below this.
+pub const MIN_FLIT_PASS: f64 = 0.01;
+
+/// Probability that a flit crosses a wire of bit-error rate `ber` without a flipped bit.
+pub fn flit_pass_probability(ber: f64) -> f64 {
+    (FRAME_BITS as f64 * (-ber).ln_1p()).exp()
+}
+
+/// The largest bit-error rate `validate` accepts ([`MIN_FLIT_PASS`]).
+pub fn max_ber() -> f64 {
+    -(MIN_FLIT_PASS.ln() / FRAME_BITS as f64).exp_m1()
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -84,6 +101,18 @@ impl UcieCfg {
         }
         if !(self.ber.is_finite() && (0.0..1.0).contains(&self.ber)) {
             return err("ber", format!("bit-error rate must be in [0, 1) (got {})", self.ber));
+        }
+        if flit_pass_probability(self.ber) < MIN_FLIT_PASS {
+            return err(
+                "ber",
+                format!(
+                    "at most {:.3e}: at {} a {FRAME_BITS}-bit flit passes its CRC with probability {:.1e}; below {}% the link is down rather than noisy (go-back-N replay would not get the layer through)",
+                    max_ber(),
+                    self.ber,
+                    flit_pass_probability(self.ber),
+                    MIN_FLIT_PASS * 100.0
+                ),
+            );
         }
         if self.retry_buffer_flits == 0 || self.retry_buffer_flits > 4096 {
             return err("retry_buffer_flits", format!("1..=4096 (got {})", self.retry_buffer_flits));
@@ -316,9 +345,15 @@ impl UcieAdapterCl {
                 self.wire.push_back((arrive, seq, f, flipped));
             }
         }
-        // --- RX: one flit per receiver-domain edge into the neighbour's router
-        if let Some(f) = self.rx_q.pop_front() {
-            let due = self.out_clk.next_edge((now + 1).max(self.out_free_at));
+        // --- RX: one flit per receiver-domain edge into the neighbour's router. The flit
+        // leaves only when the receiver's next edge is free: a wire faster than the router
+        // (lanes x rate above a flit per core cycle) keeps its flits here, in the bounded
+        // rx queue, instead of booking receiver edges ever further ahead (issue 19: past
+        // the crossing's ring, an assertion).
+        let next_rx = self.out_clk.next_edge(now + 1);
+        if next_rx >= self.out_free_at && !self.rx_q.is_empty() {
+            let f = self.rx_q.pop_front().expect("non-empty");
+            let due = next_rx;
             flits.send_at(self.ports.out_flit, now, due, f);
             self.out_free_at = due + 1;
             self.stats.delivered += 1;
@@ -436,6 +471,33 @@ impl UcieAdapterCl {
 
     pub fn stats(&self) -> &UcieStats {
         &self.stats
+    }
+
+    /// What the adapter holds and waits for, for a watchdog report (`None`: empty).
+    pub fn report(&self) -> Option<String> {
+        if self.tx_q.is_empty() && self.retry.is_empty() && self.rx_q.is_empty() && self.wire.is_empty() {
+            return None;
+        }
+        let s = &self.stats;
+        let waits = if !self.rx_q.is_empty() {
+            "the neighbour router's next edge".to_string()
+        } else if !self.retry.is_empty() {
+            format!("an intact copy of flit {} at the receiver (go-back-N replay)", self.expect)
+        } else {
+            "a free retry-buffer entry".to_string()
+        };
+        Some(format!(
+            "{} flit(s) queued, {} sent and unacknowledged, {} for the router; {} replays ({} by timeout), {} CRC errors, {} delivered; waits for {waits}; at ber {} a flit passes its CRC with probability {:.1e}",
+            self.tx_q.len(),
+            self.retry.len(),
+            self.rx_q.len(),
+            s.replays,
+            s.timeouts,
+            s.crc_errors,
+            s.delivered,
+            self.ber,
+            flit_pass_probability(self.ber)
+        ))
     }
 
     /// Raw wire rate, data bytes per tick.

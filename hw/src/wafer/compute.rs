@@ -8,7 +8,14 @@
 //! Precision (SPEC §4): attention in FP16, every other linear op (gating, experts) in int8.
 
 use super::config::{DieCfg, WaferCfg};
+use crate::cfg::CfgError;
 use crate::harness::{Cycle, NEVER};
+
+/// Longest kernel a program may hold, cycles (2^48: about 3 days at 1 GHz). Kernel times
+/// are summed over micro-batches, layers and iterations in 64-bit cycle counts, so a
+/// kernel past this comes from a die rate (or size) off by orders of magnitude and is
+/// refused rather than saturated.
+pub const MAX_KERNEL_CYCLES: u64 = 1 << 48;
 
 /// What a kernel is (for stats and waveforms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -38,11 +45,44 @@ pub struct KernelCost {
 
 impl KernelCost {
     /// Cycles on `die` at `clock_mhz`: the roofline of the kernel plus the launch overhead.
+    /// Saturates at `u64::MAX` where [`Self::checked_cycles`] refuses (programs are built
+    /// with the checked form; see [`MAX_KERNEL_CYCLES`]).
     pub fn cycles(&self, die: &DieCfg, clock_mhz: f64) -> u64 {
-        let peak = if self.fp16 { die.fp16_tflops } else { die.int8_tops } * 1e12 * die.compute_efficiency;
+        self.checked_cycles(die, clock_mhz).unwrap_or(u64::MAX)
+    }
+
+    /// As [`Self::cycles`], or an error naming the die rate that makes the kernel longer
+    /// than [`MAX_KERNEL_CYCLES`] (issue 19: `fp16_tflops = 1e-15` made a float-to-integer
+    /// cast saturate and the overhead addition wrap, so a starved die ran *faster*).
+    pub fn checked_cycles(&self, die: &DieCfg, clock_mhz: f64) -> Result<u64, CfgError> {
+        let (rate, rate_field, rate_default) =
+            if self.fp16 { (die.fp16_tflops, "die.fp16_tflops", DieCfg::default().fp16_tflops) } else { (die.int8_tops, "die.int8_tops", DieCfg::default().int8_tops) };
+        let peak = rate * 1e12 * die.compute_efficiency;
         let bw = die.hbm_tbps * 1e12 * die.hbm_efficiency;
-        let secs = (self.flops / peak).max(self.bytes / bw);
-        die.kernel_overhead_cycles as u64 + (secs * clock_mhz * 1e6).ceil() as u64
+        // 0 / 0 (an empty kernel) is no time, not NaN.
+        let t_compute = if self.flops > 0.0 { self.flops / peak } else { 0.0 };
+        let t_memory = if self.bytes > 0.0 { self.bytes / bw } else { 0.0 };
+        let cycles = t_compute.max(t_memory) * clock_mhz * 1e6;
+        let total = cycles.ceil() + die.kernel_overhead_cycles as f64;
+        if total.is_finite() && total <= MAX_KERNEL_CYCLES as f64 {
+            return Ok(total as u64);
+        }
+        // Name the factor furthest below its default (a rate or its efficiency).
+        let d = DieCfg::default();
+        let field = if t_compute >= t_memory {
+            if die.compute_efficiency / d.compute_efficiency < rate / rate_default { "die.compute_efficiency" } else { rate_field }
+        } else if die.hbm_efficiency / d.hbm_efficiency < die.hbm_tbps / d.hbm_tbps {
+            "die.hbm_efficiency"
+        } else {
+            "die.hbm_tbps"
+        };
+        let (what, amount, per_s) = if t_compute >= t_memory { ("FLOPs", self.flops, peak) } else { ("bytes", self.bytes, bw) };
+        Err(CfgError {
+            field: field.into(),
+            reason: format!(
+                "a kernel of {amount:.3e} {what} at {per_s:.3e} {what}/s takes {cycles:.3e} cycles, more than the {MAX_KERNEL_CYCLES} a run can count (2^48: sums over layers and iterations must stay within 64-bit cycle counts); the rate is orders of magnitude too small"
+            ),
+        })
     }
 }
 

@@ -192,9 +192,7 @@ impl WaferCfg {
         if c.cols() > 64 || c.rows() > 64 {
             return err("die_cols", format!("the die grid is {}x{}; at most 64 dies per side (flit coordinates are 8-bit, link tables sized for 4096 dies)", c.cols(), c.rows()));
         }
-        if !(c.clock_mhz.is_finite() && c.clock_mhz >= 1.0 && c.clock_mhz <= 10_000.0) {
-            return err("clock_mhz", format!("must be within 1..=10000 MHz (got {})", c.clock_mhz));
-        }
+        crate::cfg::clock_period_ps("clock_mhz", c.clock_mhz)?;
         if c.flit_bytes == 0 || c.flit_bytes > 1 << 20 {
             return err("flit_bytes", format!("must be within 1..=1048576 (got {})", c.flit_bytes));
         }
@@ -269,8 +267,9 @@ impl WaferCfg {
             return err("kv_bytes_per_token", format!("at most 16 MiB per token (got {})", c.kv_bytes_per_token));
         }
         for (name, v) in [("dispatch_elem_bytes", c.dispatch_elem_bytes), ("combine_elem_bytes", c.combine_elem_bytes)] {
-            if !(1..=4).contains(&v) {
-                return err(name, format!("must be 1, 2 or 4 bytes (got {v})"));
+            // An element is an int8, a bf16/fp16 or an fp32 value: 3 bytes is no number format.
+            if ![1, 2, 4].contains(&v) {
+                return err(name, format!("must be 1, 2 or 4 bytes (int8, 16-bit or 32-bit elements; got {v})"));
             }
         }
         if !(c.hot_fraction.is_finite() && c.hot_fraction > 0.0 && c.hot_fraction <= 1.0) {

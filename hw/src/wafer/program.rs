@@ -100,6 +100,10 @@ pub struct LayerProgram {
     pub a2a_hops: u64,
     /// Tokens per expert over the layer.
     pub expert_tokens: Vec<u64>,
+    /// A kernel the die cannot time ([`super::compute::KernelCost::checked_cycles`]: a rate
+    /// so small its cycles overflow) or a transfer of more flits than a 32-bit count;
+    /// [`super::Wafer::new`] refuses the program with it (the first one found).
+    pub size_error: Option<crate::cfg::CfgError>,
 }
 
 /// Token range of micro-batch `m` of `mbs` over `t` tokens.
@@ -149,7 +153,25 @@ pub fn build_planned(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, plans: 
     let mbs = cfg.micro_batches;
     let t = cfg.tokens_per_group;
     let d = model.d_model as u64;
-    let flits = |bytes: u64| bytes.div_ceil(cfg.flit_bytes as u64).max(1) as u32;
+    // Sizes that do not fit their counters are recorded (the first one) and refused by
+    // the wafer, never wrapped or saturated silently.
+    let size_error = std::cell::RefCell::new(None::<crate::cfg::CfgError>);
+    let flits = |bytes: u64| {
+        let f = bytes.div_ceil(cfg.flit_bytes as u64).max(1);
+        u32::try_from(f).unwrap_or_else(|_| {
+            size_error.borrow_mut().get_or_insert(crate::cfg::CfgError {
+                field: "flit_bytes".into(),
+                reason: format!("a transfer of {bytes} bytes is {f} flits of {} bytes, more than a 32-bit flit count", cfg.flit_bytes),
+            });
+            u32::MAX
+        })
+    };
+    let timed = |c: super::compute::KernelCost| {
+        c.checked_cycles(&cfg.die, cfg.clock_mhz).unwrap_or_else(|e| {
+            size_error.borrow_mut().get_or_insert(e);
+            u64::MAX
+        })
+    };
     let mut p = LayerProgram { micro_batches: mbs, dies: vec![DieProgram::default(); n], expert_tokens: vec![0; model.experts as usize], ..Default::default() };
     if opts.predict_cycles > 0 {
         for dp in p.dies.iter_mut() {
@@ -163,7 +185,7 @@ pub fn build_planned(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, plans: 
         for m in 0..mbs {
             let tm = mb_range(t, mbs, m).len() as u32;
             k_att[die][m as usize] = dp.kernels.len() as u32;
-            dp.kernels.push(Kernel { kind: KernelKind::Attention, mb: m, cycles: attention_cost(cfg, model.d_model, tm).cycles(&cfg.die, cfg.clock_mhz) });
+            dp.kernels.push(Kernel { kind: KernelKind::Attention, mb: m, cycles: timed(attention_cost(cfg, model.d_model, tm)) });
             dp.kernel_deps.push(Vec::new());
         }
     }
@@ -216,11 +238,11 @@ pub fn build_planned(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, plans: 
         for (die, dp) in p.dies.iter_mut().enumerate() {
             k_gate[die] = dp.kernels.len() as u32;
             let g = gated[die].len() as u32;
-            dp.kernels.push(Kernel { kind: KernelKind::Gate, mb: m, cycles: gate_cost(model.d_model, model.experts, g.max(1)).cycles(&cfg.die, cfg.clock_mhz) });
+            dp.kernels.push(Kernel { kind: KernelKind::Gate, mb: m, cycles: timed(gate_cost(model.d_model, model.experts, g.max(1))) });
             dp.kernel_deps.push(std::mem::take(&mut ar_deps_of_die[die]));
             k_exp[die] = dp.kernels.len() as u32;
             let toks: Vec<u32> = host_tokens[die].values().copied().collect();
-            dp.kernels.push(Kernel { kind: KernelKind::Experts, mb: m, cycles: experts_cost(model.d_model, model.d_ffn, &toks).cycles(&cfg.die, cfg.clock_mhz) });
+            dp.kernels.push(Kernel { kind: KernelKind::Experts, mb: m, cycles: timed(experts_cost(model.d_model, model.d_ffn, &toks)) });
             dp.kernel_deps.push(Vec::new());
         }
         // Dispatch and combine transfers (network ones only).
@@ -248,5 +270,6 @@ pub fn build_planned(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, plans: 
         }
         p.assignments.push(plan);
     }
+    p.size_error = size_error.into_inner();
     p
 }

@@ -243,6 +243,9 @@ impl Wafer {
     pub fn new_with(cfg: &WaferCfg, prog: &LayerProgram, threads: usize, functional: bool) -> Result<Wafer, WaferError> {
         let shared = functional.then(|| std::sync::Arc::new(prog.clone()));
         cfg.validate()?;
+        if let Some(e) = &prog.size_error {
+            return Err(e.clone().into());
+        }
         let (cols, rows) = (cfg.cols(), cfg.rows());
         let n = (cols * rows) as usize;
         // With a migration VC the routers (and the dies' injection credits) have one VC more.
