@@ -57,6 +57,250 @@ impl TraceHeader {
     }
 }
 
+/// A token's per-layer rows (expert ids, or gate scores), stored flat: `top_k` values per MoE
+/// layer in one allocation. A `Vec<Vec<u16>>` spent a 24-byte header and a heap block per
+/// layer on 2 bytes of top-1 data, so a 200 MB trace of 4,096 layers took 2.9 GB (issue 19);
+/// flat it is proportional to the ids. Reads like the nested vectors did: `len()`,
+/// `[l]` (a slice), `get(l)`, `iter()`, `&rows` in a `for`; build it with `.into()` from a
+/// `Vec<Vec<_>>`. Serializes as the nested JSON arrays of SPEC §8. Rows of differing lengths
+/// (input the checks refuse) are kept as they came, with their ends, so the error can say
+/// which layer is wrong.
+#[derive(Clone, PartialEq, Default)]
+pub struct Rows<T> {
+    data: Vec<T>,
+    rows: usize,
+    /// Length of every row while they are all equal.
+    width: usize,
+    /// End of each row in `data`, only once rows differ in length (empty otherwise).
+    ends: Vec<usize>,
+}
+
+impl<T> Rows<T> {
+    pub fn new() -> Self {
+        Rows { data: Vec::new(), rows: 0, width: 0, ends: Vec::new() }
+    }
+
+    /// Number of rows (MoE layers).
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    fn span(&self, i: usize) -> Option<Range<usize>> {
+        if i >= self.rows {
+            None
+        } else if self.ends.is_empty() {
+            Some(i * self.width..(i + 1) * self.width)
+        } else {
+            Some(if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i])
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<&[T]> {
+        self.span(i).map(|r| &self.data[r])
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut [T]> {
+        self.span(i).map(|r| &mut self.data[r])
+    }
+
+    pub fn iter(&self) -> RowsIter<'_, T> {
+        RowsIter { rows: self, next: 0, end: self.rows }
+    }
+
+    /// All values, row after row.
+    pub fn flat(&self) -> &[T] {
+        &self.data
+    }
+
+    /// Closes a row whose `n` values were just appended to `data`.
+    fn end_row(&mut self, n: usize) {
+        if self.ends.is_empty() && self.rows > 0 && n != self.width {
+            self.ends = (1..=self.rows).map(|r| r * self.width).collect();
+        }
+        if self.rows == 0 {
+            self.width = n;
+        }
+        if !self.ends.is_empty() {
+            self.ends.push(self.data.len());
+        }
+        self.rows += 1;
+    }
+}
+
+impl<T: Clone> Rows<T> {
+    /// Appends one row.
+    pub fn push(&mut self, row: &[T]) {
+        self.data.extend_from_slice(row);
+        self.end_row(row.len());
+    }
+
+    /// Rows `r` (clamped to the rows there are) as a new `Rows`.
+    pub fn select(&self, r: Range<usize>) -> Rows<T> {
+        let mut out = Rows::new();
+        for i in r.start.min(self.rows)..r.end.min(self.rows) {
+            out.push(&self[i]);
+        }
+        out
+    }
+
+    /// The nested form, for callers that own and reshape rows.
+    pub fn to_vecs(&self) -> Vec<Vec<T>> {
+        self.iter().map(<[T]>::to_vec).collect()
+    }
+}
+
+impl<T: Clone> From<Vec<Vec<T>>> for Rows<T> {
+    fn from(v: Vec<Vec<T>>) -> Self {
+        let mut out = Rows { data: Vec::with_capacity(v.iter().map(Vec::len).sum()), ..Rows::new() };
+        for row in &v {
+            out.push(row);
+        }
+        out
+    }
+}
+
+impl<T: Clone> FromIterator<Vec<T>> for Rows<T> {
+    fn from_iter<I: IntoIterator<Item = Vec<T>>>(it: I) -> Self {
+        let mut out = Rows::new();
+        for row in it {
+            out.push(&row);
+        }
+        out
+    }
+}
+
+impl<T> std::ops::Index<usize> for Rows<T> {
+    type Output = [T];
+    fn index(&self, i: usize) -> &[T] {
+        match self.span(i) {
+            Some(r) => &self.data[r],
+            None => panic!("row {i} of {}", self.rows),
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Rows<T> {
+    fn index_mut(&mut self, i: usize) -> &mut [T] {
+        match self.span(i) {
+            Some(r) => &mut self.data[r],
+            None => panic!("row {i} of {}", self.rows),
+        }
+    }
+}
+
+impl<T: PartialEq> PartialEq<Vec<Vec<T>>> for Rows<T> {
+    fn eq(&self, other: &Vec<Vec<T>>) -> bool {
+        self.rows == other.len() && self.iter().zip(other).all(|(a, b)| a == b.as_slice())
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Rows<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Iterator over the rows of [`Rows`], as slices.
+pub struct RowsIter<'a, T> {
+    rows: &'a Rows<T>,
+    next: usize,
+    end: usize,
+}
+
+impl<'a, T> Iterator for RowsIter<'a, T> {
+    type Item = &'a [T];
+    fn next(&mut self) -> Option<&'a [T]> {
+        if self.next >= self.end {
+            return None;
+        }
+        self.next += 1;
+        self.rows.get(self.next - 1)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.end - self.next, Some(self.end - self.next))
+    }
+}
+
+impl<T> DoubleEndedIterator for RowsIter<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
+        }
+        self.end -= 1;
+        self.rows.get(self.end)
+    }
+}
+
+impl<T> ExactSizeIterator for RowsIter<'_, T> {}
+
+impl<'a, T> IntoIterator for &'a Rows<T> {
+    type Item = &'a [T];
+    type IntoIter = RowsIter<'a, T>;
+    fn into_iter(self) -> RowsIter<'a, T> {
+        self.iter()
+    }
+}
+
+impl<T: Serialize> Serialize for Rows<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// Reads the nested arrays straight into the flat vector: no per-row allocation.
+impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for Rows<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+        use std::marker::PhantomData;
+        struct Row<'a, T>(&'a mut Vec<T>);
+        impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Row<'_, T> {
+            type Value = usize;
+            fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+                d.deserialize_seq(self)
+            }
+        }
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Row<'_, T> {
+            type Value = usize;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<usize, A::Error> {
+                let mut n = 0;
+                while let Some(x) = a.next_element()? {
+                    self.0.push(x);
+                    n += 1;
+                }
+                Ok(n)
+            }
+        }
+        struct Outer<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Clone> Visitor<'de> for Outer<T> {
+            type Value = Rows<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Rows<T>, A::Error> {
+                let mut out = Rows::new();
+                loop {
+                    let before = out.data.len();
+                    match a.next_element_seed(Row(&mut out.data))? {
+                        Some(n) => {
+                            debug_assert_eq!(out.data.len(), before + n);
+                            out.end_row(n)
+                        }
+                        None => return Ok(out),
+                    }
+                }
+            }
+        }
+        d.deserialize_seq(Outer(PhantomData))
+    }
+}
+
 /// One token of one iteration: its top-k experts at every MoE layer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,10 +314,10 @@ pub struct TraceToken {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_id: Option<u32>,
     /// `layers[l]`: exactly `top_k` distinct expert ids in `0..experts`.
-    pub layers: Vec<Vec<u16>>,
+    pub layers: Rows<u16>,
     /// Gate scores, same shape as `layers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scores: Option<Vec<Vec<f32>>>,
+    pub scores: Option<Rows<f32>>,
 }
 
 /// A whole trace: header and tokens in file order.
@@ -148,43 +392,81 @@ pub fn check_token(h: &TraceHeader, t: &TraceToken) -> Result<(), String> {
     Ok(())
 }
 
-/// Parses a whole trace from text. Blank lines are skipped (they still count for line numbers).
-pub fn parse_trace(text: &str) -> Result<Trace, TraceError> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (hn, hl) = lines.next().ok_or_else(|| TraceError::line(1, "header missing: empty file"))?;
-    let hv: serde_json::Value =
-        serde_json::from_str(hl).map_err(|e| TraceError::line(hn + 1, format!("bad JSON: {e}")))?;
-    if hv.get("format").is_none() {
-        return Err(TraceError::line(hn + 1, format!("header missing: first line has no \"format\" (expected \"{TRACE_FORMAT}\")")));
-    }
-    let header: TraceHeader =
-        serde_json::from_value(hv).map_err(|e| TraceError::line(hn + 1, format!("header: {e}")))?;
-    header.validate().map_err(|m| TraceError::line(hn + 1, format!("header: {m}")))?;
-    let mut tokens = Vec::new();
-    let mut done_iters = BTreeSet::new();
-    let mut cur: Option<u32> = None;
-    for (n, l) in lines {
-        let t: TraceToken = serde_json::from_str(l).map_err(|e| TraceError::line(n + 1, format!("bad token line: {e}")))?;
-        check_token(&header, &t).map_err(|m| TraceError::line(n + 1, m))?;
-        if cur != Some(t.iter) {
-            if done_iters.contains(&t.iter) {
-                return Err(TraceError::line(n + 1, format!("iter {}: lines of this iteration are not contiguous", t.iter)));
-            }
-            if let Some(c) = cur {
-                done_iters.insert(c);
-            }
-            cur = Some(t.iter);
-        }
-        tokens.push(t);
-    }
-    Ok(Trace { header, tokens })
+/// The loader's state between lines: shared by [`parse_trace`] (text in memory) and
+/// [`load_trace`] (a file read a line at a time, so the file's text is never held whole).
+#[derive(Default)]
+struct Loader {
+    header: Option<TraceHeader>,
+    tokens: Vec<TraceToken>,
+    done_iters: BTreeSet<u32>,
+    cur: Option<u32>,
 }
 
-/// Loads a trace file; errors carry the file name and line number.
+impl Loader {
+    /// Line `n` (0-based) of the input. Blank lines are skipped.
+    fn line(&mut self, n: usize, l: &str) -> Result<(), TraceError> {
+        if l.trim().is_empty() {
+            return Ok(());
+        }
+        let Some(header) = &self.header else {
+            let hv: serde_json::Value = serde_json::from_str(l).map_err(|e| TraceError::line(n + 1, format!("bad JSON: {e}")))?;
+            if hv.get("format").is_none() {
+                return Err(TraceError::line(n + 1, format!("header missing: first line has no \"format\" (expected \"{TRACE_FORMAT}\")")));
+            }
+            let header: TraceHeader = serde_json::from_value(hv).map_err(|e| TraceError::line(n + 1, format!("header: {e}")))?;
+            header.validate().map_err(|m| TraceError::line(n + 1, format!("header: {m}")))?;
+            self.header = Some(header);
+            return Ok(());
+        };
+        let t: TraceToken = serde_json::from_str(l).map_err(|e| TraceError::line(n + 1, format!("bad token line: {e}")))?;
+        check_token(header, &t).map_err(|m| TraceError::line(n + 1, m))?;
+        if self.cur != Some(t.iter) {
+            if self.done_iters.contains(&t.iter) {
+                return Err(TraceError::line(n + 1, format!("iter {}: lines of this iteration are not contiguous", t.iter)));
+            }
+            if let Some(c) = self.cur {
+                self.done_iters.insert(c);
+            }
+            self.cur = Some(t.iter);
+        }
+        self.tokens.push(t);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Trace, TraceError> {
+        let header = self.header.ok_or_else(|| TraceError::line(1, "header missing: empty file"))?;
+        self.tokens.shrink_to_fit();
+        Ok(Trace { header, tokens: self.tokens })
+    }
+}
+
+/// Parses a whole trace from text. Blank lines are skipped (they still count for line numbers).
+pub fn parse_trace(text: &str) -> Result<Trace, TraceError> {
+    let mut l = Loader::default();
+    for (n, line) in text.lines().enumerate() {
+        l.line(n, line)?;
+    }
+    l.finish()
+}
+
+/// Loads a trace file; errors carry the file name and line number. Reads one line at a time:
+/// memory is the compact trace plus the longest line, not the file's text.
 pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| TraceError::Io { file: path.display().to_string(), msg: e.to_string() })?;
-    parse_trace(&text).map_err(|e| e.in_file(path))
+    use std::io::BufRead;
+    let io = |e: std::io::Error| TraceError::Io { file: path.display().to_string(), msg: e.to_string() };
+    let mut r = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+    let mut l = Loader::default();
+    let mut buf = Vec::new();
+    for n in 0.. {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf).map_err(io)? == 0 {
+            break;
+        }
+        let line = std::str::from_utf8(&buf).map_err(|_| TraceError::line(n + 1, "not UTF-8 text").in_file(path))?;
+        let line = line.strip_suffix('\n').map_or(line, |x| x.strip_suffix('\r').unwrap_or(x));
+        l.line(n, line).map_err(|e| e.in_file(path))?;
+    }
+    l.finish().map_err(|e| e.in_file(path))
 }
 
 /// Serializes a trace to the SPEC §8 text.
@@ -246,9 +528,12 @@ impl Trace {
             .tokens
             .iter()
             .map(|t| TraceToken {
-                layers: t.layers[r.clone()].to_vec(),
-                scores: t.scores.as_ref().map(|s| s[r.clone()].to_vec()),
-                ..t.clone()
+                layers: t.layers.select(r.clone()),
+                scores: t.scores.as_ref().map(|s| s.select(r.clone())),
+                iter: t.iter,
+                req: t.req,
+                pos: t.pos,
+                token_id: t.token_id,
             })
             .collect();
         Ok(Trace { header, tokens })
@@ -256,7 +541,7 @@ impl Trace {
 
     /// Routing of one layer of one iteration: top-k experts per token.
     pub fn routing(&self, tokens: Range<usize>, layer: usize) -> Vec<Vec<u16>> {
-        self.tokens[tokens].iter().map(|t| t.layers[layer].clone()).collect()
+        self.tokens[tokens].iter().map(|t| t.layers[layer].to_vec()).collect()
     }
 }
 
@@ -330,7 +615,7 @@ pub fn import_warp_decode_str(text: &str) -> Result<Trace, TraceError> {
     #[serde(deny_unknown_fields)]
     struct Rec {
         tok: u32,
-        layers: Vec<Vec<u16>>,
+        layers: Rows<u16>,
     }
     let header = TraceHeader::new(Some("olmoe-1b-7b"), 64, 8, 16);
     let mut tokens = Vec::new();
@@ -404,7 +689,16 @@ pub fn import_expert_counts_str(text: &str, model: &str, domain: &str, selection
         if f[0] != model || f[1] != domain || f[2] != selection {
             continue;
         }
-        let num = |i: usize, name: &str| f[i].parse::<u64>().map_err(|_| TraceError::line(n + 1, format!("{name}: not a number: {:?}", f[i])));
+        let num = |i: usize, name: &str| {
+            f[i].parse::<u64>().map_err(|_| {
+                let why = match f[i].parse::<i128>() {
+                    Ok(v) if v < 0 => format!("{v} is negative (a non-negative integer is needed)"),
+                    Ok(v) => format!("{v} is too large"),
+                    Err(_) => format!("not a number: {:?}", f[i]),
+                };
+                TraceError::line(n + 1, format!("{name}: {why}"))
+            })
+        };
         let layer = num(3, "layer")?;
         let expert = num(4, "expert")?;
         let count = num(5, "count")?;

@@ -92,7 +92,7 @@ fn stats_on_hand_made_trace() {
     // Layer 1: experts 2,3,6,7,7,2 -> max 2 -> 2/0.75.
     let t = parse_trace(&good().join("\n")).unwrap();
     let mut t2 = t.clone();
-    t2.tokens[1].layers[0] = vec![0, 5];
+    t2.tokens[1].layers[0].copy_from_slice(&[0, 5]);
     let s = trace_stats(&t2);
     assert_eq!((s.experts, s.top_k, s.layers, s.tokens, s.iterations, s.requests), (8, 2, 2, 3, 2, 1));
     assert!((s.per_layer_skewness[0] - 3.0 / 0.75).abs() < 1e-12, "{:?}", s.per_layer_skewness);
@@ -175,7 +175,7 @@ fn arb_trace() -> impl Strategy<Value = Trace> {
                 .map(|(layers, step, pos, token_id, with_scores)| {
                     iter += step;
                     let scores = with_scores.then(|| layers.iter().map(|l| l.iter().map(|&e| e as f32 * 0.25).collect()).collect());
-                    TraceToken { iter, req: pos % 3, pos, token_id, layers, scores }
+                    TraceToken { iter, req: pos % 3, pos, token_id, layers: layers.into(), scores }
                 })
                 .collect();
             Trace { header: TraceHeader::new(Some("p"), experts, top_k, layers), tokens }

@@ -104,7 +104,7 @@ fn lut_wave(path: &std::path::Path, profile: &[TraceToken], eval: &[TraceToken],
     } else {
         None
     };
-    let routing: Vec<&[Vec<u16>]> = profile.iter().map(|t| t.layers.as_slice()).collect();
+    let routing: Vec<&sched::trace::Rows<u16>> = profile.iter().map(|t| &t.layers).collect();
     let ngram = NGramTable::build(&routing, sem, devices, cfg.lookback).map_err(|e| format!("semmoe: {e}"))?;
     let n = (tp_batch as usize).min(eval.len());
     let tokens: Vec<LutToken> = eval[..n].iter().map(|t| LutToken { token_id: t.token_id, history: (0..l).map(|k| majority_device(&t.layers[k], &sem[k], devices)).collect() }).collect();

@@ -105,7 +105,17 @@ fn import(a: ImportArgs) -> CliResult<ExitCode> {
                 prof.layers,
                 prof.layers.len()
             );
-            generate(&cfg).map_err(|e| e.to_string())?
+            // The generator names its config fields; here they are flags or the CSV's content.
+            generate(&cfg).map_err(|e| {
+                let k_default = if a.top_k.is_none() { format!(" (the default for --counts-model {})", a.counts_model) } else { String::new() };
+                match e.field.as_str() {
+                    "top_k" => format!("--top-k: {}{k_default} outside 1..={experts} (the experts in the rows of {})", cfg.top_k, a.src.display()),
+                    "tokens_per_iter" => format!("--tokens-per-iter: {}", e.reason),
+                    "iters" => format!("--iters: {}", e.reason.replace("tokens_per_iter × iters", "--tokens-per-iter × --iters")),
+                    "seed" => format!("--seed: {}", e.reason),
+                    f => format!("{}: rows of --counts-model {} --domain {} --selection {}: {f}: {}", a.src.display(), a.counts_model, a.domain, a.selection, e.reason),
+                }
+            })?
         }
     };
     ensure_parent(&a.out)?;

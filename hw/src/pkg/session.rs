@@ -141,7 +141,7 @@ impl<'a> Session<'a> {
             let routing = members
                 .iter()
                 .map(|&(_, t)| {
-                    let mut es = self.trace.tokens[t].layers[l].clone();
+                    let mut es = self.trace.tokens[t].layers[l].to_vec();
                     es.extend((0..self.shared).map(|s| (experts + s) as u16));
                     es
                 })
@@ -231,7 +231,7 @@ mod tests {
     use sched::trace::{TraceHeader, TraceToken};
 
     fn tok(iter: u32, req: u32, l0: Vec<u16>, l1: Vec<u16>) -> TraceToken {
-        TraceToken { iter, req, pos: iter, token_id: None, layers: vec![l0, l1], scores: None }
+        TraceToken { iter, req, pos: iter, token_id: None, layers: vec![l0, l1].into(), scores: None }
     }
 
     /// Request 1 paused at layer 1 of iteration 0 resumes there in iteration 1; its second

@@ -25,7 +25,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use super::{balanced_packing, BalanceError};
-use crate::trace::TraceToken;
+use crate::trace::{Rows, TraceToken};
 
 /// Largest device (cluster) count the functions accept.
 pub const MAX_DEVICES: u32 = 4096;
@@ -688,7 +688,7 @@ pub struct NGramTable {
 
 impl NGramTable {
     /// From profiled routings (`routing[token][l]` = top-k at layer l) under `placement`.
-    pub fn build(routing: &[&[Vec<u16>]], placement: &Placement, devices: u32, lookback: u32) -> Result<Self, BalanceError> {
+    pub fn build(routing: &[&Rows<u16>], placement: &Placement, devices: u32, lookback: u32) -> Result<Self, BalanceError> {
         check_devices(devices)?;
         let nl = placement.len();
         let mut sums: Vec<BTreeMap<Vec<u32>, (Vec<f64>, u64)>> = vec![BTreeMap::new(); nl];
@@ -970,7 +970,7 @@ pub fn evaluate(profile: &[TraceToken], eval: &[TraceToken], experts: u32, layer
                 let place = cc.expert_dev.into_iter().next().unwrap_or_default();
                 sem.push(place);
             }
-            let routing: Vec<&[Vec<u16>]> = profile.iter().map(|t| t.layers.as_slice()).collect();
+            let routing: Vec<&Rows<u16>> = profile.iter().map(|t| &t.layers).collect();
             let ngram = NGramTable::build(&routing, &sem, devices, cfg.lookback)?;
             let t_tables: Vec<TokenDevTable> = match &prof {
                 Some(p) => (0..nl).map(|l| TokenDevTable::from_placement(p, &sem, l..l + 1, devices)).collect::<Result<_, _>>()?,
@@ -1025,7 +1025,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn tok(id: u32, layers: Vec<Vec<u16>>) -> TraceToken {
-        TraceToken { iter: 0, req: 0, pos: 0, token_id: Some(id), layers, scores: None }
+        TraceToken { iter: 0, req: 0, pos: 0, token_id: Some(id), layers: layers.into(), scores: None }
     }
 
     #[test]
@@ -1080,7 +1080,7 @@ mod tests {
         let placement = vec![vec![0, 0, 1, 1], vec![0, 1, 0, 1]];
         let r1 = vec![vec![0u16, 1], vec![0, 2]]; // l0 dev 0, l1 dev 0
         let r2 = vec![vec![2u16, 3], vec![1, 3]]; // l0 dev 1, l1 dev 1
-        let a = NGramTable::build(&[&r1, &r2], &placement, 2, 2).unwrap();
+        let a = NGramTable::build(&[&r1.into(), &r2.into()], &placement, 2, 2).unwrap();
         assert_eq!(a.lookup(1, &[0]), Some((0, 1.0)));
         assert_eq!(a.lookup(1, &[1]), Some((1, 1.0)));
         assert_eq!(a.lookup(0, &[]), Some((0, 0.5)));

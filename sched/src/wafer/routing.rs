@@ -49,7 +49,7 @@ pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, gr
     }
     let need = groups as usize * tokens_per_group as usize;
     let start = (k as u128 * need as u128 % n as u128) as usize;
-    Ok(group((0..need).map(|i| t.tokens[(start + i) % n].layers[layer as usize].clone()).collect(), tokens_per_group))
+    Ok(group((0..need).map(|i| t.tokens[(start + i) % n].layers[layer as usize].to_vec()).collect(), tokens_per_group))
 }
 
 /// The trace matches the model's experts and top-k and has MoE layer `layer`.
