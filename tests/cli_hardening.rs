@@ -162,9 +162,15 @@ fn special_files_are_refused_as_outputs() {
     assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
     let o = run_bounded(&d, &["package", "--functional", "--tokens", "8", "--strategy", "ep", "--json", s(&fifo)], LIMIT);
     refused(&o, "not a regular file");
-    // /dev/null stays an output that discards.
+    // /dev/null stays an output that discards, also when stdout goes there too.
     let o = run(&["package", "--functional", "--tokens", "8", "--strategy", "ep", "--json", "/dev/null", "--quiet"]);
     assert!(o.status.success(), "{}", err(&o));
+    let st = Command::new(env!("CARGO_BIN_EXE_waferstream"))
+        .args(["package", "--functional", "--tokens", "8", "--strategy", "ep", "--json", "/dev/null"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
 }
 
 #[test]
@@ -234,6 +240,7 @@ fn sweep_list_generates_nothing_and_out_is_checked_before_workloads() {
     // `--list` writes nothing: an output flag with it would be ignored.
     let o = run(&["sweep", s(&g), "--list", "--out", s(&d.join("x.jsonl"))]);
     refused(&o, "--out: --list only prints the points");
+    refused(&run(&["sweep", s(&g), "--list", "--threads", "2"]), "--threads: --list only prints the points");
 }
 
 #[test]

@@ -158,11 +158,15 @@ pub fn check_writable(p: &std::path::Path) -> CliResult<()> {
     if p.is_dir() {
         return Err(format!("cannot write {}: is a directory", p.display()));
     }
+    if is_dev_null(p) {
+        // Discarded, even when stdout goes there too.
+        return Ok(());
+    }
     if is_stdout(p) {
         return Err(format!("cannot write {}: it is the standard output, where the run prints its summary; give a file", p.display()));
     }
     if let Ok(m) = std::fs::metadata(p) {
-        if !m.is_file() && !is_dev_null(p) {
+        if !m.is_file() {
             return Err(format!("cannot write {}: not a regular file (a device, FIFO or socket); give a file path", p.display()));
         }
     }

@@ -652,7 +652,7 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
     let mine = |p: &&Point| p.index % sn == si - 1;
     if a.list {
         // Nothing runs, so nothing is written: an output flag would be silently ignored.
-        for (flag, given) in [("--out", a.out.is_some()), ("--plot", a.plot.is_some())] {
+        for (flag, given) in [("--out", a.out.is_some()), ("--plot", a.plot.is_some()), ("--threads", a.threads.is_some())] {
             if given {
                 return Err(format!("{flag}: --list only prints the points; nothing runs, nothing is written"));
             }
