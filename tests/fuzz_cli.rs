@@ -675,7 +675,9 @@ fn fuzz_cli() {
 fn cli_corpus(rel: &str, code: i32, needle: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testbenches/regress").join(rel);
     let args: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(String::from).collect();
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-cli-corpus");
+    // One directory per input: run_cli writes the child's stderr to `dir/stderr.txt`, and
+    // these tests run in parallel (a shared directory let one read another's stderr).
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-cli-corpus").join(rel.replace('/', "_"));
     std::fs::create_dir_all(&dir).unwrap();
     let r = run_cli(&dir, args);
     match code {
@@ -693,15 +695,33 @@ fn issue5_cli_pe_too_many_folds() { cli_corpus("cli/issue5_pe_too_many_folds.arg
 #[test]
 fn issue5_cli_threads_oversubscribed() { cli_corpus("cli/issue5_threads_oversubscribed.args", 0, "") }
 
-/// Replays a saved input: `FUZZ_REPLAY=path cargo test --release -p waferstream --test
-/// fuzz_cli replay -- --nocapture`.
+/// Replays every committed CLI input (`testbenches/regress/cli/*.args`, so one added without
+/// its own test above is still run) and asserts the fuzz property on each: exit 0, 1 or 2,
+/// no panic text, bounded stderr. `FUZZ_REPLAY=path` adds one saved fuzzer input (raw bytes,
+/// as the harness writes them), with the same assertion:
+/// `FUZZ_REPLAY=path cargo test --release -p waferstream --test fuzz_cli replay -- --nocapture`.
 #[test]
 fn replay() {
-    let Ok(p) = std::env::var("FUZZ_REPLAY") else { return };
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-cli-replay");
     std::fs::create_dir_all(&dir).unwrap();
     fixtures(&dir);
-    let input = std::fs::read(&p).unwrap();
-    eprintln!("{:?}", split(&input).iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect::<Vec<_>>());
-    eprintln!("{:?}", cli_check(&dir, &input));
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testbenches/regress/cli");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap_or_else(|e| panic!("{}: {e}", corpus.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "args"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "the committed corpus is gone: {files:?}");
+    for p in &files {
+        let args: Vec<String> = std::fs::read_to_string(p).unwrap().lines().map(String::from).collect();
+        // run_cli panics on a crash, a signal, panic text or a flood on stderr.
+        let r = run_cli(&dir, args);
+        eprintln!("{}: {r:?}", p.display());
+    }
+    if let Ok(p) = std::env::var("FUZZ_REPLAY") {
+        let input = std::fs::read(&p).unwrap_or_else(|e| panic!("FUZZ_REPLAY={p}: {e}"));
+        eprintln!("{:?}", split(&input).iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect::<Vec<_>>());
+        eprintln!("{:?}", cli_check(&dir, &input));
+    }
 }
