@@ -583,15 +583,20 @@ impl ChipletTile {
         let did = !self.handoff_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
         self.progress += moved + did as u64 + self.pe.busy() as u64;
         active |= did || sent || self.pe_job.is_some() || self.rx_slot_reg.is_some();
-        // The D2D engine's sends count too: a token packet's last flit (or the credit of a
-        // drained flit) sent at an edge where nothing else happened used to land while the
-        // tile was fast-forwarded past its landing tick — the flit was lost, its packet kept
-        // the next router's output VC forever (issue 19: `vcs = 1, vc_buf = 1` under EP
-        // "deadlocked"; without fast-forward it finished).
-        if active || moved > 0 || self.ni.sent_this_cycle() {
+        if active || moved > 0 {
             // Something may be on a link now: wake up when it lands (fast-forward must not
             // skip the tick a link delivers at).
             self.wake.add_offsets(core_wake);
+        }
+        // The D2D engine's sends too, at their own landing only: a token packet's last flit
+        // (or the credit of a drained flit) sent at an edge where nothing else happened used
+        // to land while the tile was fast-forwarded past that tick — the flit was lost and
+        // its packet kept the next router's output VC forever (issue 19: `vcs = 1, vc_buf =
+        // 1` under EP "deadlocked"; without fast-forward it finished). Runs that finished
+        // visited that tick anyway, so this adds no evaluation to them.
+        if self.ni.sent_this_cycle() {
+            let p = &self.ni.ports;
+            self.wake.add(now + p.inj_flit.latency().max(p.ej_credit.latency()) as u64);
         }
         // --- memory occupancy (time-weighted; state is constant between evaluated edges)
         let tb = self.token_bytes(ctx);
