@@ -52,7 +52,28 @@ fn dumps(dir: &Path, fst: bool) -> Vec<Vec<u8>> {
     } else {
         v.push(ICARUS_VCD.as_bytes().to_vec());
     }
+    // A package dump, so mutations reach `wave check`'s checkers (issue 19: they loaded
+    // signals outside the reader's panic containment).
+    v.push(package_dump(dir, fmt));
     v
+}
+
+/// A traced functional 2x2 package run (the seed of the package checkers).
+fn package_dump(dir: &Path, fmt: waves::WaveFormat) -> Vec<u8> {
+    use hw::pkg::config::Strategy;
+    use hw::pkg::package::{LayerInput, Package};
+    let g = sched::workload::GenCfg { experts: 8, top_k: 2, layers: 1, tokens_per_iter: 8, iters: 1, seed: 3, ..Default::default() };
+    let t = sched::workload::generate(&g).unwrap();
+    let l = LayerInput { routing: t.routing(0..t.tokens.len(), 0), experts: 8, d_model: 32, d_ffn: 16, requests: None };
+    let mut c = PkgCfg { rows: 2, cols: 2, ..Default::default() };
+    c.pe.rows = 4;
+    c.pe.cols = 4;
+    let mut p = Package::new(&c, Strategy::A3, &l, true).unwrap();
+    let path = dir.join(if fmt == waves::WaveFormat::Fst { "seed-pkg.fst" } else { "seed-pkg.vcd" });
+    let mut w = waves::WaveWriter::create(&path, fmt, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).unwrap();
+    let r = p.run(Some(&mut w)).unwrap();
+    w.finish(r.latency_cycles + 1).unwrap();
+    std::fs::read(&path).unwrap()
 }
 
 /// An Icarus Verilog-style dump: $date/$version/$comment, nested scopes, vectors, reals.
@@ -119,7 +140,25 @@ fn traces(_: &Path) -> Vec<Vec<u8>> {
     .join("\n");
     let gen = sched::workload::GenCfg { experts: 16, top_k: 4, layers: 3, tokens_per_iter: 6, iters: 3, ..Default::default() };
     let generated = trace_to_string(&sched::workload::generate(&gen).unwrap());
-    vec![small.into_bytes(), scored.into_bytes(), generated.into_bytes()]
+    // Huge and degenerate shapes (issue 19): the most layers a header may declare at top-1
+    // (a token line of 4096 rows), the most experts with a wide top-k, a header alone, and
+    // one expert chosen by every token of one long iteration.
+    let header = |experts: u32, top_k: u32, layers: u32| format!(r#"{{"format": "waferstream-trace/1", "experts": {experts}, "top_k": {top_k}, "layers": {layers}}}"#);
+    let mut deep = header(64, 1, 4096);
+    for t in 0..3 {
+        let rows: Vec<String> = (0..4096).map(|l| format!("[{}]", (t * 5 + l * 3) % 64)).collect();
+        deep.push_str(&format!("\n{{\"iter\": {t}, \"req\": 0, \"pos\": {t}, \"layers\": [{}]}}", rows.join(",")));
+    }
+    let mut wide = header(65536, 64, 2);
+    for t in 0..2u32 {
+        let row = |l: u32| (0..64).map(|k| ((k * 1021 + l * 7 + t) % 65536).to_string()).collect::<Vec<_>>().join(",");
+        wide.push_str(&format!("\n{{\"iter\": 0, \"req\": {t}, \"pos\": 0, \"layers\": [[{}],[{}]]}}", row(0), row(1)));
+    }
+    let mut one = header(1, 1, 1);
+    for t in 0..500 {
+        one.push_str(&format!("\n{{\"iter\": 0, \"req\": {t}, \"pos\": 0, \"layers\": [[0]]}}"));
+    }
+    vec![small.into_bytes(), scored.into_bytes(), generated.into_bytes(), (deep + "\n").into_bytes(), (wide + "\n").into_bytes(), header(8, 2, 2).into_bytes(), (one + "\n").into_bytes()]
 }
 
 /// Ok, or an error naming a line of the input (the file itself only when it is not text);
@@ -170,6 +209,16 @@ fn pkg_configs(_: &Path) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = v.iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
     out.push(b"rows = 1\ncols = 1\n".to_vec());
     out.push(Vec::new()); // all defaults
+    // Clocks, links and error rates near what the engine can represent (issue 19).
+    for t in [
+        &b"ddr_phase_ps = 1\ncore_mhz = 50\n"[..],
+        b"core_mhz = 500\nucie_mhz = 1000\nddr_mhz = 400\n",
+        b"core_mhz = 1000\nucie_mhz = 1000\n",
+        b"[router]\nvcs = 1\nvc_buf = 1\nst_delay = 30\n",
+        b"[ucie]\nber = 0.002\ngt_per_s = 1000\nfdi_latency_ps = 40000\n",
+    ] {
+        out.push(t.to_vec());
+    }
     out
 }
 
@@ -183,10 +232,16 @@ fn refusal<T: serde::Serialize + Default>(field: &str, e: impl std::fmt::Display
 }
 
 /// Parse error, or a validate error naming one of PkgCfg's fields, or Ok — and then the
-/// config's derived values are sane (no wrap-around in `rows × cols`, a real clock).
+/// config's derived values are sane (no wrap-around in `rows × cols`, a real clock) and the
+/// config simulates (issue 19: configs that validated panicked in the engine): a tiny
+/// functional layer (8 tokens of the `functional` model) runs under one strategy per case,
+/// bounded by the watchdog and a cycle limit. An error is fine (a refusal, the watchdog);
+/// a panic fails the case, and a finished run must match the dense reference.
 fn pkg_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
+    use hw::pkg::config::Strategy;
+    use hw::pkg::package::{LayerInput, Package};
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-    let c: PkgCfg = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut c: PkgCfg = toml::from_str(text).map_err(|e| e.to_string())?;
     match c.validate() {
         Err(e) => Err(refusal::<PkgCfg>(&e.field.clone(), e)),
         Ok(()) => {
@@ -195,6 +250,17 @@ fn pkg_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
             assert!(c.core_period_ps() >= 1, "accepted core_mhz {} (period 0 ps)", c.core_mhz);
             let _ = c.slots_for(1 << 20);
             let _ = c.validate_for(c.micro_slices);
+            // The tiny layer takes 10-20 k cycles; a noisy link (BER 2e-3 behind a 40 ns FDI
+            // latency) can take 1.4 M, valid but past the case's time bound: a cycle limit
+            // (an error, fine here) keeps every case well within it.
+            c.sim.max_cycles = c.sim.max_cycles.min(100_000);
+            c.sim.watchdog_cycles = c.sim.watchdog_cycles.min(20_000);
+            let g = sched::workload::GenCfg { model: None, experts: 16, top_k: 2, layers: 1, tokens_per_iter: 8, iters: 1, seed: c.seed, ..Default::default() };
+            let t = sched::workload::generate(&g).unwrap();
+            let layer = LayerInput { routing: t.routing(0..t.tokens.len(), 0), experts: 16, d_model: 64, d_ffn: 48, requests: None };
+            let strategy = Strategy::ALL[bytes.len() % Strategy::ALL.len()];
+            let r = Package::new(&c, strategy, &layer, true).and_then(|mut p| p.run(None)).map_err(|e| e.to_string())?;
+            assert_eq!(r.outputs_match_reference, Some(true), "{strategy:?}: a finished functional run differs from the dense reference");
             Ok(())
         }
     }
@@ -274,6 +340,14 @@ const TARGETS: &[Target] = &[
             b"weight_buffer_bytes = 18446744073709551615\n",
             b"flit_bytes = 0\n",
             b"seed = -1\n",
+            b"ddr_phase_ps = 1\n",
+            b"ddr_mhz = 10\n",
+            b"ucie_mhz = 10000\n",
+            b"st_delay = 64\n",
+            b"fdi_latency_ps = 1000000000\n",
+            b"ber = 0.01\n",
+            b"vcs = 1\n",
+            b"vc_buf = 1\n",
             b"bogus = 1\n",
             b"[x]\n",
             b"0",

@@ -365,9 +365,10 @@ pub struct PkgPart {
     pub tiles: Vec<ChipletTile>,
     pub iodie: Option<IoDieTile>,
     log: Option<ChangeLog>,
-    /// Where a core-edge send lands, as tick offsets from the sending edge (bit d: now + d):
-    /// every link latency of the core-domain blocks and the next core edge (registers
-    /// written now are read there).
+    /// Where a core-edge send lands, as tick offsets from the sending edge: every link
+    /// latency of the core-domain blocks and the next core edge (registers written now are
+    /// read there). Offsets of 64 ticks or more (slow cores on a fine tick) are kept exactly
+    /// too ([`WakeOffsets`]).
     core_wake: WakeOffsets,
 }
 
