@@ -52,7 +52,28 @@ fn dumps(dir: &Path, fst: bool) -> Vec<Vec<u8>> {
     } else {
         v.push(ICARUS_VCD.as_bytes().to_vec());
     }
+    // A package dump, so mutations reach `wave check`'s checkers (issue 19: they loaded
+    // signals outside the reader's panic containment).
+    v.push(package_dump(dir, fmt));
     v
+}
+
+/// A traced functional 2x2 package run (the seed of the package checkers).
+fn package_dump(dir: &Path, fmt: waves::WaveFormat) -> Vec<u8> {
+    use hw::pkg::config::Strategy;
+    use hw::pkg::package::{LayerInput, Package};
+    let g = sched::workload::GenCfg { experts: 8, top_k: 2, layers: 1, tokens_per_iter: 8, iters: 1, seed: 3, ..Default::default() };
+    let t = sched::workload::generate(&g).unwrap();
+    let l = LayerInput { routing: t.routing(0..t.tokens.len(), 0), experts: 8, d_model: 32, d_ffn: 16, requests: None };
+    let mut c = PkgCfg { rows: 2, cols: 2, ..Default::default() };
+    c.pe.rows = 4;
+    c.pe.cols = 4;
+    let mut p = Package::new(&c, Strategy::A3, &l, true).unwrap();
+    let path = dir.join(if fmt == waves::WaveFormat::Fst { "seed-pkg.fst" } else { "seed-pkg.vcd" });
+    let mut w = waves::WaveWriter::create(&path, fmt, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).unwrap();
+    let r = p.run(Some(&mut w)).unwrap();
+    w.finish(r.latency_cycles + 1).unwrap();
+    std::fs::read(&path).unwrap()
 }
 
 /// An Icarus Verilog-style dump: $date/$version/$comment, nested scopes, vectors, reals.
@@ -64,7 +85,9 @@ fn wave_check(dir: &Path, bytes: &[u8], ext: &str) -> Result<(), String> {
     let a = waves::stats(&p).map(drop).map_err(|e| e.to_string());
     let q = dir.join(format!("seed.{ext}"));
     let b = waves::diff(&p, &q).map(drop).map_err(|e| e.to_string());
-    a.and(b)
+    // The checkers too (they read every signal); "no checker applies" is a refusal.
+    let c = waves::check_dump(&p).map(drop).map_err(|e| e.to_string());
+    a.and(b).and(c)
 }
 
 // ----- NoC configs and scenarios
@@ -119,7 +142,25 @@ fn traces(_: &Path) -> Vec<Vec<u8>> {
     .join("\n");
     let gen = sched::workload::GenCfg { experts: 16, top_k: 4, layers: 3, tokens_per_iter: 6, iters: 3, ..Default::default() };
     let generated = trace_to_string(&sched::workload::generate(&gen).unwrap());
-    vec![small.into_bytes(), scored.into_bytes(), generated.into_bytes()]
+    // Huge and degenerate shapes (issue 19): the most layers a header may declare at top-1
+    // (a token line of 4096 rows), the most experts with a wide top-k, a header alone, and
+    // one expert chosen by every token of one long iteration.
+    let header = |experts: u32, top_k: u32, layers: u32| format!(r#"{{"format": "waferstream-trace/1", "experts": {experts}, "top_k": {top_k}, "layers": {layers}}}"#);
+    let mut deep = header(64, 1, 4096);
+    for t in 0..3 {
+        let rows: Vec<String> = (0..4096).map(|l| format!("[{}]", (t * 5 + l * 3) % 64)).collect();
+        deep.push_str(&format!("\n{{\"iter\": {t}, \"req\": 0, \"pos\": {t}, \"layers\": [{}]}}", rows.join(",")));
+    }
+    let mut wide = header(65536, 64, 2);
+    for t in 0..2u32 {
+        let row = |l: u32| (0..64).map(|k| ((k * 1021 + l * 7 + t) % 65536).to_string()).collect::<Vec<_>>().join(",");
+        wide.push_str(&format!("\n{{\"iter\": 0, \"req\": {t}, \"pos\": 0, \"layers\": [[{}],[{}]]}}", row(0), row(1)));
+    }
+    let mut one = header(1, 1, 1);
+    for t in 0..500 {
+        one.push_str(&format!("\n{{\"iter\": 0, \"req\": {t}, \"pos\": 0, \"layers\": [[0]]}}"));
+    }
+    vec![small.into_bytes(), scored.into_bytes(), generated.into_bytes(), (deep + "\n").into_bytes(), (wide + "\n").into_bytes(), header(8, 2, 2).into_bytes(), (one + "\n").into_bytes()]
 }
 
 /// Ok, or an error naming a line of the input (the file itself only when it is not text);

@@ -140,3 +140,34 @@ fn corpus_files_all_listed() {
         }
     }
 }
+
+/// Issue 19: waveform inputs that aborted, spun or passed silently. `wave stats`, `diff` and
+/// `check` all refuse them with one line naming the file: a `$var` 4294967295 bits wide (the
+/// reader allocated 4 GiB per value change), 9-byte files of block type 0 or 1 and length
+/// 2^64-1 (the reader's FST detection seeked back to its start forever), and a package dump
+/// with a header and no value change (`check` said "ok").
+fn every_reader_corpus(rel: &str, needle: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regress").join(rel);
+    let name = rel.rsplit('/').next().unwrap();
+    for e in [waves::stats(&path).map(drop), waves::diff(&path, &path).map(drop), waves::check_package(&path).map(drop)] {
+        let e = e.expect_err("accepted").to_string();
+        assert!(e.contains(name) && e.contains(needle) && !e.contains('\n'), "{e}");
+    }
+}
+
+#[test]
+fn issue19_vcd_width_4294967295() { every_reader_corpus("waves/issue19_vcd_width_4294967295.vcd", "wider than 65536 bits") }
+#[test]
+fn issue19_fst_9_bytes_header_len_ff() { every_reader_corpus("waves/issue19_fst_9_bytes_header_len_ff.fst", "not a VCD") }
+#[test]
+fn issue19_fst_9_bytes_vc_len_ff() { every_reader_corpus("waves/issue19_fst_9_bytes_vc_len_ff.fst", "not a VCD") }
+
+/// `wave check` refuses the dump (it passed before), naming the file.
+fn check_refused_corpus(rel: &str, needle: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regress").join(rel);
+    let e = waves::check_package(&path).expect_err("the checkers passed it").to_string();
+    assert!(e.contains(rel.rsplit('/').next().unwrap()) && e.contains(needle), "{e}");
+}
+
+#[test]
+fn issue19_vcd_header_only() { check_refused_corpus("waves/issue19_vcd_header_only.vcd", "no value changes") }
