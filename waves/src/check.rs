@@ -17,6 +17,11 @@
 //!   during the all-reduce) or 5 (a Global step, sent during the all-to-all) — crosses a link
 //!   the mapping marks cold in that phase (`map.link_X.cold`: bit 0 all-reduce, bits 1 and 2
 //!   dispatch and combine; all set during an invasive stall).
+//!
+//! A dump without any value change is refused (a header alone proves nothing), and a
+//! checker of the dump's kind whose signals are absent is reported as skipped with the
+//! signals it looks for ([`CheckReport::skipped`], `skip` lines of `wave check`), never
+//! dropped silently (issue 19).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
