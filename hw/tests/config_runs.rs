@@ -205,3 +205,18 @@ fn wafer_clock_and_element_sizes_mean_hardware() {
         assert_eq!(c.validate().unwrap_err().field, f);
     }
 }
+
+/// Past the validation floor, a kernel too long to count (a huge layer on a slow die) is
+/// refused when the program is built, naming the rate, never saturated.
+#[test]
+fn kernel_cycles_past_the_counting_bound_are_refused() {
+    use hw::wafer::compute::{KernelCost, MAX_KERNEL_CYCLES};
+    let die = hw::wafer::DieCfg::default();
+    let ok = KernelCost { flops: 1e12, bytes: 1e9, fp16: true };
+    assert!(ok.checked_cycles(&die, 1000.0).unwrap() < MAX_KERNEL_CYCLES);
+    let huge = KernelCost { flops: 1e30, bytes: 0.0, fp16: true };
+    assert_eq!(huge.checked_cycles(&die, 1000.0).unwrap_err().field, "die.fp16_tflops");
+    let huge = KernelCost { flops: 0.0, bytes: 1e30, fp16: false };
+    assert_eq!(huge.checked_cycles(&die, 1000.0).unwrap_err().field, "die.hbm_tbps");
+    assert_eq!(huge.cycles(&die, 1000.0), u64::MAX);
+}

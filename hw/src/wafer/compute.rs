@@ -55,8 +55,7 @@ impl KernelCost {
     /// than [`MAX_KERNEL_CYCLES`] (issue 19: `fp16_tflops = 1e-15` made a float-to-integer
     /// cast saturate and the overhead addition wrap, so a starved die ran *faster*).
     pub fn checked_cycles(&self, die: &DieCfg, clock_mhz: f64) -> Result<u64, CfgError> {
-        let (rate, rate_field, rate_default) =
-            if self.fp16 { (die.fp16_tflops, "die.fp16_tflops", DieCfg::default().fp16_tflops) } else { (die.int8_tops, "die.int8_tops", DieCfg::default().int8_tops) };
+        let (rate, rate_field) = if self.fp16 { (die.fp16_tflops, "die.fp16_tflops") } else { (die.int8_tops, "die.int8_tops") };
         let peak = rate * 1e12 * die.compute_efficiency;
         let bw = die.hbm_tbps * 1e12 * die.hbm_efficiency;
         // 0 / 0 (an empty kernel) is no time, not NaN.
@@ -68,14 +67,7 @@ impl KernelCost {
             return Ok(total as u64);
         }
         // Name the factor furthest below its default (a rate or its efficiency).
-        let d = DieCfg::default();
-        let field = if t_compute >= t_memory {
-            if die.compute_efficiency / d.compute_efficiency < rate / rate_default { "die.compute_efficiency" } else { rate_field }
-        } else if die.hbm_efficiency / d.hbm_efficiency < die.hbm_tbps / d.hbm_tbps {
-            "die.hbm_efficiency"
-        } else {
-            "die.hbm_tbps"
-        };
+        let field = if t_compute >= t_memory { die.starved_factor(rate_field, "die.compute_efficiency") } else { die.starved_factor("die.hbm_tbps", "die.hbm_efficiency") };
         let (what, amount, per_s) = if t_compute >= t_memory { ("FLOPs", self.flops, peak) } else { ("bytes", self.bytes, bw) };
         Err(CfgError {
             field: field.into(),

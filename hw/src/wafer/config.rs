@@ -39,6 +39,31 @@ pub struct DieCfg {
     pub kernel_overhead_cycles: u32,
 }
 
+impl DieCfg {
+    /// A rate or efficiency by its field path (`die.<name>`).
+    pub fn rate(&self, field: &str) -> f64 {
+        match field {
+            "die.fp16_tflops" => self.fp16_tflops,
+            "die.int8_tops" => self.int8_tops,
+            "die.hbm_tbps" => self.hbm_tbps,
+            "die.compute_efficiency" => self.compute_efficiency,
+            "die.hbm_efficiency" => self.hbm_efficiency,
+            _ => unreachable!("no die rate `{field}`"),
+        }
+    }
+
+    /// Of a rate and the efficiency it is multiplied by, the field furthest below its
+    /// default: the one a refusal names.
+    pub fn starved_factor(&self, rate: &'static str, eff: &'static str) -> &'static str {
+        let d = DieCfg::default();
+        if self.rate(eff) / d.rate(eff) < self.rate(rate) / d.rate(rate) {
+            eff
+        } else {
+            rate
+        }
+    }
+}
+
 impl Default for DieCfg {
     fn default() -> Self {
         DieCfg { fp16_tflops: 2250.0, int8_tops: 4500.0, hbm_gb: 180.0, hbm_tbps: 8.0, compute_efficiency: 0.7, hbm_efficiency: 0.8, kernel_overhead_cycles: 2000 }
@@ -235,6 +260,27 @@ impl WaferCfg {
         for (name, v) in [("die.compute_efficiency", d.compute_efficiency), ("die.hbm_efficiency", d.hbm_efficiency)] {
             if !(v.is_finite() && v > 0.0 && v <= 1.0) {
                 return err(name, format!("must be in (0, 1] (got {v})"));
+            }
+        }
+        // A die that does less than one operation, or reads less than one HBM byte, per
+        // cycle of its clock is no die (the B200-class default: 1.6e6 FP16 FLOPs and 6400
+        // bytes per 1 GHz cycle); such rates make kernel times overflow their cycle counts
+        // (issue 19: 1e-15 TFLOPS saturated a cast, wrapped, and the starved die ran
+        // faster). Kernels past the counting bound for other reasons are refused when the
+        // program is built (`KernelCost::checked_cycles`).
+        let per_cycle = c.clock_mhz * 1e6;
+        for (rate, eff, what, unit) in [
+            ("die.fp16_tflops", "die.compute_efficiency", "FP16 operations", 1e12),
+            ("die.int8_tops", "die.compute_efficiency", "int8 operations", 1e12),
+            ("die.hbm_tbps", "die.hbm_efficiency", "HBM bytes", 1e12),
+        ] {
+            let (r, e) = (d.rate(rate), d.rate(eff));
+            let per_s = r * unit * e;
+            if !(per_s >= per_cycle) {
+                return err(
+                    d.starved_factor(rate, eff),
+                    format!("{rate} x {eff} = {per_s:.3e} {what}/s, less than one per cycle of the {} MHz clock: a die that slow is no die, and its kernel times would overflow", c.clock_mhz),
+                );
             }
         }
         if c.tp == 0 {
