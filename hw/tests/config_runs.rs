@@ -220,3 +220,17 @@ fn kernel_cycles_past_the_counting_bound_are_refused() {
     assert_eq!(huge.checked_cycles(&die, 1000.0).unwrap_err().field, "die.hbm_tbps");
     assert_eq!(huge.cycles(&die, 1000.0), u64::MAX);
 }
+
+/// A noisy link (a BER validation accepts) whose flits keep failing their CRC for longer than
+/// the watchdog allows: the watchdog's report names the link and its replay state — a
+/// replay is not progress.
+#[test]
+fn watchdog_names_a_replaying_link() {
+    let mut c = PkgCfg::default();
+    c.ucie.ber = 2e-3;
+    c.sim.watchdog_cycles = 300;
+    let e = run(&c, Strategy::A3).unwrap_err();
+    let PkgError::Watchdog(r) = &e else { panic!("expected the watchdog, got {e}") };
+    let line = r.blocked.iter().find(|b| b.contains(".ucie_")).unwrap_or_else(|| panic!("no UCIe line: {r}"));
+    assert!(line.contains("replays") && line.contains("waits for an intact copy of flit"), "{line}");
+}

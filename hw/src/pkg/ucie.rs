@@ -487,7 +487,7 @@ impl UcieAdapterCl {
             "a free retry-buffer entry".to_string()
         };
         Some(format!(
-            "{} flit(s) queued, {} sent and unacknowledged, {} for the router; {} replays ({} by timeout), {} CRC errors, {} delivered; waits for {waits}; at ber {} a flit passes its CRC with probability {:.1e}",
+            "{} flit(s) queued, {} sent and unacknowledged, {} for the router, {} replays ({} by timeout), {} CRC errors, {} delivered: waits for {waits} (at ber {} a flit passes its CRC with probability {:.1e})",
             self.tx_q.len(),
             self.retry.len(),
             self.rx_q.len(),
