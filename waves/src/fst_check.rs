@@ -47,6 +47,9 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
     let n = b.len() as u64;
     let mut at = 0usize;
     let bound = |compressed: u64| compressed.saturating_mul(MAX_RATIO).saturating_add(SLACK);
+    // (offset, signal count) of each value-change block, and the geometry's signal count.
+    let mut vc_handles: Vec<(usize, u64)> = Vec::new();
+    let mut geometry_handles: Option<u64> = None;
     while at < b.len() {
         let ty = b[at];
         let len = be(b, at + 1).ok_or((at, "truncated block header".to_string()))?;
@@ -62,6 +65,7 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
                 if unc > bound(len) || handles > unc.max(len) {
                     return Err((at, format!("geometry block claims {unc} bytes / {handles} signals from {len} bytes")));
                 }
+                geometry_handles = Some(handles);
             }
             // Hierarchy (gzip / LZ4 / LZ4 twice): uncompressed length first. Each format's
             // own maximum ratio: the reader allocates the claimed length up front.
@@ -110,6 +114,16 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
                 if chain_c > (chain_at - p) as u64 {
                     return Err((chain_at, format!("value-change block position chain of {chain_c} bytes exceeds its {len} bytes")));
                 }
+                // The waves section: its signal count sizes three tables (checked against the
+                // geometry after the walk), then each signal's packed values, whose claimed
+                // unpacked length the reader allocates.
+                let mut w = p.saturating_add(bits_c as usize);
+                let max_handle = varint(b, &mut w).ok_or((w, "bad varint".to_string()))?;
+                vc_handles.push((at, max_handle));
+                let chain_start = chain_at - chain_c as usize;
+                if w < chain_start {
+                    check_signal_lengths(b, ty, w, &b[chain_start..chain_at], chain_start)?;
+                }
             }
             // Blackouts: a count, then at least 2 bytes per blackout.
             2 => {
@@ -127,6 +141,75 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
             _ => return Err((at, format!("unknown block type {ty}"))),
         }
         at += 1 + len as usize;
+    }
+    if let Some(g) = geometry_handles {
+        if let Some(&(off, n)) = vc_handles.iter().find(|&&(_, n)| n > g) {
+            return Err((off, format!("value-change block claims {n} signals, the geometry has {g}")));
+        }
+    }
+    Ok(())
+}
+
+/// Signed LEB128, as the position chain of dynamic-alias-2 blocks stores offsets.
+fn svarint(b: &[u8], at: &mut usize) -> Option<i64> {
+    let mut v: i64 = 0;
+    for shift in (0..64).step_by(7) {
+        let x = *b.get(*at)?;
+        *at += 1;
+        v |= i64::from(x & 0x7f) << shift;
+        if x & 0x80 == 0 {
+            if x & 0x40 != 0 && shift + 7 < 64 {
+                v |= -1i64 << (shift + 7);
+            }
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Walks a block's position chain (the reader's two encodings: type 8 "alias 2", else
+/// "alias") to each signal's packed values at `vc_start + offset`, whose first varint is the
+/// unpacked length (0: stored as is); the length may not exceed what its packed bytes can
+/// expand to. A chain the walk cannot follow is left to the (contained) reader.
+fn check_signal_lengths(b: &[u8], ty: u8, vc_start: usize, chain: &[u8], chain_start: usize) -> std::result::Result<(), (usize, String)> {
+    let mut offsets: Vec<u64> = Vec::new();
+    let (mut c, mut cur) = (0usize, 0i64);
+    while c < chain.len() {
+        if ty == 8 {
+            if chain[c] & 1 == 1 {
+                let Some(v) = svarint(chain, &mut c) else { break };
+                if v >> 1 > 0 {
+                    cur = cur.saturating_add(v >> 1);
+                    offsets.push(cur as u64);
+                }
+            } else if varint(chain, &mut c).is_none() {
+                break;
+            }
+        } else {
+            let Some(raw) = varint(chain, &mut c) else { break };
+            if raw == 0 {
+                if varint(chain, &mut c).is_none() {
+                    break;
+                }
+            } else if raw & 1 == 1 {
+                cur = cur.saturating_add((raw >> 1) as i64);
+                offsets.push(cur as u64);
+            }
+        }
+    }
+    let last = (chain_start - vc_start) as u64;
+    for (i, &o) in offsets.iter().enumerate() {
+        let end = offsets.get(i + 1).copied().unwrap_or(last);
+        let packed = end.saturating_sub(o);
+        let mut p = match vc_start.checked_add(o as usize) {
+            Some(p) if p < chain_start => p,
+            _ => continue,
+        };
+        let at = p;
+        let Some(unpacked) = varint(b, &mut p) else { continue };
+        if unpacked > packed.saturating_mul(MAX_RATIO).saturating_add(SLACK) {
+            return Err((at, format!("signal values claim {unpacked} bytes unpacked from {packed} bytes")));
+        }
     }
     Ok(())
 }
