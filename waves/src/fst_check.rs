@@ -197,17 +197,19 @@ fn check_signal_lengths(b: &[u8], ty: u8, vc_start: usize, chain: &[u8], chain_s
             }
         }
     }
+    // Each signal's bytes run to the next offset (the last to the chain): offsets must rise
+    // within the section, or the reader's u32 length wraps to gigabytes.
     let last = (chain_start - vc_start) as u64;
     for (i, &o) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(last);
-        let packed = end.saturating_sub(o);
-        let mut p = match vc_start.checked_add(o as usize) {
-            Some(p) if p < chain_start => p,
-            _ => continue,
-        };
+        if o == 0 || o >= end || end > last {
+            return Err((chain_start, format!("position chain: signal data at {o}..{end} outside the {last}-byte value section")));
+        }
+        let packed = end - o;
+        let mut p = vc_start + o as usize;
         let at = p;
-        let Some(unpacked) = varint(b, &mut p) else { continue };
-        if unpacked > packed.saturating_mul(MAX_RATIO).saturating_add(SLACK) {
+        let unpacked = varint(b, &mut p).ok_or((at, "bad varint".to_string()))?;
+        if (p - at) as u64 > packed || unpacked > packed.saturating_mul(MAX_RATIO).saturating_add(SLACK) {
             return Err((at, format!("signal values claim {unpacked} bytes unpacked from {packed} bytes")));
         }
     }
