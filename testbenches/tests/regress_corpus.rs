@@ -136,6 +136,11 @@ fn corpus_files_all_listed() {
         for f in std::fs::read_dir(&area).unwrap() {
             let f = f.unwrap().path();
             let rel = format!("{}/{}", area.file_name().unwrap().to_str().unwrap(), f.file_name().unwrap().to_str().unwrap());
+            // The issue-19 package configs are run by hw/tests/config_runs.rs, which walks
+            // `pkg/issue19_*.toml` (each file states "runs" or "refused FIELD" itself).
+            if rel.starts_with("pkg/issue19_") && rel.ends_with(".toml") && include_str!("../../hw/tests/config_runs.rs").contains("starts_with(\"issue19_\")") {
+                continue;
+            }
             assert!(me.contains(&format!("corpus(\"{rel}\"")), "{rel} has no #[test] line in regress_corpus.rs");
         }
     }
