@@ -50,6 +50,8 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
     // (offset, signal count) of each value-change block, and the geometry's signal count.
     let mut vc_handles: Vec<(usize, u64)> = Vec::new();
     let mut geometry_handles: Option<u64> = None;
+    // (offset, signal handles declared) of each hierarchy block.
+    let mut hier_handles: Vec<(usize, u64)> = Vec::new();
     while at < b.len() {
         let ty = b[at];
         let len = be(b, at + 1).ok_or((at, "truncated block header".to_string()))?;
@@ -79,6 +81,8 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
                 if unc > max {
                     return Err((at, format!("hierarchy block claims {unc} bytes from {len} bytes")));
                 }
+                let handles = check_hierarchy(b, ty, at, len as usize)?;
+                hier_handles.push((at, handles));
             }
             // Value-change blocks: start, end, memory for traversal, then the bits section.
             1 | 5 | 8 => {
@@ -145,6 +149,9 @@ pub fn check_bytes(b: &[u8]) -> std::result::Result<(), (usize, String)> {
     if let Some(g) = geometry_handles {
         if let Some(&(off, n)) = vc_handles.iter().find(|&&(_, n)| n > g) {
             return Err((off, format!("value-change block claims {n} signals, the geometry has {g}")));
+        }
+        if let Some(&(off, n)) = hier_handles.iter().find(|&&(_, n)| n > g) {
+            return Err((off, format!("hierarchy declares {n} signals, the geometry has {g}")));
         }
     }
     Ok(())
@@ -214,4 +221,192 @@ fn check_signal_lengths(b: &[u8], ty: u8, vc_start: usize, chain: &[u8], chain_s
         }
     }
     Ok(())
+}
+
+/// Longest scope, variable or attribute-argument name the reader accepts (fst-reader's
+/// `HIERARCHY_NAME_MAX_SIZE`); longer names are refused here too.
+const NAME_MAX: usize = 65536;
+/// Longest misc-attribute string (fst-reader's `HIERARCHY_ATTRIBUTE_MAX_SIZE`).
+const ATTRIBUTE_MAX: usize = 65536 + 4096;
+/// Hierarchy records (scopes, variables, attributes) allowed per byte of the file, on top
+/// of [`RECORD_SLACK`]: each becomes an entry of a table in the reader's hierarchy, and a
+/// highly compressible hierarchy could otherwise declare hundreds of millions of them.
+/// Real hierarchies take several compressed bytes per record.
+const RECORDS_PER_BYTE: u64 = 16;
+const RECORD_SLACK: u64 = 1 << 20;
+
+/// Inflates the hierarchy block at `at` (type 4 gzip, 6 LZ4, 7 LZ4 twice) exactly as the
+/// reader does and walks its records. The reader sizes its per-signal table from each
+/// variable's signal handle (an alias's handle is taken as is: a corrupted one asked for
+/// 34 GB), so every alias must name a handle already declared. Returns the number of
+/// handles the hierarchy declares (checked against the geometry after the walk).
+fn check_hierarchy(b: &[u8], ty: u8, at: usize, len: usize) -> std::result::Result<u64, (usize, String)> {
+    let body = at + 9;
+    let end = at + 1 + len;
+    if len < 16 {
+        return Err((at, format!("hierarchy block of {len} bytes is too short")));
+    }
+    let unc = be(b, body).unwrap_or(0) as usize;
+    let data = &b[body + 8..end];
+    let refuse = |what: String| Err((at, format!("hierarchy block: {what}")));
+    let h = match ty {
+        4 => {
+            // A gzip header the reader accepts (magic, deflate, no flags), then raw deflate.
+            if data.len() < 10 || data[..4] != [0x1f, 0x8b, 8, 0] {
+                return refuse("bad gzip header".into());
+            }
+            match miniz_oxide::inflate::decompress_to_vec_with_limit(&data[10..], unc) {
+                Ok(v) => v,
+                Err(e) => return refuse(format!("does not inflate to its {unc} bytes ({:?})", e.status)),
+            }
+        }
+        6 => match lz4_flex::decompress(data, unc) {
+            Ok(v) => v,
+            Err(e) => return refuse(format!("does not decompress (LZ4: {e})")),
+        },
+        _ => {
+            // The length after the first decompression, which the reader allocates.
+            let mut p = 0;
+            let lvl1_len = varint(data, &mut p).ok_or((body + 8, "bad varint".to_string()))?;
+            let rest = &data[p..];
+            if lvl1_len > (rest.len() as u64).saturating_mul(LZ4_RATIO).saturating_add(SLACK) {
+                return refuse(format!("first LZ4 stage claims {lvl1_len} bytes from {} bytes", rest.len()));
+            }
+            let lvl1 = match lz4_flex::decompress(rest, lvl1_len as usize) {
+                Ok(v) => v,
+                Err(e) => return refuse(format!("does not decompress (first LZ4 stage: {e})")),
+            };
+            if lvl1.len() != lvl1_len as usize {
+                return refuse(format!("first LZ4 stage gives {} bytes, not the {lvl1_len} claimed", lvl1.len()));
+            }
+            match lz4_flex::decompress(&lvl1, unc) {
+                Ok(v) => v,
+                Err(e) => return refuse(format!("does not decompress (second LZ4 stage: {e})")),
+            }
+        }
+    };
+    if h.len() != unc {
+        return refuse(format!("decompresses to {} bytes, not the {unc} claimed", h.len()));
+    }
+    let max_records = (b.len() as u64).saturating_mul(RECORDS_PER_BYTE).saturating_add(RECORD_SLACK);
+    walk_hierarchy(&h, max_records).map_err(|(p, what)| (at, format!("hierarchy byte {p} (decompressed): {what}")))
+}
+
+/// A zero-terminated name, its zero among the next `max` bytes (the reader's `read_c_str`).
+fn c_str(h: &[u8], p: &mut usize, max: usize) -> std::result::Result<(), (usize, String)> {
+    let start = *p;
+    let rest = &h[start.min(h.len())..];
+    match rest.iter().take(max).position(|&c| c == 0) {
+        Some(n) => {
+            *p = start + n + 1;
+            Ok(())
+        }
+        None if rest.len() >= max => Err((start, format!("name of {max} bytes or more"))),
+        None => Err((start, "truncated name".to_string())),
+    }
+}
+
+/// The reader's 32-bit LEB128 (at most 5 bytes; high bits of the fifth dropped).
+fn varint32(h: &[u8], p: &mut usize) -> Option<u32> {
+    let mut v = 0u32;
+    for i in 0..5 {
+        let x = *h.get(*p)?;
+        *p += 1;
+        v |= u32::from(x & 0x7f) << (7 * i);
+        if x & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Walks the records of a decompressed hierarchy as fst-reader's `read_hierarchy_entry`
+/// parses them; the error is (byte offset in `h`, reason). Returns the handles declared.
+fn walk_hierarchy(h: &[u8], max_records: u64) -> std::result::Result<u64, (usize, String)> {
+    let (mut p, mut records, mut handles) = (0usize, 0u64, 0u64);
+    let byte = |p: &mut usize| -> std::result::Result<u8, (usize, String)> {
+        let x = *h.get(*p).ok_or((*p, "truncated record".to_string()))?;
+        *p += 1;
+        Ok(x)
+    };
+    while p < h.len() {
+        let rec = p;
+        records += 1;
+        if records > max_records {
+            return Err((rec, format!("more than {max_records} hierarchy records ({RECORDS_PER_BYTE} per byte of the file)")));
+        }
+        match byte(&mut p)? {
+            // Scope: scope type, name, component.
+            254 => {
+                byte(&mut p)?;
+                c_str(h, &mut p, NAME_MAX)?;
+                c_str(h, &mut p, NAME_MAX)?;
+            }
+            // Variable: direction, name, length, alias (0: a new handle, else an existing one).
+            0..=29 => {
+                byte(&mut p)?;
+                c_str(h, &mut p, NAME_MAX)?;
+                varint32(h, &mut p).ok_or((p, "bad varint".to_string()))?;
+                let a = p;
+                let alias = varint32(h, &mut p).ok_or((p, "bad varint".to_string()))?;
+                if alias == 0 {
+                    handles += 1;
+                } else if u64::from(alias) > handles {
+                    return Err((a, format!("variable aliases signal handle {alias}, only {handles} declared before it")));
+                }
+            }
+            // Upscope, attribute end.
+            255 | 253 => {}
+            // Attribute: type, subtype, then a name and a varint argument (source stems: an
+            // argument and a zero in place of the name).
+            252 => {
+                let tpe = byte(&mut p)?;
+                let sub = byte(&mut p)?;
+                if tpe == 0 && matches!(sub, 4 | 5) {
+                    varint(h, &mut p).ok_or((p, "bad varint".to_string()))?;
+                    if byte(&mut p)? != 0 {
+                        return Err((p - 1, "source-stem attribute argument not zero-terminated".to_string()));
+                    }
+                } else {
+                    c_str(h, &mut p, if tpe == 0 { ATTRIBUTE_MAX } else { NAME_MAX })?;
+                }
+                varint(h, &mut p).ok_or((p, "bad varint".to_string()))?;
+            }
+            other => return Err((rec, format!("unknown hierarchy record type {other}"))),
+        }
+    }
+    Ok(handles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::walk_hierarchy;
+
+    /// Scope `top`, var `a` (new handle 1), var `b` aliasing handle `alias`, upscope.
+    fn hier(alias: u8) -> Vec<u8> {
+        let mut h = vec![254, 0, b't', b'o', b'p', 0, 0];
+        h.extend([17, 0, b'a', 0, 8, 0]);
+        h.extend([17, 0, b'b', 0, 8, alias]);
+        h.push(255);
+        h
+    }
+
+    #[test]
+    fn aliases_must_name_a_declared_handle() {
+        assert_eq!(walk_hierarchy(&hier(0), 100), Ok(2));
+        assert_eq!(walk_hierarchy(&hier(1), 100), Ok(1));
+        let e = walk_hierarchy(&hier(2), 100).unwrap_err();
+        assert!(e.1.contains("aliases signal handle 2, only 1 declared"), "{e:?}");
+    }
+
+    #[test]
+    fn names_records_and_types_are_bounded() {
+        let mut long = vec![17, 0];
+        long.extend(std::iter::repeat_n(b'x', 70000));
+        long.extend([0, 8, 0]);
+        assert!(walk_hierarchy(&long, 100).unwrap_err().1.contains("name of 65536 bytes or more"));
+        assert!(walk_hierarchy(&hier(0), 3).unwrap_err().1.contains("more than 3 hierarchy records"));
+        assert!(walk_hierarchy(&[100], 100).unwrap_err().1.contains("unknown hierarchy record type 100"));
+        assert!(walk_hierarchy(&hier(0)[..9], 100).unwrap_err().1.contains("truncated"));
+    }
 }
