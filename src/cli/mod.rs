@@ -200,6 +200,24 @@ pub fn check_per_part(flag: &str, base: &std::path::Path, parts: &[&str]) -> Cli
     Ok(())
 }
 
+/// Every file a multi-part run (package strategies, wafer mappings) will write, checked
+/// before it simulates: at most one of `--vcd`/`--fst`, the JSON, and each part's waveform
+/// (see [`check_per_part`]).
+pub fn check_run_outputs(json: Option<&std::path::Path>, vcd: Option<&std::path::Path>, fst: Option<&std::path::Path>, parts: &[&str]) -> CliResult<()> {
+    if vcd.is_some() && fst.is_some() {
+        return Err("give --vcd or --fst, not both".into());
+    }
+    if let Some(p) = json {
+        check_writable(p).map_err(|e| format!("--json: {e}"))?;
+    }
+    for (flag, p) in [("--vcd", vcd), ("--fst", fst)] {
+        if let Some(p) = p {
+            check_per_part(flag, p, parts)?;
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a comma-separated list that names an item twice (`--strategy ep,ep`): it would
 /// run the same thing twice and report it as two results.
 pub fn no_duplicates<T: PartialEq>(flag: &str, items: &[T], name: impl Fn(&T) -> String) -> CliResult<()> {

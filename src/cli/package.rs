@@ -423,18 +423,8 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
     let strategies = parse_strategies(&a.strategy)?;
     // Output paths first, every file the run will write (one waveform per strategy): a long
     // run must not be lost to an unwritable file.
-    if a.vcd.is_some() && a.fst.is_some() {
-        return Err("give --vcd or --fst, not both".into());
-    }
-    if let Some(p) = &a.json {
-        check_writable(p).map_err(|e| format!("--json: {e}"))?;
-    }
     let names: Vec<&str> = strategies.iter().map(|s| s.name()).collect();
-    for (flag, p) in [("--vcd", &a.vcd), ("--fst", &a.fst)] {
-        if let Some(p) = p {
-            super::check_per_part(flag, p, &names)?;
-        }
-    }
+    super::check_run_outputs(a.json.as_deref(), a.vcd.as_deref(), a.fst.as_deref(), &names)?;
     let mut cfg = match &a.config {
         Some(p) => load_cfg(p)?,
         None => PkgCfg::default(),

@@ -13,7 +13,7 @@ use sched::trace::load_trace;
 use sched::wafer::{map, Mapping, MappingKind};
 use sched::wafer::routing::{generated_routing, trace_routing};
 
-use super::{check_writable, ensure_parent, CliResult};
+use super::{ensure_parent, CliResult};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct WaferArgs {
@@ -229,19 +229,9 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     if a.trace.is_some() && a.skew.is_some() {
         return Err("--skew: the trace decides the routing; --skew shapes generated routing only".into());
     }
-    if a.vcd.is_some() && a.fst.is_some() {
-        return Err("give --vcd or --fst, not both".into());
-    }
-    if let Some(p) = &a.json {
-        check_writable(p).map_err(|e| format!("--json: {e}"))?;
-    }
     // One waveform per mapping (NAME-<mapping>.EXT when several): every one checked now.
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-    for (flag, p) in [("--vcd", &a.vcd), ("--fst", &a.fst)] {
-        if let Some(p) = p {
-            super::check_per_part(flag, p, &names)?;
-        }
-    }
+    super::check_run_outputs(a.json.as_deref(), a.vcd.as_deref(), a.fst.as_deref(), &names)?;
     let waves = match (&a.vcd, &a.fst) {
         (Some(p), _) => Some((p.as_path(), waves::WaveFormat::Vcd)),
         (_, Some(p)) => Some((p.as_path(), waves::WaveFormat::Fst)),
