@@ -254,7 +254,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         let r = match r {
             Ok(r) => r,
             Err(e) if kinds.len() > 1 => {
-                eprintln!("error: balancer {} failed: {}", k.name(), super::reason(&e).trim_start_matches(&format!("balance {}: ", k.name())));
+                super::report_failed_part("balancer", k.name(), &e, &format!("balance {}: ", k.name()));
                 failed.push((k, e));
                 continue;
             }
@@ -307,7 +307,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
             "wall_seconds": t0.elapsed().as_secs_f64(),
         });
         if !failed.is_empty() {
-            v["failed"] = failed.iter().map(|(k, e)| serde_json::json!({ "balancer": k.name(), "reason": super::reason(e), "error": e })).collect();
+            v["failed"] = super::failed_parts_json("balancer", failed.iter().map(|(k, e)| (k.name(), e)));
         }
         std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
     }

@@ -107,6 +107,17 @@ pub fn reason(e: &str) -> String {
     first.trim_end_matches("; state then:").trim_end_matches(':').to_string()
 }
 
+/// The stderr line of a part (strategy, mapping, balancer) that failed in a multi-part run;
+/// `prefix` is what the part's own error starts with and the line already says.
+pub fn report_failed_part(kind: &str, name: &str, e: &str, prefix: &str) {
+    eprintln!("error: {kind} {name} failed: {}", reason(e).trim_start_matches(prefix));
+}
+
+/// The JSON `failed` list of a multi-part run: `{KIND: name, reason, error}` per failed part.
+pub fn failed_parts_json<'a>(kind: &str, failed: impl Iterator<Item = (&'a str, &'a String)>) -> serde_json::Value {
+    failed.map(|(name, e)| serde_json::json!({ kind: name, "reason": reason(e), "error": e })).collect()
+}
+
 /// Creates the parent directory of an output file. When that fails because a path component
 /// is a file, the error names that file ("File exists" alone does not say which).
 pub fn ensure_parent(p: &std::path::Path) -> CliResult<()> {

@@ -352,7 +352,7 @@ pub fn parts_outcome(several: bool, failed: &[(Strategy, String)]) -> CliResult<
         [(_, e)] if !several => Err(e.clone()),
         f => {
             for (s, e) in f {
-                eprintln!("error: strategy {} failed: {}", s.name(), super::reason(e).trim_start_matches(&format!("{}: ", s.name())));
+                super::report_failed_part("strategy", s.name(), e, &format!("{}: ", s.name()));
             }
             Ok(Some(ExitCode::from(super::EXIT_PARTIAL)))
         }
@@ -399,7 +399,7 @@ pub fn write_json(path: &Path, cfg: &PkgCfg, model: &ModelPreset, tokens: usize,
     ensure_parent(path)?;
     let mut v = serde_json::json!({ "model": model.name, "tokens": tokens, "layers_run": layers, "config": cfg, "results": results });
     if !failed.is_empty() {
-        v["failed"] = failed.iter().map(|(s, e)| serde_json::json!({ "strategy": s.name(), "reason": super::reason(e), "error": e })).collect();
+        v["failed"] = super::failed_parts_json("strategy", failed.iter().map(|(s, e)| (s.name(), e)));
     }
     std::fs::write(path, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

@@ -251,7 +251,7 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
         let r = match run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional, wave_file.as_ref().map(|(p, f)| (p.as_path(), *f))) {
             Ok((r, _)) => r,
             Err(e) if kinds.len() > 1 => {
-                eprintln!("error: mapping {} failed: {}", k.name(), super::reason(&e));
+                super::report_failed_part("mapping", k.name(), &e, "");
                 failed.push((k, e));
                 continue;
             }
@@ -306,7 +306,7 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
             "cycles_per_second": cycles as f64 / wall.max(1e-9),
         });
         if !failed.is_empty() {
-            v["failed"] = failed.iter().map(|(k, e)| serde_json::json!({ "mapping": k.name(), "reason": super::reason(e), "error": e })).collect();
+            v["failed"] = super::failed_parts_json("mapping", failed.iter().map(|(k, e)| (k.name(), e)));
         }
         std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
     }
