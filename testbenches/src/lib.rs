@@ -6,5 +6,9 @@
 //! [`fuzz`] is the seeded-mutation runner behind `tests/fuzz.rs` and the CLI fuzz target.
 
 pub mod cases;
+pub mod error;
 pub mod fuzz;
 pub mod regress;
+pub mod run;
+
+pub use error::{Error, Result};

@@ -1,0 +1,68 @@
+//! The one error type of the testbenches crate (the run layer, the regression cases, the
+//! fuzz harness): what went wrong and where — the field, flag or line of bad input, the file
+//! that could not be written, or the part of a run that stopped.
+
+use std::path::Path;
+
+/// An error of a run. Its `Display` is the one line the CLI prints after `error: `.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Bad input, found before anything is simulated: the field, flag or line, and why.
+    #[error("{field}: {msg}")]
+    Input { field: String, msg: String },
+    /// A file that could not be read or written.
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
+    /// A run that stopped (watchdog, max cycles, a failed check, a panicking part), with the
+    /// model's own report (which may span several lines: a watchdog's state dump).
+    #[error("{0}")]
+    Run(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn input(field: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Input { field: field.into(), msg: msg.into() }
+    }
+
+    pub fn io(path: &Path, msg: impl Into<String>) -> Self {
+        Error::Io { path: path.display().to_string(), msg: msg.into() }
+    }
+
+    /// Is this bad input (exit code 2) rather than a run that failed?
+    pub fn is_input(&self) -> bool {
+        matches!(self, Error::Input { .. })
+    }
+}
+
+/// The errors of the model crates carry their own field or block; the run layer keeps their
+/// text (the CLI's messages are unchanged by passing through here).
+macro_rules! from_model_error {
+    ($($t:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                from_model_error!(@make $variant, e)
+            }
+        }
+    )*};
+    (@make Input, $e:expr) => { Error::Input { field: String::new(), msg: $e.to_string() } };
+    (@make Run, $e:expr) => { Error::Run($e.to_string()) };
+}
+
+from_model_error! {
+    hw::cfg::CfgError => Input,
+    hw::noc::NocError => Run,
+    hw::pkg::package::PkgError => Run,
+    hw::wafer::wafer::WaferError => Run,
+    sched::trace::TraceError => Input,
+    sched::workload::GenCfgError => Input,
+    waves::WaveError => Run,
+}
+
+/// Pre-formatted messages (the model crates' `String` errors) are carried as they are.
+impl From<String> for Error {
+    fn from(e: String) -> Self {
+        Error::Run(e)
+    }
+}

@@ -1,0 +1,1 @@
+//! (being moved here from src/cli/gps.rs)

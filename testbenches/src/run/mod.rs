@@ -1,0 +1,137 @@
+//! The run layer: every kind of run waferstream does, as a library call.
+//!
+//! A testbench, in hardware terms, instantiates a device, drives it with stimulus and
+//! collects what comes out. Each module here is one such testbench for one system, and every
+//! one has the same shape:
+//!
+//! 1. **build** from a validated config and an input (`*Setup::new(cfg, input)?` — every
+//!    check that can fail happens here, before a cycle is simulated);
+//! 2. **run** with one [`RunOptions`] (threads, fast-forward, max cycles, watchdog, progress,
+//!    waveform sink);
+//! 3. get a **typed result** that merges across layers and iterations.
+//!
+//! | module | system | input | result |
+//! |---|---|---|---|
+//! | [`package`] | FSE-DP chiplet package, one strategy per part | routing trace (generated or loaded), sessions with token buffering | `hw::pkg::result::PkgResult` per strategy |
+//! | [`wafer`] | wafer-scale die mesh, one mapping per part | one MoE layer's routing | `hw::wafer::result::WaferResult` per mapping |
+//! | [`balance`] | the wafer over iterations with a balancer | per-iteration routing | per-balancer series |
+//! | [`gps`] | MoE-GPS prediction strategies on the wafer | skew × bandwidth grid | one point per cell |
+//! | [`semmoe`] | Sem-MoE co-scheduling, FL rates then the wafer | clustered routing | rates and cycles per scheme |
+//! | [`sweep`] | a grid of package scenarios on all cores | grid TOML | one JSON line per point |
+//! | [`scenario`] | the `run` scenario file (`[package]` + `[workload]`) | scenario TOML | the package results |
+//!
+//! Defaults and accepted ranges of every parameter a run takes live in [`limits`], once.
+//! The CLI (`src/cli`) only parses flags into these types, calls, and prints.
+
+pub mod limits;
+
+pub mod balance;
+pub mod gps;
+pub mod package;
+pub mod scenario;
+pub mod semmoe;
+pub mod sweep;
+pub mod wafer;
+
+use std::path::{Path, PathBuf};
+
+pub use crate::error::{Error, Result};
+
+/// Where a run writes its waveforms. A run of several parts (strategies, mappings) writes
+/// one file per part, `STEM-<part>.EXT` ([`WaveSink::part_path`]); a run of one part writes
+/// `path` itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaveSink {
+    pub path: PathBuf,
+    pub format: waves::WaveFormat,
+}
+
+impl WaveSink {
+    pub fn vcd(path: impl Into<PathBuf>) -> Self {
+        WaveSink { path: path.into(), format: waves::WaveFormat::Vcd }
+    }
+
+    pub fn fst(path: impl Into<PathBuf>) -> Self {
+        WaveSink { path: path.into(), format: waves::WaveFormat::Fst }
+    }
+
+    /// The file of part `part` of a run: `STEM-<part>.EXT` when the run has several parts,
+    /// the sink's own path when alone.
+    pub fn part_path(&self, part: &str, several: bool) -> PathBuf {
+        part_path(&self.path, part, several)
+    }
+}
+
+/// `STEM-<part>.EXT` beside `base` when `several`, else `base` (see [`WaveSink::part_path`]).
+pub fn part_path(base: &Path, part: &str, several: bool) -> PathBuf {
+    if !several {
+        return base.to_path_buf();
+    }
+    let stem = base.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
+    let ext = base.extension().map(|x| format!(".{}", x.to_string_lossy())).unwrap_or_default();
+    base.with_file_name(format!("{stem}-{part}{ext}"))
+}
+
+/// How a run is simulated, the same struct for every system. `None` keeps the config's own
+/// value (the package's `[sim]` table) or, for systems without one, the default in
+/// [`limits`]. Precedence: a flag (set here by the CLI) > the config file > the default.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Worker threads of one simulation (results are identical for any count).
+    pub threads: Option<u32>,
+    /// `Some(false)` steps every edge (results are identical; for checking).
+    pub fast_forward: Option<bool>,
+    /// Stop (an error) after this many cycles of one layer.
+    pub max_cycles: Option<u64>,
+    /// Stop (an error with a state dump) after this many cycles without progress.
+    pub watchdog_cycles: Option<u64>,
+    /// Draw a progress bar on stderr (only on a terminal) for runs of many steps.
+    pub progress: bool,
+    /// Print a line per file written (`wrote PATH`) on stdout.
+    pub verbose: bool,
+    /// Waveforms of the run (the first layer batch of each part).
+    pub waves: Option<WaveSink>,
+}
+
+/// One part of a multi-part run (a strategy, a mapping, a balancer): its result, or why it
+/// failed. The other parts run whatever one of them does.
+#[derive(Debug)]
+pub struct Part<K, R> {
+    pub key: K,
+    pub result: Result<R>,
+}
+
+/// The parts of a run split into the finished ones and the failed ones.
+#[derive(Debug)]
+pub struct Parts<K, R> {
+    pub ok: Vec<(K, R)>,
+    pub failed: Vec<(K, Error)>,
+}
+
+impl<K, R> FromIterator<Part<K, R>> for Parts<K, R> {
+    fn from_iter<I: IntoIterator<Item = Part<K, R>>>(it: I) -> Self {
+        let mut p = Parts { ok: Vec::new(), failed: Vec::new() };
+        for x in it {
+            match x.result {
+                Ok(r) => p.ok.push((x.key, r)),
+                Err(e) => p.failed.push((x.key, e)),
+            }
+        }
+        p
+    }
+}
+
+/// Runs `f` catching a panic: a model bug fails this part, not the others ("NAME: panicked").
+pub fn contained<R>(name: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Err(Error::Run(format!("{name}: panicked (see above)"))))
+}
+
+/// Creates the parent directory of an output file.
+pub fn ensure_parent(p: &Path) -> Result<()> {
+    if let Some(d) = p.parent() {
+        if !d.as_os_str().is_empty() {
+            std::fs::create_dir_all(d).map_err(|e| Error::io(d, format!("cannot create directory: {e}")))?;
+        }
+    }
+    Ok(())
+}
