@@ -9,6 +9,7 @@
 //! routing generator, scenarios and the SPEC §8 trace format (docs/architecture.md).
 
 pub mod balance;
+pub mod error;
 pub mod models;
 pub mod noc;
 pub mod pkg;
@@ -16,6 +17,8 @@ pub mod scenario;
 pub mod trace;
 pub mod wafer;
 pub mod workload;
+
+pub use error::{Error, Result};
 
 pub mod prelude {
     pub use crate::noc::{route_xy_fl, Coord, Dir, TrafficPattern};

@@ -88,13 +88,13 @@ pub fn model_names() -> Vec<&'static str> {
 
 /// Looks a model up by canonical name or alias (case-insensitive, `_` = `-`).
 /// Unknown names are an error listing the known ones.
-pub fn model_by_name(name: &str) -> Result<ModelPreset, String> {
+pub fn model_by_name(name: &str) -> crate::Result<ModelPreset> {
     let n = name.trim().to_ascii_lowercase().replace('_', "-");
     PRESETS
         .iter()
         .find(|r| r.0 == n || r.1.contains(&n.as_str()))
         .map(row_to_preset)
-        .ok_or_else(|| format!("unknown model {name:?}; known: {}", model_names().join(", ")))
+        .ok_or_else(|| crate::Error::UnknownModel { name: name.to_string(), known: model_names().join(", ") })
 }
 
 #[cfg(test)]
@@ -115,7 +115,7 @@ mod tests {
     fn lookup_aliases_and_error() {
         assert_eq!(model_by_name("Qwen3_30B_A3B").unwrap().experts, 128);
         assert_eq!(model_by_name("olmoe").unwrap().name, "olmoe-1b-7b");
-        let e = model_by_name("gpt-5").unwrap_err();
+        let e = model_by_name("gpt-5").unwrap_err().to_string();
         assert!(e.contains("qwen3-30b-a3b") && e.contains("functional"), "{e}");
         let f = model_by_name("functional").unwrap();
         assert_eq!((f.d_model, f.d_ffn, f.experts, f.top_k), (64, 48, 16, 2));

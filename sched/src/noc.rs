@@ -146,16 +146,16 @@ impl TrafficPattern {
     }
 
     /// Checks pattern parameters against the mesh; the message names the offending field.
-    pub fn validate(&self, k: u32) -> Result<(), String> {
+    pub fn validate(&self, k: u32) -> crate::Result<()> {
         if let TrafficPattern::Hotspot { nodes, fraction } = self {
             if !(0.0..=1.0).contains(fraction) {
-                return Err(format!("traffic.hotspot.fraction = {fraction}: must be in 0..=1"));
+                return Err(crate::Error::value("traffic.hotspot.fraction", fraction, "must be in 0..=1"));
             }
             if nodes.is_empty() {
-                return Err("traffic.hotspot.nodes: must list at least one node".into());
+                return Err(crate::Error::field("traffic.hotspot.nodes", "must list at least one node"));
             }
             if let Some(bad) = nodes.iter().find(|&&x| x >= k * k) {
-                return Err(format!("traffic.hotspot.nodes: node {bad} outside the {k}x{k} mesh"));
+                return Err(crate::Error::field("traffic.hotspot.nodes", format!("node {bad} outside the {k}x{k} mesh")));
             }
         }
         Ok(())

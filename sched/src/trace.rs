@@ -40,18 +40,18 @@ impl TraceHeader {
     }
 
     /// Checks the header's own fields (format tag, ranges).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         if self.format != TRACE_FORMAT {
-            return Err(format!("format: expected \"{TRACE_FORMAT}\", found \"{}\"", self.format));
+            return Err(crate::Error::field("format", format!("expected \"{TRACE_FORMAT}\", found \"{}\"", self.format)));
         }
         if self.experts == 0 || self.experts > MAX_EXPERTS {
-            return Err(format!("experts: {} outside 1..={MAX_EXPERTS}", self.experts));
+            return Err(crate::Error::field("experts", format!("{} outside 1..={MAX_EXPERTS}", self.experts)));
         }
         if self.top_k == 0 || self.top_k > self.experts {
-            return Err(format!("top_k: {} outside 1..=experts ({})", self.top_k, self.experts));
+            return Err(crate::Error::field("top_k", format!("{} outside 1..=experts ({})", self.top_k, self.experts)));
         }
         if self.layers == 0 || self.layers > MAX_LAYERS {
-            return Err(format!("layers: {} outside 1..={MAX_LAYERS}", self.layers));
+            return Err(crate::Error::field("layers", format!("{} outside 1..={MAX_LAYERS}", self.layers)));
         }
         Ok(())
     }
@@ -358,34 +358,34 @@ impl TraceError {
 }
 
 /// Checks one token against the header; `Err` says what is wrong.
-pub fn check_token(h: &TraceHeader, t: &TraceToken) -> Result<(), String> {
+pub fn check_token(h: &TraceHeader, t: &TraceToken) -> crate::Result<()> {
     if t.layers.len() != h.layers as usize {
-        return Err(format!("layers: {} MoE layers, header says {}", t.layers.len(), h.layers));
+        return Err(crate::Error::field("layers", format!("{} MoE layers, header says {}", t.layers.len(), h.layers)));
     }
     let mut seen = BTreeSet::new();
     for (l, ids) in t.layers.iter().enumerate() {
         if ids.len() != h.top_k as usize {
-            return Err(format!("layers[{l}]: {} experts, header top_k is {}", ids.len(), h.top_k));
+            return Err(crate::Error::field(format!("layers[{l}]"), format!("{} experts, header top_k is {}", ids.len(), h.top_k)));
         }
         seen.clear();
         for &e in ids {
             if u32::from(e) >= h.experts {
-                return Err(format!("layers[{l}]: expert id {e} out of range 0..{}", h.experts));
+                return Err(crate::Error::field(format!("layers[{l}]"), format!("expert id {e} out of range 0..{}", h.experts)));
             }
             if !seen.insert(e) {
-                return Err(format!("layers[{l}]: duplicate expert {e}"));
+                return Err(crate::Error::field(format!("layers[{l}]"), format!("duplicate expert {e}")));
             }
         }
     }
     if let Some(s) = &t.scores {
         if s.len() != t.layers.len() || s.iter().zip(&t.layers).any(|(a, b)| a.len() != b.len()) {
-            return Err("scores: shape differs from layers".into());
+            return Err(crate::Error::field("scores", "shape differs from layers"));
         }
         // JSON numbers beyond f32 (e.g. 1e40) parse as infinity, which the writer can only
         // emit as `null`: such a trace would load but not survive a round trip (issue 5).
         for (l, row) in s.iter().enumerate() {
             if let Some(v) = row.iter().find(|v| !v.is_finite()) {
-                return Err(format!("scores[{l}]: {v} is not a finite 32-bit float"));
+                return Err(crate::Error::field(format!("scores[{l}]"), format!("{v} is not a finite 32-bit float")));
             }
         }
     }
@@ -419,7 +419,7 @@ impl Loader {
             return Ok(());
         };
         let t: TraceToken = serde_json::from_str(l).map_err(|e| TraceError::line(n + 1, format!("bad token line: {e}")))?;
-        check_token(header, &t).map_err(|m| TraceError::line(n + 1, m))?;
+        check_token(header, &t).map_err(|m| TraceError::line(n + 1, m.to_string()))?;
         if self.cur != Some(t.iter) {
             if self.done_iters.contains(&t.iter) {
                 return Err(TraceError::line(n + 1, format!("iter {}: lines of this iteration are not contiguous", t.iter)));
@@ -488,9 +488,9 @@ pub fn write_trace(path: &Path, t: &Trace) -> std::io::Result<()> {
 impl Trace {
     /// Checks every token against the header (the loader's rules; for generated traces).
     pub fn validate(&self) -> Result<(), TraceError> {
-        self.header.validate().map_err(|m| TraceError::line(1, m))?;
+        self.header.validate().map_err(|m| TraceError::line(1, m.to_string()))?;
         for (i, t) in self.tokens.iter().enumerate() {
-            check_token(&self.header, t).map_err(|m| TraceError::line(i + 2, m))?;
+            check_token(&self.header, t).map_err(|m| TraceError::line(i + 2, m.to_string()))?;
         }
         Ok(())
     }
@@ -508,19 +508,19 @@ impl Trace {
     }
 
     /// Keeps the iterations whose position (0-based, in file order) is in `r`.
-    pub fn select_iters(&self, r: Range<usize>) -> Result<Trace, String> {
+    pub fn select_iters(&self, r: Range<usize>) -> crate::Result<Trace> {
         let its = self.iterations();
         if r.start >= r.end || r.end > its.len() {
-            return Err(format!("iters {}..{}: trace has {} iterations", r.start, r.end, its.len()));
+            return Err(crate::Error::field(format!("iters {}..{}", r.start, r.end), format!("trace has {} iterations", its.len())));
         }
         let span = its[r.start].1.start..its[r.end - 1].1.end;
         Ok(Trace { header: self.header.clone(), tokens: self.tokens[span].to_vec() })
     }
 
     /// Keeps MoE layers `r` of every token (the header's layer count shrinks).
-    pub fn select_layers(&self, r: Range<usize>) -> Result<Trace, String> {
+    pub fn select_layers(&self, r: Range<usize>) -> crate::Result<Trace> {
         if r.start >= r.end || r.end > self.header.layers as usize {
-            return Err(format!("layers {}..{}: trace has {} layers", r.start, r.end, self.header.layers));
+            return Err(crate::Error::field(format!("layers {}..{}", r.start, r.end), format!("trace has {} layers", self.header.layers)));
         }
         let mut header = self.header.clone();
         header.layers = (r.end - r.start) as u32;
@@ -628,7 +628,7 @@ pub fn import_warp_decode_str(text: &str) -> Result<Trace, TraceError> {
             return Err(TraceError::line(n + 1, "tok: 0 (warp steps start at 1)"));
         }
         let t = TraceToken { iter: r.tok - 1, req: 0, pos: r.tok, token_id: None, layers: r.layers, scores: None };
-        check_token(&header, &t).map_err(|m| TraceError::line(n + 1, m))?;
+        check_token(&header, &t).map_err(|m| TraceError::line(n + 1, m.to_string()))?;
         if let Some(prev) = tokens.last().map(|p: &TraceToken| p.iter) {
             if t.iter <= prev {
                 return Err(TraceError::line(n + 1, format!("tok {}: steps must increase", r.tok)));

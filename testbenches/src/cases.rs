@@ -218,9 +218,9 @@ fn serialization() -> Result<String, String> {
 }
 
 fn wafer_layer(c: &hw::wafer::WaferCfg, model: &str, functional: bool) -> Result<(sched::wafer::Mapping, hw::wafer::program::LayerProgram, hw::wafer::WaferRun, hw::wafer::Wafer), String> {
-    let m = sched::models::model_by_name(model)?;
+    let m = sched::models::model_by_name(model).map_err(|e| e.to_string())?;
     let mp = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
-    let routing = sched::wafer::routing::generated_routing(&m, c.dp, c.tokens_per_group, 0.0, c.seed)?;
+    let routing = sched::wafer::routing::generated_routing(&m, c.dp, c.tokens_per_group, 0.0, c.seed).map_err(|e| e.to_string())?;
     let prog = hw::wafer::program::build(c, &m, &mp, &routing);
     let mut w = hw::wafer::Wafer::new_with(c, &prog, 1, functional).map_err(|e| e.to_string())?;
     let r = w.run(1, true, 1 << 34, 500_000).map_err(|e| e.to_string())?;

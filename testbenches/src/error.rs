@@ -55,6 +55,7 @@ from_model_error! {
     hw::noc::NocError => Run,
     hw::pkg::package::PkgError => Run,
     hw::wafer::wafer::WaferError => Run,
+    sched::Error => Input,
     sched::trace::TraceError => Input,
     sched::workload::GenCfgError => Input,
     waves::WaveError => Run,

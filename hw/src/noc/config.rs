@@ -230,7 +230,7 @@ impl NocCfg {
         if t.packet_size > 4096 {
             return err("traffic.packet_size", format!("at most 4096 flits per packet (got {})", t.packet_size));
         }
-        t.pattern.validate(m.k).map_err(|reason| CfgError { field: "traffic.pattern".into(), reason })?;
+        t.pattern.validate(m.k).map_err(|reason| CfgError { field: "traffic.pattern".into(), reason: reason.to_string() })?;
         let s = &self.measure;
         if s.sample_period == 0 {
             return err("measure.sample_period", "must be >= 1 cycle (got 0)");

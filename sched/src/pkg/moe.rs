@@ -180,10 +180,10 @@ impl MicroSliceWeights {
     }
 
     /// Inverse of [`to_bytes`](Self::to_bytes); refuses a buffer of the wrong length.
-    pub fn from_bytes(bytes: &[u8], d_model: usize, f: usize) -> Result<Self, String> {
+    pub fn from_bytes(bytes: &[u8], d_model: usize, f: usize) -> crate::Result<Self> {
         let n = d_model * f;
         if bytes.len() != 3 * n {
-            return Err(format!("micro-slice bytes: {} bytes, expected 3·{d_model}·{f} = {}", bytes.len(), 3 * n));
+            return Err(crate::Error::field("micro-slice bytes", format!("{} bytes, expected 3·{d_model}·{f} = {}", bytes.len(), 3 * n)));
         }
         let s = |r: std::ops::Range<usize>| bytes[r].iter().map(|&v| v as i8).collect();
         Ok(MicroSliceWeights { d_model, f, w_gate: s(0..n), w_up: s(n..2 * n), w_down: s(2 * n..3 * n) })

@@ -78,21 +78,21 @@ impl GpuSystem {
     }
 
     /// Every count ≥ 1, every bandwidth > 0, every alpha ≥ 0; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         if self.gpus_per_node == 0 {
-            return Err("gpu.gpus_per_node: must be at least 1".into());
+            return Err(crate::Error::field("gpu.gpus_per_node", "must be at least 1"));
         }
         if self.nodes == 0 {
-            return Err("gpu.nodes: must be at least 1".into());
+            return Err(crate::Error::field("gpu.nodes", "must be at least 1"));
         }
         for (f, v) in [("gpu.nvlink_gbps", self.nvlink_gbps), ("gpu.ib_gbps", self.ib_gbps)] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(format!("{f} = {v}: must be a positive number"));
+                return Err(crate::Error::value(f, v, "must be a positive number"));
             }
         }
         for (f, v) in [("gpu.nvlink_alpha_us", self.nvlink_alpha_us), ("gpu.ib_alpha_us", self.ib_alpha_us)] {
             if !(v >= 0.0 && v.is_finite()) {
-                return Err(format!("{f} = {v}: must be a non-negative number"));
+                return Err(crate::Error::value(f, v, "must be a non-negative number"));
             }
         }
         Ok(())
@@ -206,6 +206,6 @@ mod tests {
         assert!(s.validate().is_ok());
         let mut bad = s.clone();
         bad.ib_gbps = 0.0;
-        assert!(bad.validate().unwrap_err().contains("gpu.ib_gbps"));
+        assert!(bad.validate().unwrap_err().to_string().contains("gpu.ib_gbps"));
     }
 }

@@ -7,30 +7,30 @@ use crate::trace::Trace;
 use crate::workload::{generate, GenCfg, MAX_GEN_TOKENS};
 
 /// Generated routing (`skew` 0 = uniform popularity) for `groups` × `tokens_per_group` tokens.
-pub fn generated_routing(m: &ModelPreset, groups: u32, tokens_per_group: u32, skew: f64, seed: u64) -> Result<Vec<Vec<Vec<u16>>>, String> {
+pub fn generated_routing(m: &ModelPreset, groups: u32, tokens_per_group: u32, skew: f64, seed: u64) -> crate::Result<Vec<Vec<Vec<u16>>>> {
     let need = groups as u64 * tokens_per_group as u64;
     if need == 0 || need > MAX_GEN_TOKENS {
-        return Err(format!("tokens_per_group: {groups} groups x {tokens_per_group} tokens must be within 1..={MAX_GEN_TOKENS}"));
+        return Err(crate::Error::field("tokens_per_group", format!("{groups} groups x {tokens_per_group} tokens must be within 1..={MAX_GEN_TOKENS}")));
     }
     let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: 1, tokens_per_iter: need as u32, iters: 1, skew, seed: seed.max(1), ..Default::default() };
-    let t = generate(&g).map_err(|e| e.to_string())?;
+    let t = generate(&g)?;
     Ok(group(t.routing(0..t.tokens.len(), 0), tokens_per_group))
 }
 
 /// Routing from a trace: its first iteration's tokens of MoE layer `layer`, in order, reused
 /// cyclically when the layer needs more tokens than the iteration holds. The trace must match
 /// the model's experts and top-k.
-pub fn trace_routing(t: &Trace, m: &ModelPreset, layer: u32, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
+pub fn trace_routing(t: &Trace, m: &ModelPreset, layer: u32, groups: u32, tokens_per_group: u32) -> crate::Result<Vec<Vec<Vec<u16>>>> {
     trace_iteration_routing(t, m, layer, 0, groups, tokens_per_group)
 }
 
 /// As [`trace_routing`], from the trace's `k`-th iteration (cyclically: iteration `k mod n` of
 /// its `n` iterations), for runs of many iterations.
-pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
+pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> crate::Result<Vec<Vec<Vec<u16>>>> {
     check_trace(t, m, layer)?;
     let its = t.iterations();
     if its.is_empty() {
-        return Err("the trace holds no tokens".into());
+        return Err(crate::Error::mismatch("trace", "the trace holds no tokens"));
     }
     let (_, first) = its[k % its.len()].clone();
     let it = t.routing(first, layer as usize);
@@ -41,11 +41,11 @@ pub fn trace_iteration_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize,
 /// The trace as one token stream (every iteration's tokens in order), `k`-th window of
 /// `groups × tokens_per_group` tokens (cyclically): for runs whose iterations need more tokens
 /// than a trace iteration holds (a decode trace of one token per iteration).
-pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> Result<Vec<Vec<Vec<u16>>>, String> {
+pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, groups: u32, tokens_per_group: u32) -> crate::Result<Vec<Vec<Vec<u16>>>> {
     check_trace(t, m, layer)?;
     let n = t.tokens.len();
     if n == 0 {
-        return Err("the trace holds no tokens".into());
+        return Err(crate::Error::mismatch("trace", "the trace holds no tokens"));
     }
     let need = groups as usize * tokens_per_group as usize;
     let start = (k as u128 * need as u128 % n as u128) as usize;
@@ -53,12 +53,12 @@ pub fn trace_stream_routing(t: &Trace, m: &ModelPreset, layer: u32, k: usize, gr
 }
 
 /// The trace matches the model's experts and top-k and has MoE layer `layer`.
-fn check_trace(t: &Trace, m: &ModelPreset, layer: u32) -> Result<(), String> {
+fn check_trace(t: &Trace, m: &ModelPreset, layer: u32) -> crate::Result<()> {
     if t.header.experts != m.experts || t.header.top_k != m.top_k {
-        return Err(format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k));
+        return Err(crate::Error::mismatch("trace", format!("{} experts top-{} in the trace, {} has {} top-{}", t.header.experts, t.header.top_k, m.name, m.experts, m.top_k)));
     }
     if layer >= t.header.layers {
-        return Err(format!("layer {layer}: the trace has {} layers", t.header.layers));
+        return Err(crate::Error::field(format!("layer {layer}"), format!("the trace has {} layers", t.header.layers)));
     }
     Ok(())
 }
