@@ -223,6 +223,18 @@ proptest! {
         let m = map(kind, WaferGeom::single(c, r), tp, c * r / tp, ag).unwrap();
         check_mapping(&m)?;
         if er { prop_assert!(m.ftds_disjoint()); }
+        // The die-set check equals a hand-written rectangle-overlap test over every pair of
+        // FTD bounding boxes (an independent reference: coordinates, not bits).
+        let boxes: Vec<(u32, u32, u32, u32)> = m.ftds.iter().map(|f| {
+            let xs: Vec<u32> = f.iter().map(|&d| d % c).collect();
+            let ys: Vec<u32> = f.iter().map(|&d| d / c).collect();
+            (*xs.iter().min().unwrap(), *ys.iter().min().unwrap(), *xs.iter().max().unwrap(), *ys.iter().max().unwrap())
+        }).collect();
+        let overlap = (0..boxes.len()).any(|i| (i + 1..boxes.len()).any(|j| {
+            let (a, b) = (boxes[i], boxes[j]);
+            a.0 <= b.2 && b.0 <= a.2 && a.1 <= b.3 && b.1 <= a.3
+        }));
+        prop_assert_eq!(m.ftds_disjoint(), !overlap);
         // without all-gather the holder is the rank owner
         if !ag {
             for g in 0..m.dp { for s in 0..tp { prop_assert_eq!(m.holder(0, g, s), m.groups[g as usize][s as usize]); } }

@@ -34,6 +34,10 @@ pub use dispatch::{dispatch_plan, expert_hosts, try_dispatch_plan, A2aXfer};
 pub use gpu::GpuSystem;
 pub use mapping::{map, Mapping};
 
+/// A set of dies, one bit per die id of the system (FTD areas, die groups). A `u64` mask would
+/// stop at 64 dies; a wafer has up to 256 and a multi-wafer system up to 1,024.
+pub type DieSet = bitvec::vec::BitVec<u64, bitvec::order::Lsb0>;
+
 use crate::noc::Coord;
 use serde::{Deserialize, Serialize};
 use std::fmt;
