@@ -31,6 +31,7 @@ impl Watchdog {
         }
         if oldest_wait != super::NEVER && now.saturating_sub(oldest_wait) >= self.limit {
             self.stalled = now - oldest_wait;
+            tracing::warn!(cycle = now, waiting_since = oldest_wait, limit = self.limit, "watchdog: one item has not moved");
             return true;
         }
         if !busy || progress > 0 {
@@ -38,7 +39,11 @@ impl Watchdog {
             return false;
         }
         self.stalled += elapsed;
-        self.stalled >= self.limit
+        let tripped = self.stalled >= self.limit;
+        if tripped {
+            tracing::warn!(cycle = now, stalled_for = self.stalled, limit = self.limit, "watchdog: busy without progress");
+        }
+        tripped
     }
 
     pub fn stalled_for(&self) -> u64 {

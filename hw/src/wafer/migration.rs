@@ -32,6 +32,7 @@
 //! migration ends when the layer is done *and* the network has drained, so no flit is lost
 //! between iterations.
 
+use bitvec::vec::BitVec;
 use std::collections::{HashMap, VecDeque};
 
 use sched::balance::ni::{migration_steps, MigKind, Move};
@@ -143,16 +144,19 @@ impl MigrationPlan {
         self.xfers.iter().zip(&self.delivered).map(|(x, &d)| (x.flits - d.min(x.flits)) as u64).sum()
     }
 
-    /// Transfers that can be sent now: incomplete, and the chunk's previous step complete.
-    fn ready(&self) -> Vec<bool> {
-        let mut ready: Vec<bool> = self.xfers.iter().map(|x| x.step == 0).collect();
+    /// Transfers that can be sent now, one bit per transfer (a rebalance moves hundreds of
+    /// chunks): incomplete, and the chunk's previous step complete.
+    fn ready(&self) -> BitVec {
+        let mut ready: BitVec = self.xfers.iter().map(|x| x.step == 0).collect();
         for (i, x) in self.xfers.iter().enumerate() {
             if let Some(n) = x.next {
-                ready[n as usize] = self.complete(i as u32);
+                ready.set(n as usize, self.complete(i as u32));
             }
         }
-        for (i, r) in ready.iter_mut().enumerate() {
-            *r &= !self.complete(i as u32);
+        for i in 0..ready.len() {
+            if self.complete(i as u32) {
+                ready.set(i, false);
+            }
         }
         ready
     }
@@ -310,6 +314,7 @@ impl MigrationEngineCl {
         if e.1 < e.0 {
             return false;
         }
+        tracing::debug!(transfer = id, flits = e.0, "migration: transfer complete at its destination");
         if let Some(n) = e.2.take() {
             self.push(n);
         }
