@@ -7,8 +7,10 @@ use std::path::Path;
 /// An error of a run. Its `Display` is the one line the CLI prints after `error: `.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
-    /// Bad input, found before anything is simulated: the field, flag or line, and why.
-    #[error("{field}: {msg}")]
+    /// Bad input, found before anything is simulated: the field, flag or line, and why
+    /// ("FIELD: MSG"; just MSG when the error names no field of its own, as the model
+    /// crates' errors, whose text already says what they are about).
+    #[error("{}", input_line(field, msg))]
     Input { field: String, msg: String },
     /// A file that could not be read or written.
     #[error("{path}: {msg}")]
@@ -20,6 +22,14 @@ pub enum Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+fn input_line(field: &str, msg: &str) -> String {
+    if field.is_empty() {
+        msg.to_string()
+    } else {
+        format!("{field}: {msg}")
+    }
+}
 
 impl Error {
     pub fn input(field: impl Into<String>, msg: impl Into<String>) -> Self {
