@@ -86,16 +86,16 @@ pub struct NocArgs {
 /// Waveform flags shared by `noc` and `run` (the dump covers the first rate's run).
 #[derive(Args, Debug, Clone, Default)]
 pub struct WaveArgs {
-    /// Dump a VCD.
+    /// Dump a VCD (default: none).
     #[arg(long)]
     pub vcd: Option<PathBuf>,
-    /// Dump an FST.
+    /// Dump an FST (default: none).
     #[arg(long)]
     pub fst: Option<PathBuf>,
     /// Scope/signal globs to trace, e.g. 'top.mesh.r_3_*' (repeatable; default: everything).
     #[arg(long = "trace")]
     pub trace: Vec<String>,
-    /// Cycle window to trace, e.g. 1000..5000.
+    /// Cycle window to trace, e.g. 1000..5000 (default: the whole run).
     #[arg(long)]
     pub window: Option<String>,
 }

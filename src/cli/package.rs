@@ -76,27 +76,29 @@ pub struct PackageArgs {
     /// Worker threads of one simulation, 1..=64 (default: 1, or the --config file's).
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Step every edge (results are identical; for checking).
+    /// Step every edge (results are identical; for checking) (default: fast-forward over
+    /// edges where only counters run).
     #[arg(long)]
     pub no_fast_forward: bool,
     /// Results JSON (default: none).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Waveforms of the run (one file per strategy: NAME-<strategy>.vcd when several).
+    /// Waveforms of the run's first layer batch (one file per strategy: NAME-<strategy>.vcd
+    /// when several) (default: none).
     #[arg(long)]
     pub vcd: Option<PathBuf>,
     /// As --vcd, in FST (default: none).
     #[arg(long)]
     pub fst: Option<PathBuf>,
     /// Write plots (SVG) into this directory: per-chiplet activity timeline per strategy,
-    /// PE utilization over time, on-chip memory, cycle breakdown.
+    /// PE utilization over time, on-chip memory, cycle breakdown (default: no plots).
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Print nothing but errors (no header, table or progress).
     #[arg(long)]
     pub quiet: bool,
     /// Run this controller's rust-hdl RTL block inside the package in place of its CL model
-    /// (same stats, same waveforms; slower).
+    /// (same stats, same waveforms; slower) (default: none, every block CL).
     #[arg(long, value_enum)]
     pub rtl: Option<RtlBlock>,
 }
