@@ -64,3 +64,29 @@ fn a_run_is_checked_before_it_starts() {
     let p = run.run(&RunOptions { threads: Some(0), ..Default::default() });
     assert!(p.ok.is_empty() && p.failed.len() == 2 && p.failed[0].1.to_string().contains("sim.threads"), "{p:?}");
 }
+
+/// The skew bound is the generator's (0..=16, `limits::SKEW`), for `package` and for a
+/// scenario's `workload.skew` alike.
+#[test]
+fn skew_is_checked_against_the_generators_bound() {
+    use testbenches::run::package::PackageInput;
+    let build = |skew: f64| PackageInput { skew: Some(skew), functional: true, tokens: Some(8), ..Default::default() }.build(cfg(2), vec![Strategy::A3], PkgRtl::default());
+    assert_eq!(build(17.0).unwrap_err().to_string(), "--skew: 17 outside 0..=16");
+    assert_eq!(build(f64::NAN).unwrap_err().to_string(), "--skew: NaN outside 0..=16");
+    let run = build(12.0).unwrap();
+    assert_eq!(run.workload().tokens(), 8);
+    let mut sc = testbenches::run::scenario::load(None).unwrap();
+    sc.workload.skew = 16.5;
+    let e = testbenches::run::scenario::check_package(&sc).unwrap_err().to_string();
+    assert_eq!(e, "config field `workload.skew`: 16.5 outside 0..=16");
+}
+
+/// `waferstream run NAME` with a name that is neither a file nor an embedded scenario lists
+/// the embedded ones.
+#[test]
+fn an_unknown_scenario_name_lists_the_embedded_ones() {
+    let e = testbenches::run::scenario::load(Some(std::path::Path::new("nosuch"))).unwrap_err().to_string();
+    assert!(e.starts_with("cannot read nosuch: ") && e.ends_with("not an embedded scenario either (embedded: default, noc-sweep)"), "{e}");
+    let sc = testbenches::run::scenario::load(Some(std::path::Path::new("noc-sweep"))).unwrap();
+    assert_eq!(sc.scenario.kind, testbenches::run::scenario::ScenarioKind::NocSweep);
+}
