@@ -23,6 +23,9 @@ cmds=(
   "balance|balance --model qwen3-235b --wafer 4x4 --tp 4 --dp 4 --scenario mixed --balancer none,eplb,topo-ni --iters 4 --json balance.json"
   "gps|gps --skew 1.0,1.4 --bandwidth slow,fast --accuracy 0.9 --json gps.json"
   "semmoe|semmoe --model qwen3-30b-a3b --devices 8 --json semmoe.json"
+  "sweep|sweep $ROOT/testbenches/sweeps/smoke.toml --out sweep.jsonl --threads 1 --quiet"
+  "pkgiters|package --functional --tokens 8 --iters 0..3 --layers 0..2 --strategy a3,a5 --skew 2.5 --json pkgiters.json --vcd pkgiters.vcd"
+  "runnamed|run noc-sweep --json runnamed.json --quiet"
 )
 status=0
 for side in base new; do

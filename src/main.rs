@@ -24,9 +24,13 @@ fn restore_sigpipe() {
 
 fn main() -> ExitCode {
     restore_sigpipe();
+    // `RUST_LOG=info` (run boundaries: scenario, strategy, tokens, layers) or `=debug` (each
+    // layer batch) logs on stderr, beside the progress bars; unset or unparsable, warnings
+    // only. Colour only on a terminal, so a redirected log is plain text.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = cli::Cli::parse();
     match cli::dispatch(args) {

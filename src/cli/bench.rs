@@ -5,13 +5,18 @@
 //!   wall time of repeated runs).
 //! * `package`: one MoE layer on the chiplet package (issue 7: Qwen3-30B-A3B, 256 tokens,
 //!   2x2, timing mode, FSE-DP A3, one thread): wall time, simulated cycles, D2D flits and DDR
-//!   bursts per second, peak memory, and the cost of full VCD and FST tracing.
+//!   bursts per second, peak memory; with `--waves true` (or a `--wave-dir`) also the cost
+//!   of full VCD and FST tracing (the VCD of the default layer is about 1 GB, so tracing is
+//!   opt-in).
 
 use std::process::ExitCode;
 
 use clap::Args;
 use hw::noc::{run_point, NocCfg};
 use serde::Serialize;
+
+use testbenches::run::package::{workload_from, PackageRun};
+use testbenches::run::{limits, RunOptions, WaveSink};
 
 use super::{ensure_parent, CliResult};
 
@@ -32,32 +37,39 @@ pub enum BenchTarget {
 pub struct BenchArgs {
     #[arg(value_enum, default_value = "noc")]
     pub target: BenchTarget,
-    /// Package: model, tokens, array and strategy of the measured layer.
-    #[arg(long, default_value = "qwen3-30b-a3b")]
+    /// Package: model of the measured layer.
+    #[arg(long, default_value = limits::DEFAULT_MODEL)]
     pub model: String,
-    #[arg(long, default_value_t = 256)]
+    /// Package: tokens of the measured layer, 1..=65536.
+    #[arg(long, default_value_t = limits::DEFAULT_TOKENS)]
     pub tokens: u32,
+    /// Package: chiplet array RxC.
     #[arg(long, default_value = "2x2")]
     pub array: String,
+    /// Package: the one strategy measured.
     #[arg(long, default_value = "a3")]
     pub strategy: String,
-    /// Package: also time fully traced runs (VCD and FST, written under `--wave-dir`).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub waves: bool,
-    #[arg(long, default_value = "out/bench")]
-    pub wave_dir: std::path::PathBuf,
-    /// Routers per side.
+    /// Package: also time fully traced runs, VCD and FST, written under --wave-dir (the
+    /// default layer's VCD is about 1 GB) (default: false, or true when --wave-dir is given).
+    #[arg(long, action = clap::ArgAction::Set)]
+    pub waves: Option<bool>,
+    /// Package: directory of the traced runs' files (default: out/bench; giving it turns
+    /// --waves on).
+    #[arg(long)]
+    pub wave_dir: Option<std::path::PathBuf>,
+    /// Noc: routers per side.
     #[arg(long, default_value_t = 8)]
     pub k: u32,
-    /// Injection rate (flits/node/cycle).
+    /// Noc: injection rate (flits/node/cycle).
     #[arg(long, default_value_t = 0.30)]
     pub rate: f64,
-    /// Thread counts to measure (noc: 1,2; package: 1).
+    /// Thread counts to measure (default: noc 1,2; package 1).
     #[arg(long, value_delimiter = ',')]
     pub threads: Vec<u32>,
-    /// Repetitions per thread count (noc: 5; package: 3).
+    /// Repetitions per thread count (default: noc 5; package 3).
     #[arg(long)]
     pub repeat: Option<u32>,
+    /// Results JSON (default: none).
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
 }
@@ -191,7 +203,7 @@ struct TracedRun {
 }
 
 fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
-    use super::package::{parse_array, parse_strategies, run_strategies, workload_from};
+    use super::package::{parse_array, parse_strategies};
     let repeat = a.repeat.unwrap_or(3);
     if repeat == 0 {
         return Err("--repeat 0: at least one repetition is needed".into());
@@ -212,12 +224,14 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     cfg.sim.threads = threads;
     cfg.validate().map_err(|e| e.to_string())?;
     cfg.validate_for(model.d_ffn).map_err(|e| e.to_string())?;
-    if a.tokens == 0 || a.tokens > 1 << 16 {
-        return Err(format!("--tokens: {} outside 1..=65536", a.tokens));
-    }
-    let work = workload_from(&model, a.tokens, 1.0, cfg.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
-    let (vcd_path, fst_path) = (a.wave_dir.join("bench-package.vcd"), a.wave_dir.join("bench-package.fst"));
-    if a.waves {
+    limits::check_u64("--tokens", a.tokens as u64, limits::BENCH_TOKENS).map_err(|e| e.to_string())?;
+    let work = workload_from(&model, a.tokens, limits::DEFAULT_SKEW, cfg.seed.max(1), None, None, None, model.d_model, model.d_ffn).map_err(|e| e.to_string())?;
+    let run = PackageRun::new(cfg.clone(), model.clone(), work, vec![*strategy], false, hw::pkg::package::PkgRtl::default()).map_err(|e| e.to_string())?;
+    // Tracing is opt-in: the default layer's VCD is about 1 GB.
+    let traced_too = a.waves.unwrap_or(a.wave_dir.is_some());
+    let wave_dir = a.wave_dir.clone().unwrap_or_else(|| "out/bench".into());
+    let (vcd_path, fst_path) = (wave_dir.join("bench-package.vcd"), wave_dir.join("bench-package.fst"));
+    if traced_too {
         for p in [&vcd_path, &fst_path] {
             super::check_writable(p)?;
         }
@@ -227,7 +241,7 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     let mut last = None;
     for i in 0..repeat {
         let t0 = std::time::Instant::now();
-        let r = run_strategies(&cfg, &[*strategy], &work, false, None, true)?.pop().ok_or("no result")?;
+        let r = run.run_single(&RunOptions::default()).map_err(|e| e.to_string())?;
         walls.push(t0.elapsed().as_secs_f64());
         println!("  run {}: {:.3} s, {} cycles", i + 1, walls[i as usize], r.latency_cycles);
         last = Some(r);
@@ -240,7 +254,7 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     let bursts = r.ddr_bytes / cfg.ddr.burst_bytes() as u64;
     let traced = |path: &std::path::Path, fmt: waves::WaveFormat| -> CliResult<TracedRun> {
         let t0 = std::time::Instant::now();
-        let t = run_strategies(&cfg, &[*strategy], &work, false, Some((path, fmt)), true)?.pop().ok_or("no result")?;
+        let t = run.run_single(&RunOptions { waves: Some(WaveSink { path: path.to_path_buf(), format: fmt }), ..Default::default() }).map_err(|e| e.to_string())?;
         let wall = t0.elapsed().as_secs_f64();
         if t.latency_cycles != r.latency_cycles {
             return Err(format!("internal: the traced run took {} cycles, the untraced {}", t.latency_cycles, r.latency_cycles));
@@ -249,7 +263,7 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
         println!("  traced {}: {:.3} s ({:.2}x untraced), {:.1} MB", path.display(), wall, wall / med, bytes as f64 / 1e6);
         Ok(TracedRun { path: path.display().to_string(), bytes, wall, slowdown: wall / med })
     };
-    let (vcd, fst) = if a.waves { (Some(traced(&vcd_path, waves::WaveFormat::Vcd)?), Some(traced(&fst_path, waves::WaveFormat::Fst)?)) } else { (None, None) };
+    let (vcd, fst) = if traced_too { (Some(traced(&vcd_path, waves::WaveFormat::Vcd)?), Some(traced(&fst_path, waves::WaveFormat::Fst)?)) } else { (None, None) };
     let row = PkgBench {
         model: model.name.clone(),
         tokens: a.tokens,

@@ -37,7 +37,7 @@ pub enum Cmd {
     Run(run::RunArgs),
     /// Mesh NoC latency/throughput sweep with BookSim2 semantics.
     Noc(Box<noc::NocArgs>),
-    /// Waveform tools: diff, stats.
+    /// Waveform tools: diff, stats, check.
     #[command(subcommand)]
     Wave(wave::WaveCmd),
     /// Run the regression testbenches.
@@ -103,8 +103,7 @@ pub const EXIT_PARTIAL: u8 = 3;
 /// The reason of an error, without the model state dump a watchdog appends: its first
 /// non-empty line, minus the "state then:" lead-in of the dump.
 pub fn reason(e: &str) -> String {
-    let first = e.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("(no reason given)");
-    first.trim_end_matches("; state then:").trim_end_matches(':').to_string()
+    testbenches::run::package::reason(e)
 }
 
 /// The stderr line of a part (strategy, mapping, balancer) that failed in a multi-part run;

@@ -86,16 +86,16 @@ pub struct NocArgs {
 /// Waveform flags shared by `noc` and `run` (the dump covers the first rate's run).
 #[derive(Args, Debug, Clone, Default)]
 pub struct WaveArgs {
-    /// Dump a VCD.
+    /// Dump a VCD (default: none).
     #[arg(long)]
     pub vcd: Option<PathBuf>,
-    /// Dump an FST.
+    /// Dump an FST (default: none).
     #[arg(long)]
     pub fst: Option<PathBuf>,
     /// Scope/signal globs to trace, e.g. 'top.mesh.r_3_*' (repeatable; default: everything).
     #[arg(long = "trace")]
     pub trace: Vec<String>,
-    /// Cycle window to trace, e.g. 1000..5000.
+    /// Cycle window to trace, e.g. 1000..5000 (default: the whole run).
     #[arg(long)]
     pub window: Option<String>,
 }
@@ -169,17 +169,10 @@ pub fn load_toml_or_default<T: serde::de::DeserializeOwned + Default>(path: Opti
     }
 }
 
+/// Reads a TOML document into `T`; an error names `origin` and the field at fault
+/// (`testbenches::run::scenario::parse_toml`).
 pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> CliResult<T> {
-    let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path.is_empty() || path == "." {
-            format!("{origin}: {inner}")
-        } else {
-            format!("{origin}: config field `{path}`: {inner}")
-        }
-    })
+    testbenches::run::scenario::parse_toml(text, origin).map_err(|e| e.to_string())
 }
 
 pub fn build_cfg(a: &NocArgs) -> CliResult<NocCfg> {
@@ -414,8 +407,10 @@ pub fn print_table(r: &SweepResult) {
             "{:>6.3} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.4} {:>6.3} {:>13} {:>8}",
             p.rate,
             match p.status {
+                // The JSON's name (`not_converged`), but the short form the column always had
+                // for the near-zero-load status.
                 hw::noc::measure::PointStatus::TooFewPackets => "too-few-pkts".to_string(),
-                s => format!("{s:?}").to_lowercase(),
+                s => serde_json::to_value(s).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_else(|| format!("{s:?}").to_lowercase()),
             },
             p.avg_packet_latency,
             p.avg_network_latency,

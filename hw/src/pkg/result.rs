@@ -111,6 +111,44 @@ pub struct PkgResult {
     pub timeline: Option<Timeline>,
 }
 
+impl PkgResult {
+    /// Adds the next layer batch `r` of the same run (the same strategy on the same
+    /// package) to this result: latencies, bytes, MACs, roofline cycles, replays and wall
+    /// time add; peaks take the max; utilization, PE-busy fraction and mean weight bytes are
+    /// latency-weighted means; the cycle breakdowns (package and per chiplet) add; outputs
+    /// match only when every batch's did. What stays the first batch's: the per-chiplet
+    /// counters other than the breakdown, the `roofline` detail, the timeline (first batch
+    /// only, see `timeline`) and `session` (the caller sets the whole run's).
+    pub fn merge(&mut self, r: PkgResult) {
+        let a = self;
+        let lat = a.latency_cycles + r.latency_cycles;
+        a.utilization = (a.utilization * a.latency_cycles as f64 + r.utilization * r.latency_cycles as f64) / lat as f64;
+        a.pe_busy_fraction = (a.pe_busy_fraction * a.latency_cycles as f64 + r.pe_busy_fraction * r.latency_cycles as f64) / lat as f64;
+        a.cycles.add(&r.cycles);
+        for (c, rc) in a.chiplets.iter_mut().zip(&r.chiplets) {
+            c.cycles.add(&rc.cycles);
+        }
+        a.mean_weight_bytes = (a.mean_weight_bytes * a.latency_cycles as f64 + r.mean_weight_bytes * r.latency_cycles as f64) / lat as f64;
+        a.latency_cycles = lat;
+        a.peak_weight_bytes = a.peak_weight_bytes.max(r.peak_weight_bytes);
+        a.peak_token_bytes = a.peak_token_bytes.max(r.peak_token_bytes);
+        a.ddr_bytes += r.ddr_bytes;
+        a.d2d_bytes += r.d2d_bytes;
+        a.macs += r.macs;
+        a.sched_decision_cycles_max = a.sched_decision_cycles_max.max(r.sched_decision_cycles_max);
+        a.roofline_cycles += r.roofline_cycles;
+        a.roofline_ratio = a.latency_cycles as f64 / a.roofline_cycles.max(1) as f64;
+        a.wall_seconds += r.wall_seconds;
+        a.cycles_per_second = a.latency_cycles as f64 / a.wall_seconds.max(1e-9);
+        a.replays += r.replays;
+        a.rule5_redirected += r.rule5_redirected;
+        a.outputs_match_reference = match (a.outputs_match_reference, r.outputs_match_reference) {
+            (Some(x), Some(y)) => Some(x && y),
+            _ => None,
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

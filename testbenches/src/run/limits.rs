@@ -32,3 +32,27 @@ pub fn check_u64(field: &str, x: u64, r: RangeInclusive<u64>) -> Result<u64> {
         Err(Error::input(field, format!("{x} outside {}..={}", r.start(), r.end())))
     }
 }
+
+// ---- the package (`package`, `run`'s package scenarios, `sweep`, `bench package`) ----
+
+/// Tokens of one package iteration (`--tokens`, `workload.tokens`).
+pub const TOKENS: RangeInclusive<u64> = 1..=1 << 20;
+/// Default tokens of a timing-mode package run.
+pub const DEFAULT_TOKENS: u32 = 256;
+/// Default tokens of a functional package run (real int8 data: small).
+pub const DEFAULT_TOKENS_FUNCTIONAL: u32 = 32;
+/// Default model of a timing-mode package run.
+pub const DEFAULT_MODEL: &str = "qwen3-30b-a3b";
+/// Default model of a functional package run (d_model 64, d_ffn 48, 16 experts, top-2).
+pub const DEFAULT_MODEL_FUNCTIONAL: &str = "functional";
+/// Default strategies of a package run.
+pub const DEFAULT_STRATEGIES: &str = "ep,a3";
+/// Tokens of the package bench's layer (`bench package --tokens`).
+pub const BENCH_TOKENS: RangeInclusive<u64> = 1..=1 << 16;
+
+// ---- sweeps ----
+
+/// Points in a grid, at most (a typo such as an extra axis should not start a month of runs).
+pub const SWEEP_MAX_POINTS: usize = 100_000;
+/// Points of a sweep run at once, at most.
+pub const SWEEP_MAX_THREADS: usize = 1024;
