@@ -140,7 +140,7 @@ impl PackageInput {
             None => None,
         };
         let model_name = self.model.clone().unwrap_or_else(|| if self.functional { limits::DEFAULT_MODEL_FUNCTIONAL } else { limits::DEFAULT_MODEL }.into());
-        let mut model = model_by_name(&model_name).map_err(|e| Error::input("--model", e))?;
+        let mut model = model_by_name(&model_name).map_err(|e| Error::input("--model", e.to_string()))?;
         if let Some(t) = &trace {
             if self.model.is_none() && self.d_model.is_none() {
                 return Err(Error::input("--trace", "give --model (or --d-model and --d-ffn) for the expert dimensions"));

@@ -160,7 +160,7 @@ pub fn check_package(sc: &ScenarioCfg) -> Result<(ModelPreset, Vec<Strategy>)> {
     if !sc.scenario.rates.is_empty() {
         return Err(Error::input("config field `scenario.rates`", "a package scenario has no injection rates"));
     }
-    let model = sched::models::model_by_name(&w.model).map_err(|e| Error::input("config field `workload.model`", e))?;
+    let model = sched::models::model_by_name(&w.model).map_err(|e| Error::input("config field `workload.model`", e.to_string()))?;
     sc.package.validate_for(model.d_ffn).map_err(|e| Error::Run(e.under("package").to_string()))?;
     limits::check_u64("config field `workload.tokens`", w.tokens as u64, limits::TOKENS)?;
     limits::check_f64("config field `workload.skew`", w.skew, limits::SKEW)?;
