@@ -154,7 +154,7 @@ fn bit_errors_on_the_links_are_replayed_and_outputs_stay_bit_exact() {
 
 mod random {
     use super::*;
-    use proptest::prelude::*;
+    use proptest::prelude::{prop_assert_eq, proptest, ProptestConfig};
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
