@@ -60,15 +60,27 @@ macro_rules! from_model_error {
     (@make Run, $e:expr) => { Error::Run($e.to_string()) };
 }
 
+/// A config field error keeps its field (`config field `X``) and its text.
+impl From<hw::cfg::CfgError> for Error {
+    fn from(e: hw::cfg::CfgError) -> Self {
+        Error::Input { field: format!("config field `{}`", e.field), msg: e.reason }
+    }
+}
+
 from_model_error! {
-    hw::cfg::CfgError => Input,
     hw::noc::NocError => Run,
     hw::pkg::package::PkgError => Run,
     hw::wafer::wafer::WaferError => Run,
     sched::Error => Input,
     sched::trace::TraceError => Input,
-    sched::workload::GenCfgError => Input,
     waves::WaveError => Run,
+}
+
+/// A generator config field error keeps its field and its text.
+impl From<sched::workload::GenCfgError> for Error {
+    fn from(e: sched::workload::GenCfgError) -> Self {
+        Error::Input { field: format!("config field `{}`", e.field), msg: e.reason }
+    }
 }
 
 /// Pre-formatted messages (the model crates' `String` errors) are carried as they are.

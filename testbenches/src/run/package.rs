@@ -125,7 +125,7 @@ impl PackageInput {
         if let Some(s) = self.seed {
             cfg.seed = s;
         }
-        cfg.validate().map_err(|e| Error::Run(e.to_string()))?;
+        cfg.validate().map_err(Error::from)?;
         // Inputs that shape generated routing do nothing with a trace: refused, not ignored.
         if self.trace.is_some() {
             if self.skew.is_some() {
@@ -153,7 +153,7 @@ impl PackageInput {
         if d_model == 0 || d_ffn == 0 {
             return Err(Error::input("--d-model/--d-ffn", "must be at least 1"));
         }
-        cfg.validate_for(d_ffn).map_err(|e| Error::Run(e.to_string()))?;
+        cfg.validate_for(d_ffn).map_err(Error::from)?;
         let tokens = self.tokens.unwrap_or(if self.functional { limits::DEFAULT_TOKENS_FUNCTIONAL } else { limits::DEFAULT_TOKENS });
         limits::check_u64("--tokens", tokens as u64, limits::TOKENS)?;
         if trace.is_some() && self.tokens.is_some() {
@@ -189,11 +189,11 @@ impl PackageRun {
                 return Err(Error::input("--strategy", format!("{} given twice", s.name())));
             }
         }
-        cfg.validate().map_err(|e| Error::Run(e.to_string()))?;
-        cfg.validate_for(work.d_ffn).map_err(|e| Error::Run(e.to_string()))?;
+        cfg.validate().map_err(Error::from)?;
+        cfg.validate_for(work.d_ffn).map_err(Error::from)?;
         // Config errors are the input's, the same for every strategy: refused before the first.
         for &s in &strategies {
-            cfg.token_buffer_cfg(s).map_err(|e| Error::Run(e.to_string()))?;
+            cfg.token_buffer_cfg(s).map_err(Error::from)?;
         }
         Ok(PackageRun { cfg, model, work, strategies, functional, rtl })
     }
@@ -233,7 +233,7 @@ impl PackageRun {
         if let Some(w) = o.watchdog_cycles {
             c.sim.watchdog_cycles = w;
         }
-        c.validate().map_err(|e| Error::Run(e.to_string()))?;
+        c.validate().map_err(Error::from)?;
         Ok(c)
     }
 
@@ -272,7 +272,7 @@ impl PackageRun {
         let w = &self.work;
         let batches = w.batches();
         tracing::info!(strategy = s.name(), tokens = w.tokens(), layers = w.layers(), batches, functional = self.functional, "package run");
-        let tb = cfg.token_buffer_cfg(s).map_err(|e| Error::Run(e.to_string()))?;
+        let tb = cfg.token_buffer_cfg(s).map_err(Error::from)?;
         let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
         let mut acc: Option<PkgResult> = None;
         let mut i = 0;
