@@ -16,7 +16,8 @@ use sched::trace::{load_trace, Trace};
 use sched::wafer::routing::{trace_iteration_routing, trace_stream_routing};
 use sched::wafer::MappingKind;
 
-use super::wafer::{check_fits, wafer_cfg, WaferArgs};
+use super::wafer::{wafer_cfg, WaferArgs};
+use testbenches::run::wafer::check_fits;
 use super::{check_writable, ensure_parent, CliResult};
 
 #[derive(Args, Debug, Clone)]
@@ -179,7 +180,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     let wa = WaferArgs { model: a.model.clone(), wafer: a.wafer.clone(), tp: a.tp, dp: a.dp, tokens_per_group: tpg, micro_batches: mbs, seed: a.seed, config: a.config.clone(), ..Default::default() };
     let c = WaferCfg { mapping, ..wafer_cfg(&wa)? };
     c.validate().map_err(|e| e.to_string())?;
-    check_fits(&c, &model)?;
+    check_fits(&c, &model).map_err(|e| e.to_string())?;
     let bal = balance_cfg(&a)?;
     // Warm-up iterations are left out of the mean imbalance; with none left after them, the
     // mean would silently fall back to every iteration. (The default's 10 is the paper's
