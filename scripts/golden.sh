@@ -23,6 +23,11 @@ cmds=(
   "balance|balance --model qwen3-235b --wafer 4x4 --tp 4 --dp 4 --scenario mixed --balancer none,eplb,topo-ni --iters 4 --json balance.json"
   "gps|gps --skew 1.0,1.4 --bandwidth slow,fast --accuracy 0.9 --json gps.json"
   "semmoe|semmoe --model qwen3-30b-a3b --devices 8 --json semmoe.json"
+  # wafer side
+  "balvcd|balance --iters 10 --tokens-per-group 1024 --warmup 2 --alpha 0.1 --json balvcd.json --vcd balvcd.vcd --quiet"
+  "semtp|semmoe --model qwen3-30b-a3b --devices 8 --attention tp --tp-batch 64 --json semtp.json --vcd semtp.vcd"
+  "gpsvcd|gps --skew 1.2 --bandwidth fast --accuracy 0.8 --iters 1 --json gpsvcd.json --vcd gpsvcd.vcd"
+  "waferfst|wafer --model qwen3-30b-a3b --wafer 2x2 --wafers 2x1 --tp 2 --mapping baseline,her --skew 1.5 --fst waferfst.fst --json waferfst.json"
 )
 status=0
 for side in base new; do

@@ -55,3 +55,6 @@ pub const SEMMOE_MESH_BATCHES: RangeInclusive<u32> = 1..=64;
 pub const SEMMOE_TP_BATCH: RangeInclusive<u32> = 1..=65_536;
 /// Sem-MoE: micro-batches per layer on the mesh.
 pub const SEMMOE_MICRO_BATCHES: RangeInclusive<u32> = 1..=64;
+
+/// Balance runs: iterations.
+pub const BALANCE_ITERS: RangeInclusive<u64> = 1..=100_000;
