@@ -280,3 +280,23 @@ pub fn run_balance(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, bal: &Bal
 pub fn decision_path(p: &Path) -> PathBuf {
     hw::wafer::balance::decision_path(p)
 }
+
+/// DeepSeek's EPLB on a matrix of per-layer expert loads (`waferstream eplb`): the plan and
+/// the max / mean device load per layer before (one replica per expert, in id order) and
+/// after. Its errors name the argument at fault (`EplbError::arg`) for the caller to word.
+pub struct EplbRun {
+    pub plan: sched::balance::EplbPlan,
+    pub before: Vec<f64>,
+    pub after: Vec<f64>,
+}
+
+/// Checks `cfg` against `weights`, plans, and measures the imbalance before and after.
+pub fn eplb(weights: &[Vec<f64>], cfg: &sched::balance::EplbCfg) -> std::result::Result<EplbRun, sched::balance::EplbError> {
+    use sched::balance::{in_order_device_loads, max_over_mean, rebalance_experts};
+    cfg.validate(weights)?;
+    let plan = rebalance_experts(weights, cfg)?;
+    let before: Vec<f64> = weights.iter().map(|row| max_over_mean(&in_order_device_loads(row, cfg.num_gpus))).collect();
+    let after: Vec<f64> = (0..weights.len()).map(|l| max_over_mean(&plan.device_loads(l, &weights[l]))).collect();
+    tracing::debug!(layers = weights.len(), devices = cfg.num_gpus, "eplb planned");
+    Ok(EplbRun { plan, before, after })
+}
