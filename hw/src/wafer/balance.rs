@@ -25,6 +25,10 @@
 //!
 //! One layer stands for all: every layer of the model has the same windows and migrates its
 //! own experts in them, so the per-layer ratios are the model's (docs/balance.md).
+//!
+//! This module holds the controllers and their state between iterations ([`BalanceLoop`]);
+//! the run driver that builds and runs each iteration's wafer (and an invasive stall) is
+//! `testbenches::run::balance`, so every wafer run stops at the same bounds.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

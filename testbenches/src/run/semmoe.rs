@@ -60,7 +60,7 @@ pub struct SemMoeParams {
 /// The squarest `cols x rows` mesh of `n` dies (cols >= rows).
 pub fn grid(n: u32) -> (u32, u32) {
     let mut rows = (n as f64).sqrt() as u32;
-    while rows > 1 && n % rows != 0 {
+    while rows > 1 && !n.is_multiple_of(rows) {
         rows -= 1;
     }
     let rows = rows.max(1);

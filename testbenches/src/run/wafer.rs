@@ -73,7 +73,7 @@ pub fn wafer_cfg(base: WaferCfg, o: &WaferOverrides) -> Result<WaferCfg> {
     match o.dp {
         Some(dp) => c.dp = dp,
         // Default: the rest of the dies (a config's dp is kept when it matches).
-        None if c.tp > 0 && c.dies() % c.tp == 0 && c.tp * c.dp != c.dies() => c.dp = c.dies() / c.tp,
+        None if c.tp > 0 && c.dies().is_multiple_of(c.tp) && c.tp * c.dp != c.dies() => c.dp = c.dies() / c.tp,
         None => {}
     }
     if let Some(t) = o.tokens_per_group {
