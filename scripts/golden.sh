@@ -26,6 +26,11 @@ cmds=(
   "sweep|sweep $ROOT/testbenches/sweeps/smoke.toml --out sweep.jsonl --threads 1 --quiet"
   "pkgiters|package --functional --tokens 8 --iters 0..3 --layers 0..2 --strategy a3,a5 --skew 2.5 --json pkgiters.json --vcd pkgiters.vcd"
   "runnamed|run noc-sweep --json runnamed.json --quiet"
+  # wafer side
+  "balvcd|balance --iters 10 --tokens-per-group 1024 --warmup 2 --alpha 0.1 --json balvcd.json --vcd balvcd.vcd --quiet"
+  "semtp|semmoe --model qwen3-30b-a3b --devices 8 --attention tp --tp-batch 64 --json semtp.json --vcd semtp.vcd"
+  "gpsvcd|gps --skew 1.2 --bandwidth fast --accuracy 0.8 --iters 1 --json gpsvcd.json --vcd gpsvcd.vcd"
+  "waferfst|wafer --model qwen3-30b-a3b --wafer 2x2 --wafers 2x1 --tp 2 --mapping baseline,her --skew 1.5 --fst waferfst.fst --json waferfst.json"
 )
 status=0
 for side in base new; do

@@ -163,7 +163,9 @@ fn wafer_layer_cycles(c: &WaferCfg) -> Result<u64, String> {
     let routing = sched::wafer::routing::generated_routing(&model, c.dp, c.tokens_per_group, 0.5, c.seed).unwrap();
     let prog = hw::wafer::program::build(c, &model, &m, &routing);
     let mut w = hw::wafer::Wafer::new(c, &prog, 1).map_err(|e| e.to_string())?;
-    Ok(w.run(1, true, 1 << 40, 200_000).map_err(|e| e.to_string())?.layer_cycles)
+    // The run layer's one wafer call, at the wafer's default bounds (testbenches::run::limits).
+    let r = testbenches::run::wafer::simulate(&mut w, c, &testbenches::run::RunOptions::default(), testbenches::run::wafer::WaveEnd::Layer).map_err(|e| e.to_string())?;
+    Ok(r.layer_cycles)
 }
 
 fn small_wafer() -> WaferCfg {

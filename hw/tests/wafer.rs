@@ -8,6 +8,8 @@ use proptest::prelude::*;
 use sched::models::{model_by_name, ModelPreset};
 use sched::wafer::routing::generated_routing;
 use sched::wafer::{map, Mapping, MappingKind};
+use testbenches::run::wafer::{simulate, WaveEnd};
+use testbenches::run::{RunOptions, WaveSink};
 
 fn setup(c: &WaferCfg, model: &str) -> (ModelPreset, Mapping, LayerProgram) {
     let m = model_by_name(model).unwrap();
@@ -17,9 +19,16 @@ fn setup(c: &WaferCfg, model: &str) -> (ModelPreset, Mapping, LayerProgram) {
     (m, mp, prog)
 }
 
+/// Run options of `threads` stepper threads, fast-forward `ff`, at the wafer's default
+/// bounds (`testbenches::run::limits`).
+fn opts(threads: usize, ff: bool) -> RunOptions {
+    RunOptions { threads: Some(threads as u32), fast_forward: Some(ff), ..RunOptions::default() }
+}
+
+/// Runs through the run layer's one wafer call ([`simulate`]), as every wafer run does.
 fn run(c: &WaferCfg, prog: &LayerProgram, threads: usize, ff: bool) -> (WaferRun, Wafer) {
     let mut w = Wafer::new(c, prog, threads).unwrap();
-    let r = w.run(threads, ff, 1 << 34, 500_000).unwrap();
+    let r = simulate(&mut w, c, &opts(threads, ff), WaveEnd::Layer).unwrap();
     (r, w)
 }
 
@@ -243,7 +252,7 @@ fn functional_values_match_fl() {
     for c in cases {
         let (_, _, prog) = setup(&c, "olmoe-1b-7b");
         let mut w = Wafer::new_with(&c, &prog, 2, true).unwrap();
-        let r = w.run(2, true, 1 << 34, 500_000).unwrap();
+        let r = simulate(&mut w, &c, &opts(2, true), WaveEnd::Layer).unwrap();
         let rep = hw::wafer::functional::check(&prog, &w).unwrap_or_else(|e| panic!("{:?} ag={}: {e}", c.mapping, c.all_gather));
         assert!(rep.chunks_checked > 0 && rep.tokens_checked > 0 && rep.outputs_checked == rep.tokens_checked, "{rep:?}");
         let (t, _) = run(&c, &prog, 1, true);
@@ -253,9 +262,8 @@ fn functional_values_match_fl() {
 
 fn vcd_of(c: &WaferCfg, prog: &LayerProgram, threads: usize, ff: bool, path: &std::path::Path) -> Vec<u8> {
     let mut w = Wafer::new(c, prog, threads).unwrap();
-    let mut wr = waves::WaveWriter::create(path, waves::WaveFormat::Vcd, 1000, &w.signals(), &waves::WaveFilter::default()).unwrap();
-    let r = w.run_traced(threads, ff, 1 << 34, 500_000, Some(&mut wr)).unwrap();
-    wr.finish(r.layer_cycles).unwrap();
+    let o = RunOptions { waves: Some(WaveSink::vcd(path)), ..opts(threads, ff) };
+    simulate(&mut w, c, &o, WaveEnd::Layer).unwrap();
     std::fs::read(path).unwrap()
 }
 

@@ -3,7 +3,7 @@
 //! all-reduce and Global steps only on links idle in the all-to-all, the regular traffic
 //! unperturbed, invasive stalls measured, and results independent of threads.
 
-use hw::wafer::balance::{run_balance, BalanceCfg, BalancerKind};
+use hw::wafer::balance::{BalanceCfg, BalancerKind};
 use hw::wafer::migration::{MigGate, MigrationPlan, CLASS_MIG_GLOBAL, CLASS_MIG_LOCAL};
 use hw::wafer::program::{build, LayerProgram};
 use hw::wafer::{Wafer, WaferCfg, WaferRun};
@@ -13,6 +13,9 @@ use sched::models::{model_by_name, ModelPreset};
 use sched::noc::Dir;
 use sched::wafer::routing::generated_routing;
 use sched::wafer::{map, Mapping, MappingKind};
+use testbenches::run::balance::run_balance;
+use testbenches::run::wafer::{simulate, WaveEnd};
+use testbenches::run::RunOptions;
 
 fn setup(c: &WaferCfg, skew: f64, seed: u64) -> (ModelPreset, Mapping, LayerProgram) {
     let m = model_by_name("qwen3-235b").unwrap();
@@ -69,7 +72,7 @@ fn non_invasive_migration_delivers_on_cold_links() {
         let before = plan.flits_left();
         let mut w = Wafer::new(&c, &prog, 1).unwrap();
         w.load_migration(&plan, MigGate::Windows);
-        let r = w.run(1, true, 1 << 34, 500_000).unwrap();
+        let r = simulate(&mut w, &c, &RunOptions::default(), WaveEnd::Run).unwrap();
         w.migration_delivered(&mut plan);
         let rx: u64 = w.tiles().map(|t| t.die.mig.rx_flits).sum();
         assert_eq!(r.mig_flits, rx, "migration flits sent vs received in iteration {iters}");
@@ -81,7 +84,7 @@ fn non_invasive_migration_delivers_on_cold_links() {
         (local, global) = (local + l, global + g);
         // Regular traffic beside the migration vs alone.
         let mut w0 = Wafer::new(&c, &prog, 1).unwrap();
-        let r0 = w0.run(1, true, 1 << 34, 500_000).unwrap();
+        let r0 = simulate(&mut w0, &c, &RunOptions::default(), WaveEnd::Layer).unwrap();
         let (a, b) = (r.mean_xfer_latency(), r0.mean_xfer_latency());
         // No added latency (it may drop a little: the migration shifts when dies reach a phase).
         assert!(a <= b * 1.01, "iteration {iters}: regular transfers' mean latency {a} cycles with migration, {b} without");
@@ -104,7 +107,7 @@ fn invasive_stall_delivers_everything() {
     let empty = LayerProgram { micro_batches: 1, mapping: Some(mp), dies: vec![Default::default(); 16], ..Default::default() };
     let mut w = Wafer::new(&c, &empty, 1).unwrap();
     w.load_migration(&plan, MigGate::Always);
-    let r = w.run(1, true, 1 << 34, 500_000).unwrap();
+    let r = simulate(&mut w, &c, &RunOptions::default(), WaveEnd::Run).unwrap();
     w.migration_delivered(&mut plan);
     assert!(plan.done());
     assert_eq!(r.mig_flits, total);
@@ -127,7 +130,7 @@ fn balance_run(kind: BalancerKind, threads: usize, bal: &BalanceCfg, drift: bool
     let m = model_by_name("qwen3-235b").unwrap();
     let mp = map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).unwrap();
     let routing: Vec<_> = (0..10).map(|i| generated_routing(&m, c.dp, c.tokens_per_group, 1.2, if drift && i >= DRIFT_AT { 11 } else { 10 }).unwrap()).collect();
-    run_balance(&c, &m, &mp, bal, kind, &routing, threads, None, |_| {}).unwrap()
+    run_balance(&c, &m, &mp, bal, kind, &routing, &RunOptions { threads: Some(threads as u32), ..RunOptions::default() }, None, &mut |_| {}).unwrap()
 }
 
 /// The balancer follows a drifting workload: with the hot experts changed at DRIFT_AT, the

@@ -7,16 +7,15 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use hw::wafer::balance::{decision_path, run_balance, BalanceCfg, BalancerKind, BalanceResult};
-use hw::wafer::mapping::MappingCtrlCl;
+use hw::wafer::balance::{BalanceCfg, BalanceResult, BalancerKind};
 use hw::wafer::WaferCfg;
 use sched::models::model_by_name;
-use sched::scenario::{generate_scenario, Mix, ScenarioCfg, SCENARIO_NAMES};
-use sched::trace::{load_trace, Trace};
-use sched::wafer::routing::{trace_iteration_routing, trace_stream_routing};
 use sched::wafer::MappingKind;
+use testbenches::run::balance::{balance_cfg, decision_path, BalanceEvent, BalanceInput, BalanceOverrides, BalanceSetup};
+use testbenches::run::wafer::check_fits;
+use testbenches::run::{limits, RunOptions, WaveSink};
 
-use super::wafer::{check_fits, wafer_cfg, WaferArgs};
+use super::wafer::{wafer_cfg, WaferArgs};
 use super::{check_writable, ensure_parent, CliResult};
 
 #[derive(Args, Debug, Clone)]
@@ -90,71 +89,6 @@ pub struct BalanceArgs {
     pub quiet: bool,
 }
 
-fn balance_cfg(a: &BalanceArgs) -> CliResult<BalanceCfg> {
-    let mut b: BalanceCfg = super::noc::load_toml_or_default(a.balance_config.as_deref())?;
-    if let Some(s) = a.shadow_slots {
-        b.shadow_slots = s;
-    }
-    if let Some(x) = a.alpha {
-        b.alpha = x;
-    }
-    if let Some(w) = a.warmup {
-        b.warmup_iters = w;
-    }
-    b.validate().map_err(|e| e.to_string())?;
-    Ok(b)
-}
-
-/// The workload: per iteration, `[group][token]` → top-k; the per-layer skewness of its
-/// source; how a trace was read.
-#[allow(clippy::type_complexity)]
-fn workload(a: &BalanceArgs, c: &WaferCfg, m: &sched::models::ModelPreset, warmup: u32) -> CliResult<(Vec<Vec<Vec<Vec<u16>>>>, Vec<f64>, &'static str)> {
-    let trace: Trace = match &a.trace {
-        Some(p) => load_trace(p).map_err(|e| e.to_string())?,
-        None => {
-            let mix = if a.scenario == "mixed" {
-                Mix::Mixed { period_iters: a.period }
-            } else if SCENARIO_NAMES.contains(&a.scenario.as_str()) {
-                Mix::Fixed(a.scenario.clone())
-            } else {
-                return Err(format!("--scenario: unknown {:?} (mixed, {})", a.scenario, SCENARIO_NAMES.join(", ")));
-            };
-            let scenarios = match &mix {
-                Mix::Fixed(s) => vec![s.clone()],
-                Mix::Mixed { .. } => ScenarioCfg::default().scenarios,
-            };
-            let mut s = ScenarioCfg {
-                model: Some(m.name.clone()),
-                experts: m.experts,
-                top_k: m.top_k,
-                layers: 1,
-                tokens_per_iter: c.dp.saturating_mul(c.tokens_per_group),
-                iters: a.iters,
-                seed: c.seed,
-                scenarios,
-                mix,
-                warmup_iters: warmup,
-                ..ScenarioCfg::default()
-            };
-            if let Some(k) = a.skew {
-                s.skew = k;
-            }
-            s.validate().map_err(|e| format!("--scenario: {e}"))?;
-            generate_scenario(&s).map_err(|e| format!("--scenario: {e}"))?
-        }
-    };
-    let skew = sched::scenario::layer_skewness(&trace);
-    let what = a.trace.as_ref().map_or("--scenario".to_string(), |p| format!("--trace {}", p.display()));
-    // A trace whose iterations each hold the tokens of a run iteration gives one per
-    // iteration; a smaller one (a decode trace: one token per iteration) is read as a stream.
-    let need = c.dp as usize * c.tokens_per_group as usize;
-    let stream = trace.iterations().iter().any(|(_, r)| r.len() < need);
-    let routing = (0..a.iters as usize)
-        .map(|k| if stream { trace_stream_routing(&trace, m, 0, k, c.dp, c.tokens_per_group) } else { trace_iteration_routing(&trace, m, 0, k, c.dp, c.tokens_per_group) }.map_err(|e| format!("{what}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((routing, skew, if stream { "stream" } else { "iterations" }))
-}
-
 pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     let model = model_by_name(&a.model).map_err(|e| format!("--model: {e}"))?;
     let kinds: Vec<BalancerKind> = a.balancer.split(',').map(|s| s.trim().parse::<BalancerKind>().map_err(|e| format!("--balancer: {e}"))).collect::<Result<_, _>>()?;
@@ -165,9 +99,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     if a.trace.is_some() && a.skew.is_some() {
         return Err("--skew: the trace decides the routing; --skew shapes the generated scenario only".into());
     }
-    if a.iters == 0 || a.iters > 100_000 {
-        return Err(format!("--iters: {} outside 1..=100000", a.iters));
-    }
+    limits::check_u64("--iters", a.iters as u64, limits::BALANCE_ITERS).map_err(|e| e.to_string())?;
     let mapping: MappingKind = a.mapping.parse().map_err(|e| format!("--mapping: {e}"))?;
     // Without a config: a large-batch decode step (2048 tokens per TP group, no micro-batches),
     // where the experts are compute-bound and the token balance decides the slowest die
@@ -179,25 +111,10 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     let wa = WaferArgs { model: a.model.clone(), wafer: a.wafer.clone(), tp: a.tp, dp: a.dp, tokens_per_group: tpg, micro_batches: mbs, seed: a.seed, config: a.config.clone(), ..Default::default() };
     let c = WaferCfg { mapping, ..wafer_cfg(&wa)? };
     c.validate().map_err(|e| e.to_string())?;
-    check_fits(&c, &model)?;
-    let bal = balance_cfg(&a)?;
-    // Warm-up iterations are left out of the mean imbalance; with none left after them, the
-    // mean would silently fall back to every iteration. (The default's 10 is the paper's
-    // setting and only applies when the run is long enough.)
-    if bal.warmup_iters >= a.iters && (a.warmup.is_some() || bal.warmup_iters != BalanceCfg::default().warmup_iters) {
-        let what = if a.warmup.is_some() { "--warmup" } else { "warmup_iters of --balance-config" };
-        return Err(format!("{what}: {} warm-up iterations of --iters {}: none left to measure (give fewer, or more --iters)", bal.warmup_iters, a.iters));
-    }
-    // Shadow slots hold whole experts: they must fit beside the home experts.
-    let per_die = model.layers as u64 * ((model.experts as u64).div_ceil(c.dies() as u64) + bal.shadow_slots as u64) * model.expert_bytes();
-    if per_die as f64 > c.die.hbm_gb * 1e9 {
-        return Err(format!("--shadow-slots {}: {:.1} GB of expert weights per die exceed die.hbm_gb = {} GB", bal.shadow_slots, per_die as f64 / 1e9, c.die.hbm_gb));
-    }
-    let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
-    let (map, _) = ctrl.run();
-    if kinds.contains(&BalancerKind::TopoNi) && !(map.ftds_disjoint() && map.all_gather) {
-        return Err(format!("--balancer topo-ni: the {} mapping's FTDs are not disjoint (or the all-gather is off), so no links are cold in the all-to-all; use --mapping er or her", c.mapping.name()));
-    }
+    check_fits(&c, &model).map_err(|e| e.to_string())?;
+    let base: BalanceCfg = super::noc::load_toml_or_default(a.balance_config.as_deref())?;
+    let bal = balance_cfg(base, &BalanceOverrides { shadow_slots: a.shadow_slots, alpha: a.alpha, warmup: a.warmup }).map_err(|e| e.to_string())?;
+    let setup = BalanceSetup::new(c.clone(), model.clone(), bal.clone(), kinds.clone(), a.iters, a.warmup.is_some()).map_err(|e| e.to_string())?;
     if a.vcd.is_some() && a.fst.is_some() {
         return Err("give --vcd or --fst, not both".into());
     }
@@ -213,70 +130,81 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         }
     }
     let wave = match (&a.vcd, &a.fst) {
-        (Some(p), _) => Some((p.clone(), waves::WaveFormat::Vcd)),
-        (_, Some(p)) => Some((p.clone(), waves::WaveFormat::Fst)),
+        (Some(p), _) => Some(WaveSink::vcd(p)),
+        (_, Some(p)) => Some(WaveSink::fst(p)),
         _ => None,
     };
     if wave.is_some() && !kinds.contains(&BalancerKind::TopoNi) {
         return Err("--vcd/--fst: the waveform is of the non-invasive balancer; add topo-ni to --balancer".into());
     }
-    let (routing, skew, trace_mode) = workload(&a, &c, &model, bal.warmup_iters)?;
-    let threads = a.threads.max(1) as usize;
+    let input = BalanceInput { trace: a.trace.clone(), scenario: a.scenario.clone(), period: a.period, skew: a.skew };
+    let setup = setup.with_workload(&input).map_err(|e| e.to_string())?;
+    let w = setup.workload.as_ref().expect("built above");
+    let (skew, trace_mode) = (&w.layer_skewness, w.read_as);
     // The waveforms are written only when there is something to trace (a decision, a
     // migration in flight): what each file was before the run tells whether it was written.
     let stamp = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let before: Vec<(PathBuf, Option<std::time::SystemTime>)> = wave.as_ref().map_or(Vec::new(), |(p, _)| [p.clone(), decision_path(p)].into_iter().map(|f| {
+    let before: Vec<(PathBuf, Option<std::time::SystemTime>)> = wave.as_ref().map_or(Vec::new(), |s| [s.path.clone(), decision_path(&s.path)].into_iter().map(|f| {
         let t = stamp(&f);
         (f, t)
     }).collect());
-    let mut results: Vec<BalanceResult> = Vec::new();
-    let mut failed: Vec<(BalancerKind, String)> = Vec::new();
+    let opts = RunOptions { threads: Some(a.threads.max(1)), waves: wave.clone(), ..RunOptions::default() };
+    let several = kinds.len() > 1;
     let t0 = Instant::now();
-    for &k in &kinds {
-        let bar = (!a.quiet).then(|| {
-            let b = indicatif::ProgressBar::new(routing.len() as u64);
-            b.set_style(indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} iterations {msg}").unwrap().progress_chars("=> "));
-            b.set_prefix(k.name());
-            b
-        });
-        let wave_k = wave.as_ref().filter(|_| k == BalancerKind::TopoNi).map(|(p, f)| (p.as_path(), *f));
-        let r = run_balance(&c, &model, &map, &bal, k, &routing, threads, wave_k, |rec| {
-            if let Some(b) = &bar {
-                b.set_message(format!("max/mean {:.2}", rec.max_over_mean));
-                b.inc(1);
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let parts = setup
+        .run(&opts, |ev| {
+            match ev {
+                BalanceEvent::Start(k, n) => {
+                    bar = (!a.quiet).then(|| {
+                        let b = indicatif::ProgressBar::new(n as u64);
+                        b.set_style(indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} iterations {msg}").unwrap().progress_chars("=> "));
+                        b.set_prefix(k.name());
+                        b
+                    });
+                }
+                BalanceEvent::Iter(rec) => {
+                    if let Some(b) = &bar {
+                        b.set_message(format!("max/mean {:.2}", rec.max_over_mean));
+                        b.inc(1);
+                    }
+                }
+                BalanceEvent::Done(part) => {
+                    if let Some(b) = bar.take() {
+                        b.finish_and_clear();
+                    }
+                    let k = part.key;
+                    // A balancer that fails does not stop the others (one balancer alone: the error).
+                    let r = match &part.result {
+                        Ok(r) => r,
+                        Err(e) if several => {
+                            super::report_failed_part("balancer", k.name(), &e.to_string(), &format!("balance {}: ", k.name()));
+                            return Ok(());
+                        }
+                        Err(e) => return Err(e.clone()),
+                    };
+                    if !a.quiet {
+                        let reg = r.regular_traffic_cycles / r.regular_traffic_cycles_no_migration.max(1e-9);
+                        println!(
+                            "{:>8}: max/mean load {:.2}, MoE compute {} cyc, all-to-all {} cyc, regular transfers {:.0} cyc ({:+.2} % vs without migration), stalls {} cyc, {} migrations / {} moves",
+                            r.balancer,
+                            r.max_over_mean_load,
+                            r.moe_compute_cycles,
+                            r.a2a_cycles,
+                            r.regular_traffic_cycles,
+                            (reg - 1.0) * 100.0,
+                            r.migration_stall_cycles,
+                            r.migrations,
+                            r.moves
+                        );
+                    }
+                }
             }
+            Ok(())
         })
-        .map_err(|e| format!("balance {}: {e}", k.name()));
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        // A balancer that fails does not stop the others (one balancer alone: the error).
-        let r = match r {
-            Ok(r) => r,
-            Err(e) if kinds.len() > 1 => {
-                super::report_failed_part("balancer", k.name(), &e, &format!("balance {}: ", k.name()));
-                failed.push((k, e));
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        if !a.quiet {
-            let reg = r.regular_traffic_cycles / r.regular_traffic_cycles_no_migration.max(1e-9);
-            println!(
-                "{:>8}: max/mean load {:.2}, MoE compute {} cyc, all-to-all {} cyc, regular transfers {:.0} cyc ({:+.2} % vs without migration), stalls {} cyc, {} migrations / {} moves",
-                r.balancer,
-                r.max_over_mean_load,
-                r.moe_compute_cycles,
-                r.a2a_cycles,
-                r.regular_traffic_cycles,
-                (reg - 1.0) * 100.0,
-                r.migration_stall_cycles,
-                r.migrations,
-                r.moves
-            );
-        }
-        results.push(r);
-    }
+        .map_err(|e| e.to_string())?;
+    let results: Vec<BalanceResult> = parts.ok.into_iter().map(|(_, r)| r).collect();
+    let failed: Vec<(BalancerKind, String)> = parts.failed.into_iter().map(|(k, e)| (k, e.to_string())).collect();
     if wave.is_some() {
         let (written, missing): (Vec<&(PathBuf, _)>, Vec<&(PathBuf, _)>) = before.iter().partition(|(f, t)| stamp(f).is_some_and(|now| Some(now) != *t));
         if !written.is_empty() && !a.quiet {

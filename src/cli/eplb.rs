@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use sched::balance::{in_order_device_loads, max_over_mean, rebalance_experts, EplbArg, EplbCfg, EplbError, Policy};
+use sched::balance::{EplbArg, EplbCfg, EplbError, Policy};
+use testbenches::run::balance::{eplb, EplbRun};
 use serde::Serialize;
 
 use super::{check_writable, CliResult};
@@ -100,9 +101,7 @@ pub fn run(a: EplbArgs) -> CliResult<ExitCode> {
     if let Some(p) = &a.json {
         check_writable(p).map_err(|e| format!("--json: {e}"))?;
     }
-    let plan = rebalance_experts(&w, &cfg).map_err(|e| cli_err(e, &a.weights))?;
-    let before: Vec<f64> = w.iter().map(|row| max_over_mean(&in_order_device_loads(row, cfg.num_gpus))).collect();
-    let after: Vec<f64> = (0..w.len()).map(|l| max_over_mean(&plan.device_loads(l, &w[l]))).collect();
+    let EplbRun { plan, before, after } = eplb(&w, &cfg).map_err(|e| cli_err(e, &a.weights))?;
 
     if !a.quiet {
         let experts = w[0].len();

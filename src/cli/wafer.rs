@@ -1,17 +1,14 @@
 //! `waferstream wafer`: one MoE layer on the wafer-scale chip, per mapping.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use clap::Args;
-use hw::wafer::mapping::MappingCtrlCl;
-use hw::wafer::program::{build, LayerProgram};
-use hw::wafer::{Wafer, WaferCfg, WaferResult};
-use sched::models::{model_by_name, ModelPreset};
-use sched::trace::load_trace;
-use sched::wafer::{map, Mapping, MappingKind};
-use sched::wafer::routing::{generated_routing, trace_routing};
+use hw::wafer::{WaferCfg, WaferResult};
+use sched::models::model_by_name;
+use sched::wafer::MappingKind;
+use testbenches::run::wafer::{GridArg, LayerInput, WaferLayer, WaferOverrides};
+use testbenches::run::{self, RunOptions, WaveSink};
 
 use super::{ensure_parent, CliResult};
 
@@ -79,9 +76,9 @@ pub struct WaferArgs {
     pub quiet: bool,
 }
 
-fn parse_grid(s: &str, flag: &str) -> CliResult<(u32, u32)> {
+fn parse_grid(s: &str, flag: &str) -> CliResult<GridArg> {
     match super::split_grid(s) {
-        Some((c, r)) if c > 0 && r > 0 => Ok((c, r)),
+        Some((c, r)) if c > 0 && r > 0 => Ok(GridArg { cols: c, rows: r, text: s.to_string() }),
         Some(_) => Err(format!("{flag}: both sides must be at least 1 (got {s:?})")),
         None => Err(format!("{flag}: expected CxR in whole numbers, e.g. 4x4 (got {s:?})")),
     }
@@ -89,207 +86,97 @@ fn parse_grid(s: &str, flag: &str) -> CliResult<(u32, u32)> {
 
 /// The config of the run: file, then flags.
 pub fn wafer_cfg(a: &WaferArgs) -> CliResult<WaferCfg> {
-    let mut c: WaferCfg = super::noc::load_toml_or_default(a.config.as_deref())?;
-    if let Some(w) = &a.wafer {
-        (c.die_cols, c.die_rows) = parse_grid(w, "--wafer")?;
-    }
-    if let Some(w) = &a.wafers {
-        (c.wafers_x, c.wafers_y) = parse_grid(w, "--wafers")?;
-    }
-    // In 64 bits: the config's u32 products wrap (65536 x 65536 dies is "0 dies").
-    let (cols, rows) = (c.die_cols as u64 * c.wafers_x as u64, c.die_rows as u64 * c.wafers_y as u64);
-    if cols > 64 || rows > 64 {
-        let what = match (&a.wafer, &a.wafers) {
-            (Some(w), Some(ws)) => format!("--wafer {w} with --wafers {ws}"),
-            (Some(w), None) => format!("--wafer {w}"),
-            (None, Some(ws)) => format!("--wafers {ws}"),
-            (None, None) => "config fields `die_cols`/`die_rows` x `wafers_x`/`wafers_y`".to_string(),
-        };
-        return Err(format!("{what}: the die grid is {cols}x{rows}; at most 64 dies per side"));
-    }
-    if let Some(tp) = a.tp {
-        c.tp = tp;
-    }
-    match a.dp {
-        Some(dp) => c.dp = dp,
-        // Default: the rest of the dies (a config's dp is kept when it matches).
-        None if c.tp > 0 && c.dies() % c.tp == 0 && c.tp * c.dp != c.dies() => c.dp = c.dies() / c.tp,
-        None => {}
-    }
-    if let Some(t) = a.tokens_per_group {
-        c.tokens_per_group = t;
-    }
-    if let Some(m) = a.micro_batches {
-        c.micro_batches = m;
-    }
-    if a.no_all_gather {
-        c.all_gather = false;
-    }
-    if let Some(s) = a.seed {
-        c.seed = s;
-    }
-    c.validate().map_err(|e| e.to_string())?;
-    Ok(c)
-}
-
-/// Refuses a model whose weights do not fit the dies' HBM: per die, its experts of every MoE
-/// layer (routed, by the placement; shared ones on every die) plus its 1/TP of the attention
-/// weights (FP16, 4·d² per layer).
-pub fn check_fits(c: &WaferCfg, m: &ModelPreset) -> CliResult<()> {
-    let dies = c.dies() as u64;
-    let per_die = (m.experts as u64).div_ceil(dies).max(1) + m.shared_experts as u64;
-    let bytes = m.layers as u64 * (per_die * m.expert_bytes() + 8 * m.d_model as u64 * m.d_model as u64 / c.tp as u64);
-    let cap = (c.die.hbm_gb * 1e9) as u64;
-    if bytes > cap {
-        return Err(format!(
-            "--model {}: {:.1} GB of weights per die ({} experts x {} layers + attention / TP={}) exceed die.hbm_gb = {} GB on {} dies",
-            m.name,
-            bytes as f64 / 1e9,
-            per_die,
-            m.layers,
-            c.tp,
-            c.die.hbm_gb,
-            dies
-        ));
-    }
-    Ok(())
-}
-
-/// Routing of the layer: `[group][token]` → top-k experts (generated, or a trace's first
-/// iteration, first layer).
-pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, trace: Option<&Path>, skew: f64) -> CliResult<Vec<Vec<Vec<u16>>>> {
-    match trace {
-        Some(p) => {
-            let t = load_trace(p).map_err(|e| e.to_string())?;
-            trace_routing(&t, m, 0, c.dp, c.tokens_per_group).map_err(|e| format!("--trace {}: {e}", p.display()))
-        }
-        None => generated_routing(m, c.dp, c.tokens_per_group, skew, c.seed).map_err(|e| format!("--tokens-per-group: {e}")),
-    }
-}
-
-/// The mapping controller's (CL) decision for `c`: the tables the collective engines run on,
-/// and the cycles it took.
-pub fn run_mapping_ctrl(c: &WaferCfg) -> CliResult<(Mapping, u64)> {
-    let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| format!("--mapping {}: {e}", c.mapping.name()))?;
-    Ok(ctrl.run())
-}
-
-/// One mapping end to end: the mapping controller's decision, the layer program, the run.
-pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], threads: usize, ff: bool, functional: bool, wave: Option<(&Path, waves::WaveFormat)>) -> CliResult<(WaferResult, LayerProgram)> {
-    let (mp, map_cycles) = run_mapping_ctrl(c)?;
-    let prog = build(c, m, &mp, routing);
-    let r = run_program(c, &mp, map_cycles, &prog, threads, ff, functional, wave)?;
-    Ok((r, prog))
-}
-
-/// Runs a built layer program on the wafer (optionally writing waveforms and checking the
-/// functional payloads) and summarizes it.
-#[allow(clippy::too_many_arguments)]
-pub fn run_program(c: &WaferCfg, mp: &Mapping, map_cycles: u64, prog: &LayerProgram, threads: usize, ff: bool, functional: bool, wave: Option<(&Path, waves::WaveFormat)>) -> CliResult<WaferResult> {
-    let mut w = Wafer::new_with(c, prog, threads, functional).map_err(|e| e.to_string())?;
-    let t0 = Instant::now();
-    let run = match wave {
-        Some((path, fmt)) => {
-            ensure_parent(path)?;
-            let period_ps = (1e6 / c.clock_mhz).round().max(1.0) as u64;
-            let mut wr = waves::WaveWriter::create(path, fmt, period_ps, &w.signals(), &waves::WaveFilter::default()).map_err(|e| format!("{}: {e}", path.display()))?;
-            let run = w.run_traced(threads, ff, 1 << 40, 2_000_000, Some(&mut wr)).map_err(|e| e.to_string())?;
-            wr.finish(run.layer_cycles).map_err(|e| format!("{}: {e}", path.display()))?;
-            run
-        }
-        None => w.run(threads, ff, 1 << 40, 2_000_000).map_err(|e| e.to_string())?,
+    let base: WaferCfg = super::noc::load_toml_or_default(a.config.as_deref())?;
+    let o = WaferOverrides {
+        wafer: a.wafer.as_deref().map(|w| parse_grid(w, "--wafer")).transpose()?,
+        wafers: a.wafers.as_deref().map(|w| parse_grid(w, "--wafers")).transpose()?,
+        tp: a.tp,
+        dp: a.dp,
+        tokens_per_group: a.tokens_per_group,
+        micro_batches: a.micro_batches,
+        no_all_gather: a.no_all_gather,
+        seed: a.seed,
     };
-    let wall = t0.elapsed().as_secs_f64();
-    let mut r = WaferResult::new(c, mp, prog, &run, wall);
-    r.mapping_controller_cycles = map_cycles;
-    if functional {
-        let rep = hw::wafer::functional::check(prog, &w).map_err(|e| format!("functional check failed ({} mapping): {e}", c.mapping.name()))?;
-        r.functional = Some(rep);
-    }
-    Ok(r)
+    run::wafer::wafer_cfg(base, &o).map_err(|e| e.to_string())
+}
+
+/// The run options of the flags.
+fn run_options(a: &WaferArgs) -> RunOptions {
+    let waves = match (&a.vcd, &a.fst) {
+        (Some(p), _) => Some(WaveSink::vcd(p)),
+        (_, Some(p)) => Some(WaveSink::fst(p)),
+        _ => None,
+    };
+    RunOptions { threads: Some(a.threads.max(1)), fast_forward: Some(!a.no_fast_forward), waves, ..RunOptions::default() }
 }
 
 pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     let model = model_by_name(&a.model).map_err(|e| format!("--model: {e}"))?;
     let base = wafer_cfg(&a)?;
     let kinds: Vec<MappingKind> = a.mapping.split(',').map(|s| s.trim().parse::<MappingKind>().map_err(|e| format!("--mapping: {e}"))).collect::<Result<_, _>>()?;
-    if kinds.is_empty() {
-        return Err("--mapping: give at least one of baseline, er, her".into());
-    }
     super::no_duplicates("--mapping", &kinds, |k| k.name().to_string())?;
-    check_fits(&base, &model)?;
-    // Every mapping is checked before the first simulation.
-    for &k in &kinds {
-        map(k, base.geom(), base.tp, base.dp, base.all_gather).map_err(|e| format!("--mapping {}: {e}", k.name()))?;
-    }
-    let skew = a.skew.unwrap_or(0.0);
-    if !(skew.is_finite() && (0.0..=4.0).contains(&skew)) {
-        return Err(format!("--skew: must be within 0..=4 (got {skew})"));
-    }
-    if a.trace.is_some() && a.skew.is_some() {
-        return Err("--skew: the trace decides the routing; --skew shapes generated routing only".into());
-    }
+    let input = LayerInput { trace: a.trace.clone(), skew: a.skew };
+    let layer = WaferLayer::new(base.clone(), model.clone(), kinds.clone(), a.functional, &input).map_err(|e| e.to_string())?;
     // One waveform per mapping (NAME-<mapping>.EXT when several): every one checked now.
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     super::check_run_outputs(a.json.as_deref(), a.vcd.as_deref(), a.fst.as_deref(), &names)?;
-    let waves = match (&a.vcd, &a.fst) {
-        (Some(p), _) => Some((p.as_path(), waves::WaveFormat::Vcd)),
-        (_, Some(p)) => Some((p.as_path(), waves::WaveFormat::Fst)),
-        _ => None,
-    };
     if let Some(d) = &a.plot {
         super::package::check_plot_dir(d)?;
     }
-    let routing = layer_routing(&base, &model, a.trace.as_deref(), skew)?;
-    let threads = a.threads.max(1) as usize;
-    let mut results = Vec::new();
-    // A mapping that fails (a watchdog, a functional mismatch) does not stop the others.
-    let mut failed: Vec<(MappingKind, String)> = Vec::new();
-    for &k in &kinds {
-        let c = WaferCfg { mapping: k, ..base.clone() };
-        let wave_file = waves.map(|(p, f)| (super::package::wave_path(p, k.name(), kinds.len() > 1), f));
-        let r = match run_one(&c, &model, &routing, threads, !a.no_fast_forward, a.functional, wave_file.as_ref().map(|(p, f)| (p.as_path(), *f))) {
-            Ok((r, _)) => r,
-            Err(e) if kinds.len() > 1 => {
-                super::report_failed_part("mapping", k.name(), &e, "");
-                failed.push((k, e));
-                continue;
+    let layer = layer.with_routing(&input).map_err(|e| e.to_string())?;
+    let opts = run_options(&a);
+    let threads = run::wafer::threads(&opts);
+    let several = kinds.len() > 1;
+    // A mapping that fails (a watchdog, a functional mismatch) does not stop the others;
+    // one mapping alone: its error.
+    let parts = layer
+        .run(&opts, |part, wave_file| {
+            let k = part.key;
+            let r = match &part.result {
+                Ok(r) => r,
+                Err(e) if several => {
+                    super::report_failed_part("mapping", k.name(), &e.to_string(), "");
+                    return Ok(());
+                }
+                Err(e) => return Err(e.clone()),
+            };
+            let c = layer.cfg_of(k);
+            if let (Some(p), false) = (wave_file, a.quiet) {
+                println!("wrote {}", p.display());
             }
-            Err(e) => return Err(e),
-        };
-        if let (Some((p, _)), false) = (&wave_file, a.quiet) {
-            println!("wrote {}", p.display());
-        }
-        if let (Some(f), false) = (&r.functional, a.quiet) {
-            println!("functional ({}): {} all-reduce chunks, {} dispatched tokens, {} expert outputs equal to the FL reference", r.mapping, f.chunks_checked, f.tokens_checked, f.outputs_checked);
-        }
-        if !a.quiet {
-            println!(
-                "wafer {}x{} x {}x{} {} TP={} DP={} {}: hops {:.2} (FTDs disjoint: {}), all-reduce {} cyc, dispatch {} cyc, experts {} cyc, combine {} cyc, layer {} cyc ({:.2} s, {:.2e} cyc/s)",
-                c.die_cols,
-                c.die_rows,
-                c.wafers_x,
-                c.wafers_y,
-                model.name,
-                c.tp,
-                c.dp,
-                r.mapping,
-                r.avg_a2a_hops,
-                r.ftds_disjoint,
-                r.allreduce_cycles,
-                r.a2a_dispatch_cycles,
-                r.expert_cycles,
-                r.a2a_combine_cycles,
-                r.layer_cycles,
-                r.wall_seconds,
-                r.cycles_per_second
-            );
-        }
-        if let Some(d) = &a.plot {
-            super::plot::wafer_heatmaps(d, &c, &r)?;
-        }
-        results.push(r);
-    }
+            if let (Some(f), false) = (&r.functional, a.quiet) {
+                println!("functional ({}): {} all-reduce chunks, {} dispatched tokens, {} expert outputs equal to the FL reference", r.mapping, f.chunks_checked, f.tokens_checked, f.outputs_checked);
+            }
+            if !a.quiet {
+                println!(
+                    "wafer {}x{} x {}x{} {} TP={} DP={} {}: hops {:.2} (FTDs disjoint: {}), all-reduce {} cyc, dispatch {} cyc, experts {} cyc, combine {} cyc, layer {} cyc ({:.2} s, {:.2e} cyc/s)",
+                    c.die_cols,
+                    c.die_rows,
+                    c.wafers_x,
+                    c.wafers_y,
+                    model.name,
+                    c.tp,
+                    c.dp,
+                    r.mapping,
+                    r.avg_a2a_hops,
+                    r.ftds_disjoint,
+                    r.allreduce_cycles,
+                    r.a2a_dispatch_cycles,
+                    r.expert_cycles,
+                    r.a2a_combine_cycles,
+                    r.layer_cycles,
+                    r.wall_seconds,
+                    r.cycles_per_second
+                );
+            }
+            if let Some(d) = &a.plot {
+                super::plot::wafer_heatmaps(d, &c, r)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    let results: Vec<WaferResult> = parts.ok.into_iter().map(|(_, r)| r).collect();
+    let failed: Vec<(MappingKind, String)> = parts.failed.into_iter().map(|(k, e)| (k, e.to_string())).collect();
     if results.is_empty() {
         return Ok(ExitCode::from(super::EXIT_PARTIAL));
     }

@@ -217,32 +217,32 @@ fn serialization() -> Result<String, String> {
     Ok(format!("zero-load {lat:.2} (2 + 5H + 3D = {expect:.2} by hand); plateau {:.4} flits/node/cycle", r.accepted_flit_rate))
 }
 
-fn wafer_layer(c: &hw::wafer::WaferCfg, model: &str, functional: bool) -> Result<(sched::wafer::Mapping, hw::wafer::program::LayerProgram, hw::wafer::WaferRun, hw::wafer::Wafer), String> {
+/// One layer of `model` on the wafer `c` (uniform generated routing), through the run layer
+/// as `waferstream wafer` runs it: the mapping controller's tables, the layer program, the
+/// run at the wafer's default bounds, and the functional check when asked.
+fn wafer_layer(c: &hw::wafer::WaferCfg, model: &str, functional: bool) -> Result<hw::wafer::WaferResult, String> {
+    use crate::run::wafer::{layer_routing, run_one, LayerInput};
     let m = sched::models::model_by_name(model).map_err(|e| e.to_string())?;
-    let mp = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
-    let routing = sched::wafer::routing::generated_routing(&m, c.dp, c.tokens_per_group, 0.0, c.seed).map_err(|e| e.to_string())?;
-    let prog = hw::wafer::program::build(c, &m, &mp, &routing);
-    let mut w = hw::wafer::Wafer::new_with(c, &prog, 1, functional).map_err(|e| e.to_string())?;
-    let r = w.run(1, true, 1 << 34, 500_000).map_err(|e| e.to_string())?;
-    Ok((mp, prog, r, w))
+    let routing = layer_routing(c, &m, &LayerInput::default()).map_err(|e| e.to_string())?;
+    let (r, _) = run_one(c, &m, &routing, functional, &crate::run::RunOptions::default()).map_err(|e| e.to_string())?;
+    Ok(r)
 }
 
 fn wafer_worked_example() -> Result<String, String> {
-    use hw::wafer::program::Phase;
     use sched::wafer::MappingKind;
     let cfg = |k| hw::wafer::WaferCfg { mapping: k, tokens_per_group: 64, micro_batches: 1, ..Default::default() };
-    let (mb, _, rb, _) = wafer_layer(&cfg(MappingKind::Baseline), "deepseek-v3", false)?;
-    let (me, _, re, _) = wafer_layer(&cfg(MappingKind::Er), "deepseek-v3", false)?;
-    let (hb, he) = (mb.avg_a2a_hops(), me.avg_a2a_hops());
+    let rb = wafer_layer(&cfg(MappingKind::Baseline), "deepseek-v3", false)?;
+    let re = wafer_layer(&cfg(MappingKind::Er), "deepseek-v3", false)?;
+    let (hb, he) = (rb.avg_a2a_hops, re.avg_a2a_hops);
     if (hb - 8.0 / 3.0).abs() > 1e-9 || (he - 4.0 / 3.0).abs() > 1e-9 {
         return Err(format!("hops {hb} / {he}, want 8/3 / 4/3"));
     }
-    if !me.ftds_disjoint() || mb.ftds_disjoint() {
+    if !re.ftds_disjoint || rb.ftds_disjoint {
         return Err("FTDs: want disjoint under ER only".into());
     }
-    let a2a = |r: &hw::wafer::WaferRun| r.phase_cycles(Phase::Dispatch) + r.phase_cycles(Phase::Combine);
+    let a2a = |r: &hw::wafer::WaferResult| r.a2a_dispatch_cycles + r.a2a_combine_cycles;
     let (ab, ae) = (a2a(&rb), a2a(&re));
-    let (arb, are) = (rb.phase_cycles(Phase::AllReduce), re.phase_cycles(Phase::AllReduce));
+    let (arb, are) = (rb.allreduce_cycles, re.allreduce_cycles);
     if ae >= ab || are <= arb {
         return Err(format!("all-to-all ER {ae} vs baseline {ab}; all-reduce ER {are} vs baseline {arb}"));
     }
@@ -255,8 +255,8 @@ fn wafer_functional() -> Result<String, String> {
     let her = hw::wafer::WaferCfg { die_cols: 2, die_rows: 2, wafers_x: 2, tp: 2, dp: 4, mapping: MappingKind::Her, tokens_per_group: 8, micro_batches: 2, ..Default::default() };
     let mut msg = Vec::new();
     for c in [er, her] {
-        let (_, prog, _, w) = wafer_layer(&c, "qwen3-235b", true)?;
-        let rep = hw::wafer::functional::check(&prog, &w)?;
+        let r = wafer_layer(&c, "qwen3-235b", true)?;
+        let rep = r.functional.ok_or_else(|| format!("{}: no functional report", c.mapping.name()))?;
         msg.push(format!("{}: {} chunks, {} tokens, {} outputs", c.mapping.name(), rep.chunks_checked, rep.tokens_checked, rep.outputs_checked));
     }
     Ok(msg.join("; "))

@@ -32,8 +32,8 @@ fn input_line(field: &str, msg: &str) -> String {
 }
 
 impl Error {
-    pub fn input(field: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Input { field: field.into(), msg: msg.into() }
+    pub fn input(field: impl Into<String>, msg: impl std::fmt::Display) -> Self {
+        Error::Input { field: field.into(), msg: msg.to_string() }
     }
 
     pub fn io(path: &Path, msg: impl Into<String>) -> Self {

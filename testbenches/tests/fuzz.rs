@@ -464,7 +464,8 @@ fn balance_configs(_: &Path) -> Vec<Vec<u8>> {
 /// iterations of a tiny 2×2 wafer under every balancer finish, the non-invasive one without
 /// stalls and every migration it started delivered or still in flight (never lost).
 fn balance_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
-    use hw::wafer::balance::{run_balance, BalanceCfg, BalancerKind};
+    use hw::wafer::balance::{BalanceCfg, BalancerKind};
+    use testbenches::run::{balance::run_balance, RunOptions};
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     let b: BalanceCfg = toml::from_str(text).map_err(|e| e.to_string())?;
     if let Err(e) = b.validate() {
@@ -475,7 +476,7 @@ fn balance_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
     let m = sched::wafer::map(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| e.to_string())?;
     let routing: Vec<_> = (0..3).map(|i| sched::wafer::routing::generated_routing(&model, c.dp, c.tokens_per_group, 1.5, i).unwrap()).collect();
     for k in BalancerKind::ALL {
-        let r = run_balance(&c, &model, &m, &b, k, &routing, 1, None, |_| {}).map_err(|e| e.to_string())?;
+        let r = run_balance(&c, &model, &m, &b, k, &routing, &RunOptions::default(), None, &mut |_| {}).map_err(|e| e.to_string())?;
         assert_eq!(r.iterations.len(), 3);
         if k == BalancerKind::TopoNi {
             assert_eq!(r.migration_stall_cycles, 0, "the non-invasive balancer stalled");

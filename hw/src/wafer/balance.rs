@@ -25,6 +25,10 @@
 //!
 //! One layer stands for all: every layer of the model has the same windows and migrates its
 //! own experts in them, so the per-layer ratios are the model's (docs/balance.md).
+//!
+//! This module holds the controllers and their state between iterations ([`BalanceLoop`]);
+//! the run driver that builds and runs each iteration's wafer (and an invasive stall) is
+//! `testbenches::run::balance`, so every wafer run stops at the same bounds.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -39,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use super::balancer::{NiBalancerCl, TriggerCl};
 use super::config::WaferCfg;
-use super::migration::{MigGate, MigrationPlan};
+use super::migration::MigrationPlan;
 use super::program::{build_planned, plans, LayerOpts, LayerProgram, Phase};
 use super::wafer::{Wafer, WaferError, WaferRun};
 use crate::cfg::{err, CfgError};
@@ -241,90 +245,129 @@ fn nearest(map: &Mapping, hosts: &[u32], dst: u32) -> u32 {
     *hosts.iter().min_by_key(|&&h| (map.geom.hops(h, dst), h)).expect("an expert has a host")
 }
 
-/// Runs `iters` iterations of `routing[i]` (`[group][token]` → top-k) under one balancer.
-#[allow(clippy::too_many_arguments)]
-pub fn run_balance(
-    cfg: &WaferCfg,
-    model: &ModelPreset,
-    map: &Mapping,
-    bal: &BalanceCfg,
+/// The balancing controllers around the wafer, between iterations: the placement in use,
+/// the load counters' window, the trigger and the decision unit, the migration in flight.
+/// A run driver (`testbenches::run::balance`) builds each iteration's layer with
+/// [`BalanceLoop::program`], runs it on a [`Wafer`] (with [`BalanceLoop::inflight`]'s
+/// migration beside it), hands the measurements to [`BalanceLoop::record`] and
+/// [`BalanceLoop::after_layer`], runs an invasive migration's [`Stall`] when one is asked
+/// for ([`BalanceLoop::stalled`]) and ends with [`BalanceLoop::finish`].
+pub struct BalanceLoop {
+    /// The wafer config every run of the loop uses (one more VC, for the migration stream).
+    pub cfg: WaferCfg,
     kind: BalancerKind,
-    routing: &[Vec<Vec<Vec<u16>>>],
-    threads: usize,
-    wave: Option<(&Path, WaveFormat)>,
-    mut on_iter: impl FnMut(&IterRecord),
-) -> Result<BalanceResult, WaferError> {
-    let mut wave_wafer = wave;
-    let mut wave_decision = wave;
-    bal.validate()?;
-    // Every balancer runs on the same routers: one more VC, for the migration stream.
-    let cfg = &WaferCfg { migration_vc: true, ..cfg.clone() };
-    cfg.validate()?;
-    let dies = cfg.dies();
-    let experts = model.experts;
-    let home = invert(&sched::wafer::expert_hosts(experts, dies), dies);
-    let mut st = State { base: home, replicas: BTreeSet::new(), inflight: None };
-    let expert_flits = model.expert_bytes().div_ceil(cfg.flit_bytes as u64).min(u32::MAX as u64) as u32;
-    let mut window: std::collections::VecDeque<(Vec<u64>, Vec<u64>)> = Default::default();
-    let mut res = BalanceResult {
-        balancer: kind.name().into(),
-        max_over_mean_load: 0.0,
-        migration_stall_cycles: 0,
-        moe_compute_cycles: 0,
-        a2a_cycles: 0,
-        regular_traffic_cycles: 0.0,
-        regular_traffic_cycles_no_migration: 0.0,
-        comm_phase_cycles: 0,
-        comm_phase_cycles_no_migration: 0,
-        total_cycles: 0,
-        migrations: 0,
-        moves: 0,
-        migrated_bytes: 0,
-        decision_cycles: 0,
-        iterations: Vec::new(),
-    };
-    let trig = TriggerCfg { alpha: bal.alpha, beta_cycles: if kind == BalancerKind::TopoNi { 0 } else { bal.invasive_beta_cycles } };
-    let mut now: u64 = 0;
-    let mut last_mig: Option<u64> = None;
-    for (i, r) in routing.iter().enumerate() {
-        let placement = st.placement();
-        let hosts = invert(&placement, experts);
-        let pl: Vec<Vec<A2aXfer>> = plans(cfg, map, &hosts, r);
-        let prog = build_planned(cfg, model, map, pl, &LayerOpts::default());
-        let (e_tokens, d_tokens) = (prog.expert_tokens.clone(), die_loads(&prog, dies));
-        // The layer, with the non-invasive migration beside it.
-        let mut w = Wafer::new(cfg, &prog, threads)?;
-        let run = match (&st.inflight, wave_wafer) {
-            (Some(mp), Some((path, fmt))) => {
-                // The first iteration with a migration in flight goes to the waveform.
-                w.load_migration(mp, MigGate::Windows);
-                wave_wafer = None;
-                let period_ps = (1e6 / cfg.clock_mhz).round().max(1.0) as u64;
-                let mut wr = WaveWriter::create(path, fmt, period_ps, &w.signals(), &WaveFilter::default()).map_err(|e| WaferError::Wave(format!("{}: {e}", path.display())))?;
-                let run = w.run_traced(threads, true, 1 << 40, 2_000_000, Some(&mut wr))?;
-                wr.finish(run.end_cycle).map_err(|e| WaferError::Wave(format!("{}: {e}", path.display())))?;
-                run
-            }
-            (mp, _) => {
-                if let Some(mp) = mp {
-                    w.load_migration(mp, MigGate::Windows);
-                }
-                w.run(threads, true, 1 << 40, 2_000_000)?
-            }
+    bal: BalanceCfg,
+    map: Mapping,
+    model: ModelPreset,
+    st: State,
+    expert_flits: u32,
+    window: std::collections::VecDeque<(Vec<u64>, Vec<u64>)>,
+    trig: TriggerCfg,
+    now: u64,
+    last_mig: Option<u64>,
+    res: BalanceResult,
+    decision_wave: Option<(PathBuf, WaveFormat)>,
+}
+
+/// An invasive migration: the wafer runs nothing but the copies (each chunk straight from
+/// source to destination) — `program` is the empty layer, `plan` the copies.
+pub struct Stall {
+    pub program: LayerProgram,
+    pub plan: MigrationPlan,
+}
+
+/// What a decision changed, for the run driver's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decided {
+    pub moves: usize,
+    pub replicas: usize,
+    pub decision_cycles: u64,
+}
+
+impl BalanceLoop {
+    /// The loop of balancer `kind` on `cfg` (the migration VC added) with `map`'s tables;
+    /// `decision_wave`: the decision unit's first run goes to NAME-decision.EXT beside it.
+    pub fn new(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, bal: &BalanceCfg, kind: BalancerKind, decision_wave: Option<(&Path, WaveFormat)>) -> Result<Self, WaferError> {
+        bal.validate()?;
+        // Every balancer runs on the same routers: one more VC, for the migration stream.
+        let cfg = WaferCfg { migration_vc: true, ..cfg.clone() };
+        cfg.validate()?;
+        let dies = cfg.dies();
+        let home = invert(&sched::wafer::expert_hosts(model.experts, dies), dies);
+        let expert_flits = model.expert_bytes().div_ceil(cfg.flit_bytes as u64).min(u32::MAX as u64) as u32;
+        let res = BalanceResult {
+            balancer: kind.name().into(),
+            max_over_mean_load: 0.0,
+            migration_stall_cycles: 0,
+            moe_compute_cycles: 0,
+            a2a_cycles: 0,
+            regular_traffic_cycles: 0.0,
+            regular_traffic_cycles_no_migration: 0.0,
+            comm_phase_cycles: 0,
+            comm_phase_cycles_no_migration: 0,
+            total_cycles: 0,
+            migrations: 0,
+            moves: 0,
+            migrated_bytes: 0,
+            decision_cycles: 0,
+            iterations: Vec::new(),
         };
-        let (moe, a2a, comm, regular) = traffic(&run);
-        let (comm_no_mig, regular_no_mig) = if let Some(mp) = st.inflight.as_mut() {
+        let trig = TriggerCfg { alpha: bal.alpha, beta_cycles: if kind == BalancerKind::TopoNi { 0 } else { bal.invasive_beta_cycles } };
+        Ok(BalanceLoop {
+            cfg,
+            kind,
+            bal: bal.clone(),
+            map: map.clone(),
+            model: model.clone(),
+            st: State { base: home, replicas: BTreeSet::new(), inflight: None },
+            expert_flits,
+            window: Default::default(),
+            trig,
+            now: 0,
+            last_mig: None,
+            res,
+            decision_wave: decision_wave.map(|(p, f)| (p.to_path_buf(), f)),
+        })
+    }
+
+    /// The layer of one iteration's routing (`[group][token]` → top-k) under the placement in
+    /// use: each token to the replica nearest its holder.
+    pub fn program(&self, routing: &[Vec<Vec<u16>>]) -> LayerProgram {
+        let placement = self.st.placement();
+        let hosts = invert(&placement, self.model.experts);
+        let pl: Vec<Vec<A2aXfer>> = plans(&self.cfg, &self.map, &hosts, routing);
+        build_planned(&self.cfg, &self.model, &self.map, pl, &LayerOpts::default())
+    }
+
+    /// The non-invasive migration in flight (its chunks go beside the next layer).
+    pub fn inflight(&self) -> Option<&MigrationPlan> {
+        self.st.inflight.as_ref()
+    }
+
+    /// Marks what the migration engines of `w` delivered in the layer just run (the same
+    /// layer is then run without it, for [`BalanceLoop::record`]'s unperturbed numbers).
+    pub fn delivered(&mut self, w: &Wafer) {
+        if let Some(mp) = self.st.inflight.as_mut() {
             w.migration_delivered(mp);
-            let mut w0 = Wafer::new(cfg, &prog, threads)?;
-            let t = traffic(&w0.run(threads, true, 1 << 40, 2_000_000)?);
-            (t.2, t.3)
-        } else {
-            (comm, regular)
+        }
+    }
+
+    /// The record of iteration `i`: its layer `prog`, the run `run` (with the migration in
+    /// flight beside it) and, with a migration, the same layer run alone (`alone`).
+    pub fn record(&self, i: usize, prog: &LayerProgram, run: &WaferRun, alone: Option<&WaferRun>) -> IterRecord {
+        let d_tokens = die_loads(prog, self.cfg.dies());
+        let (moe, a2a, comm, regular) = traffic(run);
+        let (comm_no_mig, regular_no_mig) = match alone {
+            Some(r0) => {
+                let t = traffic(r0);
+                (t.2, t.3)
+            }
+            None => (comm, regular),
         };
-        let mut rec = IterRecord {
+        IterRecord {
             iter: i as u32,
             max_over_mean: max_over_mean(&d_tokens.iter().map(|&x| x as f64).collect::<Vec<_>>()),
-            device_loads: d_tokens.clone(),
+            device_loads: d_tokens,
             layer_cycles: run.layer_cycles,
             moe_compute_cycles: moe,
             a2a_cycles: a2a,
@@ -335,9 +378,20 @@ pub fn run_balance(
             migration_stall_cycles: 0,
             migration_flits: run.mig_flits,
             triggered: false,
-            replicas: st.replicas.len() as u32,
-        };
-        now += run.layer_cycles;
+            replicas: self.st.replicas.len() as u32,
+        }
+    }
+
+    /// Between iterations, after the layer of `rec` (`prog`): the landed replicas join the
+    /// placement, the load counters take the iteration, the trigger runs and, when it fires,
+    /// the decision unit re-plans. An invasive balancer's copies come back as a [`Stall`] the
+    /// driver runs before the next iteration (then [`BalanceLoop::stalled`]).
+    pub fn after_layer(&mut self, rec: &mut IterRecord, prog: &LayerProgram) -> Result<(Option<Decided>, Option<Stall>), WaferError> {
+        let (kind, bal) = (self.kind, &self.bal);
+        let dies = self.cfg.dies();
+        let experts = self.model.experts;
+        let st = &mut self.st;
+        self.now += rec.layer_cycles;
         // Replicas whose weights landed join the placement for the next iteration.
         if let Some(mp) = &st.inflight {
             for (k, m) in mp.moves.iter().enumerate() {
@@ -351,13 +405,13 @@ pub fn run_balance(
         }
         // Load counters (per expert, and per die as measured) over the window, and the trigger
         // on the measured device loads.
-        window.push_back((e_tokens, d_tokens));
-        if window.len() > bal.window_iters as usize {
-            window.pop_front();
+        self.window.push_back((prog.expert_tokens.clone(), rec.device_loads.clone()));
+        if self.window.len() > bal.window_iters as usize {
+            self.window.pop_front();
         }
         let mut load = vec![0f64; experts as usize];
         let mut dev = vec![0f64; dies as usize];
-        for (e, d) in &window {
+        for (e, d) in &self.window {
             for (l, &c) in load.iter_mut().zip(e) {
                 *l += c as f64;
             }
@@ -365,63 +419,85 @@ pub fn run_balance(
                 *l += c as f64;
             }
         }
-        let since = last_mig.map_or(u64::MAX, |t| now - t);
+        let since = self.last_mig.map_or(u64::MAX, |t| self.now - t);
         // The trigger (CL) runs only when a decision could follow.
         let fire = kind != BalancerKind::None && st.inflight.is_none() && {
-            let (f, c) = TriggerCl::new(&trig, &[dev], since).run();
-            res.decision_cycles += c;
+            let (f, c) = TriggerCl::new(&self.trig, &[dev], since).run();
+            self.res.decision_cycles += c;
             f
         };
-        if fire {
-            let trace = wave_decision.take();
-            let (moves, new_replicas, cycles) = decide(kind, &st, map, &load, bal, dies, experts, cfg.clock_mhz, trace)?;
-            res.decision_cycles += cycles;
-            // Replicas the new plan does not keep are dropped now (their slots are reused).
-            if kind != BalancerKind::Eplb {
-                st.replicas.retain(|r| new_replicas.contains(r));
-            }
-            if !moves.is_empty() {
-                rec.triggered = true;
-                res.migrations += 1;
-                res.moves += moves.len() as u64;
-                res.migrated_bytes += moves.len() as u64 * model.expert_bytes();
-                last_mig = Some(now);
-                if kind == BalancerKind::TopoNi {
-                    st.inflight = Some(MigrationPlan::stepwise(map, &moves, expert_flits, bal.chunk_flits));
-                } else {
-                    let stall = stall_run(cfg, map, &moves, expert_flits, bal.chunk_flits, threads)?;
-                    rec.migration_stall_cycles = stall.0;
-                    rec.migration_flits += stall.1;
-                    now += stall.0;
-                    if kind == BalancerKind::Eplb {
-                        st.base = vec![Vec::new(); dies as usize];
-                        for &(e, d) in &new_replicas {
-                            st.base[d as usize].push(e);
-                        }
-                        st.replicas.clear();
-                    } else {
-                        st.replicas.extend(moves.iter().map(|m| (m.expert, m.dst_device)));
-                    }
-                }
-            }
+        if !fire {
+            return Ok((None, None));
         }
-        on_iter(&rec);
-        res.iterations.push(rec);
+        let trace = self.decision_wave.take();
+        let (moves, new_replicas, cycles) = decide(kind, st, &self.map, &load, bal, dies, experts, self.cfg.clock_mhz, trace.as_ref().map(|(p, f)| (p.as_path(), *f)))?;
+        self.res.decision_cycles += cycles;
+        let decided = Decided { moves: moves.len(), replicas: new_replicas.len(), decision_cycles: cycles };
+        // Replicas the new plan does not keep are dropped now (their slots are reused).
+        if kind != BalancerKind::Eplb {
+            st.replicas.retain(|r| new_replicas.contains(r));
+        }
+        if moves.is_empty() {
+            return Ok((Some(decided), None));
+        }
+        rec.triggered = true;
+        self.res.migrations += 1;
+        self.res.moves += moves.len() as u64;
+        self.res.migrated_bytes += moves.len() as u64 * self.model.expert_bytes();
+        self.last_mig = Some(self.now);
+        if kind == BalancerKind::TopoNi {
+            st.inflight = Some(MigrationPlan::stepwise(&self.map, &moves, self.expert_flits, bal.chunk_flits));
+            return Ok((Some(decided), None));
+        }
+        let plan = MigrationPlan::direct(&moves, self.expert_flits, bal.chunk_flits);
+        let program = LayerProgram { micro_batches: self.cfg.micro_batches, mapping: Some(self.map.clone()), dies: vec![Default::default(); dies as usize], ..Default::default() };
+        if kind == BalancerKind::Eplb {
+            st.base = vec![Vec::new(); dies as usize];
+            for &(e, d) in &new_replicas {
+                st.base[d as usize].push(e);
+            }
+            st.replicas.clear();
+        } else {
+            st.replicas.extend(moves.iter().map(|m| (m.expert, m.dst_device)));
+        }
+        Ok((Some(decided), Some(Stall { program, plan })))
     }
-    let after: Vec<&IterRecord> = res.iterations.iter().filter(|r| r.iter >= bal.warmup_iters).collect();
-    let pick = if after.is_empty() { res.iterations.iter().collect() } else { after };
-    res.max_over_mean_load = pick.iter().map(|r| r.max_over_mean).sum::<f64>() / pick.len().max(1) as f64;
-    for r in &res.iterations {
-        res.migration_stall_cycles += r.migration_stall_cycles;
-        res.moe_compute_cycles += r.moe_compute_cycles;
-        res.a2a_cycles += r.a2a_cycles;
-        res.regular_traffic_cycles += r.regular_traffic_cycles;
-        res.regular_traffic_cycles_no_migration += r.regular_traffic_cycles_no_migration;
-        res.comm_phase_cycles += r.comm_phase_cycles;
-        res.comm_phase_cycles_no_migration += r.comm_phase_cycles_no_migration;
-        res.total_cycles += r.layer_cycles + r.migration_stall_cycles;
+
+    /// An invasive migration's stall of `run` (its end: the stall's cycles; its flits).
+    pub fn stalled(&mut self, rec: &mut IterRecord, run: &WaferRun) {
+        rec.migration_stall_cycles = run.end_cycle;
+        rec.migration_flits += run.mig_flits;
+        self.now += run.end_cycle;
     }
-    Ok(res)
+
+    /// Keeps the iteration's record.
+    pub fn push(&mut self, rec: IterRecord) {
+        self.res.iterations.push(rec);
+    }
+
+    /// The records so far.
+    pub fn iterations(&self) -> &[IterRecord] {
+        &self.res.iterations
+    }
+
+    /// The totals over the iterations (the mean imbalance after the warm-up).
+    pub fn finish(self) -> BalanceResult {
+        let mut res = self.res;
+        let after: Vec<&IterRecord> = res.iterations.iter().filter(|r| r.iter >= self.bal.warmup_iters).collect();
+        let pick = if after.is_empty() { res.iterations.iter().collect() } else { after };
+        res.max_over_mean_load = pick.iter().map(|r| r.max_over_mean).sum::<f64>() / pick.len().max(1) as f64;
+        for r in &res.iterations {
+            res.migration_stall_cycles += r.migration_stall_cycles;
+            res.moe_compute_cycles += r.moe_compute_cycles;
+            res.a2a_cycles += r.a2a_cycles;
+            res.regular_traffic_cycles += r.regular_traffic_cycles;
+            res.regular_traffic_cycles_no_migration += r.regular_traffic_cycles_no_migration;
+            res.comm_phase_cycles += r.comm_phase_cycles;
+            res.comm_phase_cycles_no_migration += r.comm_phase_cycles_no_migration;
+            res.total_cycles += r.layer_cycles + r.migration_stall_cycles;
+        }
+        res
+    }
 }
 
 /// The decision unit's waveform beside the wafer's: NAME-decision.EXT.
@@ -476,15 +552,4 @@ fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &Bal
         .map(|&(e, d)| Move { expert: e, src_device: nearest(map, &cur_hosts[e as usize], d), dst_device: d })
         .collect();
     Ok((moves, targets, cycles))
-}
-
-/// An invasive migration: the wafer runs nothing but the copies (each chunk straight from
-/// source to destination). Returns (cycles, flits).
-fn stall_run(cfg: &WaferCfg, map: &Mapping, moves: &[Move], expert_flits: u32, chunk_flits: u32, threads: usize) -> Result<(u64, u64), WaferError> {
-    let plan = MigrationPlan::direct(moves, expert_flits, chunk_flits);
-    let empty = LayerProgram { micro_batches: cfg.micro_batches, mapping: Some(map.clone()), dies: vec![Default::default(); cfg.dies() as usize], ..Default::default() };
-    let mut w = Wafer::new(cfg, &empty, threads)?;
-    w.load_migration(&plan, MigGate::Always);
-    let run = w.run(threads, true, 1 << 40, 2_000_000)?;
-    Ok((run.end_cycle, run.mig_flits))
 }

@@ -56,3 +56,31 @@ pub const BENCH_TOKENS: RangeInclusive<u64> = 1..=1 << 16;
 pub const SWEEP_MAX_POINTS: usize = 100_000;
 /// Points of a sweep run at once, at most.
 pub const SWEEP_MAX_THREADS: usize = 1024;
+
+// ---- the wafer side (`gps`, `semmoe`, `balance`) ----
+
+/// MoE-GPS: link bandwidth per link and direction, GB/s (a 2048-byte flit takes at most 64
+/// cycles per link at the slow end).
+pub const GPS_LINK_GBPS: RangeInclusive<f64> = 32.0..=2048.0;
+/// MoE-GPS: held-out iterations measured.
+pub const GPS_ITERS: RangeInclusive<u32> = 1..=16;
+/// MoE-GPS: warm-up iterations of the Distribution-Only counters.
+pub const GPS_MAX_WARMUP: u32 = 256;
+/// MoE-GPS: the Distribution-Only moving window, iterations.
+pub const GPS_WINDOW: RangeInclusive<u32> = 1..=1024;
+/// MoE-GPS: spare expert slots per die.
+pub const GPS_MAX_SPARE_SLOTS: u32 = 64;
+/// MoE-GPS: tokens per iteration.
+pub const GPS_TOKENS: RangeInclusive<u32> = 1..=65_536;
+
+/// Sem-MoE: devices (dies of the wafer, Sem-MoE clusters).
+pub const SEMMOE_DEVICES: RangeInclusive<u32> = 2..=4096;
+/// Sem-MoE: held-out batches simulated on the mesh, per layer (0 would simulate nothing).
+pub const SEMMOE_MESH_BATCHES: RangeInclusive<u32> = 1..=64;
+/// Sem-MoE: attention-TP tokens per batch.
+pub const SEMMOE_TP_BATCH: RangeInclusive<u32> = 1..=65_536;
+/// Sem-MoE: micro-batches per layer on the mesh.
+pub const SEMMOE_MICRO_BATCHES: RangeInclusive<u32> = 1..=64;
+
+/// Balance runs: iterations.
+pub const BALANCE_ITERS: RangeInclusive<u64> = 1..=100_000;
