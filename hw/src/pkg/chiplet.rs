@@ -28,11 +28,31 @@
 use std::collections::VecDeque;
 
 use super::ring::{RingBufferCl, SlotTag};
-use super::rule5::FreeReport;
 use crate::harness::{Probe, SignalDecl};
 
 /// Chiplet id within the package (row · cols + col), < 16.
 pub type ChipletId = u8;
+
+/// A chiplet's free ring slots as the IO die's Rule-5 load arbiter (`rule5.rs`) sees them:
+/// the value of the status link this controller drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FreeReport {
+    /// Slots a granted expert's micro-slice may take.
+    pub granted: u16,
+    /// Slots a pre-load (ungranted expert) may take.
+    pub preload: u16,
+}
+
+impl FreeReport {
+    /// Room for a micro-slice of a granted expert, or of a pre-loaded one.
+    pub fn room(&self, granted: bool) -> u16 {
+        if granted {
+            self.granted
+        } else {
+            self.preload
+        }
+    }
+}
 
 /// Strategy knobs of the controller (set by the strategy presets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,29 +27,11 @@ use std::collections::VecDeque;
 use sched::pkg::iodie::SchedMsg;
 
 use super::chiplet::{ChipletId, Trajectory};
-use super::package::PkgTraj;
+/// The status link's value (sent by the chiplet controller, which owns it).
+pub use super::chiplet::FreeReport;
+use super::traj::PkgTraj;
 use super::ring::SlotTag;
 use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
-
-/// A chiplet's free ring slots as the arbiter sees them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FreeReport {
-    /// Slots a granted expert's micro-slice may take.
-    pub granted: u16,
-    /// Slots a pre-load (ungranted expert) may take.
-    pub preload: u16,
-}
-
-impl FreeReport {
-    /// Room for a micro-slice of a granted expert, or of a pre-loaded one.
-    fn room(&self, granted: bool) -> u16 {
-        if granted {
-            self.granted
-        } else {
-            self.preload
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 pub struct ArbiterPorts<'a> {

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use sched::pkg::iodie::{TokenBufferCfgFl, TokenBufferFl};
 use sched::trace::Trace;
 
-use super::package::{LayerInput, LayerRequests};
+use super::layer::{LayerInput, LayerRequests};
 
 /// One forward pass of one request: its tokens (indices into the trace) and the first
 /// global iteration it may start at.

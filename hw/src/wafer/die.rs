@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::compute::{ComputeEngineCl, Kernel, KernelKind};
-use super::functional::{FuncDie, PayloadStore};
+use super::payload::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
 use super::migration::MigrationEngineCl;
 use super::program::{DieProgram, Ev, LayerProgram, Phase};
@@ -46,6 +46,18 @@ impl DieTimes {
     fn new(mbs: usize) -> Self {
         DieTimes { phase_first: vec![[NEVER; 3]; mbs], phase_last: vec![[0; 3]; mbs], kernel_first: [NEVER; KernelKind::ALL.len()], kernel_last: [0; KernelKind::ALL.len()], done_at: NEVER, tx_start: Vec::new(), rx_done: Vec::new() }
     }
+}
+
+/// The mapping controller's table entries of one die (traced as `map.group`, `map.rank`,
+/// `map.ftd`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MapRegs {
+    /// TP group.
+    pub group: u32,
+    /// Rank in the group's ring.
+    pub rank: u32,
+    /// Full token domain (FTD).
+    pub ftd: u32,
 }
 
 pub struct DieCl {
@@ -82,8 +94,8 @@ pub struct DieCl {
     /// Traced: the collective step and micro-batch of the newest transfer started.
     pub cur_step: u32,
     pub cur_tx_mb: u32,
-    /// The mapping controller's table entries of this die: TP group, ring rank, FTD.
-    pub map_regs: [u32; 3],
+    /// The mapping controller's table entries of this die.
+    pub map_regs: MapRegs,
     pub cur_mb: u32,
     pub flits_left: u64,
     /// Functional mode: the die's values and the program the payloads are built from.
@@ -138,7 +150,7 @@ impl DieCl {
             tx_step: dp.tx.iter().map(|&x| prog.xfers[x as usize].step).collect(),
             cur_step: 0,
             cur_tx_mb: 0,
-            map_regs: [0; 3],
+            map_regs: MapRegs::default(),
             tx_pending: dp.tx_deps.iter().map(|d| d.len() as u32).collect(),
             tx_left: tx.len() as u32,
             rx_left: dp.rx.len() as u32,
@@ -352,9 +364,10 @@ impl crate::harness::Probe for DieCl {
         out.push(self.flits_left & 0xffff_ffff);
         out.push(self.compute.running.map_or(0, |i| self.kernels[i].kind.idx() as u64 + 1));
         out.push(self.compute.running.map_or(0, |i| self.kernels[i].mb as u64 & 0xff));
-        for v in self.map_regs {
-            out.push(v as u64 & 0xffff);
-        }
+        let r = &self.map_regs;
+        out.push(r.group as u64 & 0xffff);
+        out.push(r.rank as u64 & 0xffff);
+        out.push(r.ftd as u64 & 0xffff);
         let m = &self.mig;
         out.push(m.cur_kind as u64);
         out.push(m.cur_move as u64 & 0xffff);

@@ -12,6 +12,7 @@ pub mod dma;
 pub mod functional;
 pub mod mapping;
 pub mod migration;
+pub mod payload;
 pub mod predictor;
 pub mod program;
 pub mod result;

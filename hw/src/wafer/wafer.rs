@@ -10,8 +10,8 @@
 use sched::noc::Dir;
 
 use super::config::WaferCfg;
-use super::die::{DieCl, DieTimes};
-use super::functional::PayloadStore;
+use super::die::{DieCl, DieTimes, MapRegs};
+use super::payload::PayloadStore;
 use super::compute::KernelKind;
 use super::migration::{MigGate, MigrationEngineCl, MigrationPlan};
 use super::program::{LayerProgram, Phase};
@@ -280,7 +280,7 @@ impl Wafer {
             die.dma.mig_vc = cfg.migration_vc.then(|| r.vcs as u8 - 1);
             let mut cold_mask = [0u8; 4];
             if let Some(m) = &prog.mapping {
-                die.map_regs = [m.group_of[i as usize], m.rank_of[i as usize], m.ftd_of[i as usize]];
+                die.map_regs = MapRegs { group: m.group_of[i as usize], rank: m.rank_of[i as usize], ftd: m.ftd_of[i as usize] };
                 // Disjoint FTDs: intra-FTD links are cold in the all-reduce; with all-gather every
                 // fetch stays inside its FTD, so links between FTDs are idle (hence cold) in
                 // dispatch and combine.

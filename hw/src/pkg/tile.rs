@@ -1,0 +1,485 @@
+//! One chiplet of the package as the partitions step it: its blocks (die router, D2D engine,
+//! chiplet controller, PE array, DDR channel, the UCIe adapters of its outgoing die-to-die
+//! links) and the glue between them — the tile's link ends, the registered glue between the
+//! controller and its neighbours, this layer's work, the run's counters and time integrals,
+//! and in functional mode the partial outputs computed here.
+//!
+//! The glue is registered: the controller's PE start is issued to the array at the next
+//! core edge, the slot it gives a waiting D2D head reaches the engine at the next edge, DDR
+//! requests and responses cross into and out of the DDR domain on crossing links.
+//!
+//! The per-edge methods are `#[inline]`: the partition step that calls them (package.rs) is
+//! another codegen unit now, and without the hint they were no longer inlined there (the
+//! package bench ran ~2% slower than when they shared a file).
+
+use std::collections::{HashMap, VecDeque};
+
+use sched::pkg::iodie::SchedMsg;
+use sched::pkg::moe::{micro_slice_partial_fl, MicroSliceWeights};
+
+use super::chiplet::{ChipletCtrlModel, ChipletId, CtrlIn, CtrlOut, CtrlSched};
+use super::ddr::{DdrChannelCl, DdrReq};
+use super::ni::{D2dEngineCl, PacketKind};
+use super::pe_array::{PeArrayCl, PeJob};
+use super::ring::SlotTag;
+use super::timeline::{BreakdownRec, PeState, TimelineRec};
+use super::ucie::UcieAdapterCl;
+use super::wires::{FuncData, PkgCtx, PkgWires};
+use crate::harness::{Cycle, LinkId, Probe, SignalDecl, WakeOffsets, WakeSet};
+use crate::noc::router::RouterCl;
+
+/// One chiplet: its blocks (public: testbenches and reports read them) and their glue.
+pub struct ChipletTile {
+    pub id: ChipletId,
+    pub scope: String,
+    pub router: RouterCl,
+    pub ni: D2dEngineCl,
+    /// The CL controller, or its stand-in (`--rtl chiplet-ctrl`).
+    pub ctrl: Box<dyn ChipletCtrlModel>,
+    pub pe: PeArrayCl,
+    pub ddr: DdrChannelCl,
+    /// Adapters of this die's outgoing die-to-die links, with their direction names.
+    pub ucie: Vec<(&'static str, UcieAdapterCl)>,
+    pub(super) links: TileLinks,
+    pub(super) glue: TileGlue,
+    pub(super) work: TileWork,
+    pub(super) stats: TileStats,
+    pub(super) activity: TileActivity,
+    /// Functional mode: partial outputs per (token, expert).
+    pub(super) partials: FuncPartials,
+    /// Ticks at which values this tile's blocks sent land (the tile is evaluated then).
+    pub(super) wake: WakeSet,
+}
+
+/// The tile's ends of the package's links (ids in the arenas of [`PkgWires`]).
+pub(super) struct TileLinks {
+    pub(super) msg_in: LinkId,
+    pub(super) done_out: LinkId,
+    pub(super) ddr_req_out: LinkId,
+    pub(super) ddr_resp_in: LinkId,
+    /// Hand-off sideband: my link to each chiplet, and each other chiplet's link to me.
+    pub(super) handoff_out: Vec<LinkId>,
+    pub(super) handoff_in: Vec<LinkId>,
+    /// Rule 5: free-slot reports out, load assignments in.
+    pub(super) status_out: LinkId,
+    pub(super) load_in: LinkId,
+}
+
+/// Registered glue between the controller and its neighbours.
+pub(super) struct TileGlue {
+    /// PE job issued at the next edge.
+    pub(super) pe_job: Option<PeJob>,
+    /// Slot for the waiting D2D head, given at the next edge.
+    pub(super) rx_slot_reg: Option<u32>,
+    /// Hand-offs received but not yet taken by the controller (one per cycle).
+    pub(super) handoff_q: VecDeque<SlotTag>,
+    /// DDR requests in flight, and how many the channel's queue takes.
+    pub(super) ddr_outstanding: u32,
+    pub(super) ddr_depth: u32,
+    /// First tick the DDR request crossing is free again: the crossing carries one request
+    /// per DDR edge, so a core faster than the DDR holds its next request (the controller
+    /// sees `ddr_ready` low) rather than landing two on one DDR edge (issue 19).
+    pub(super) ddr_req_free_at: Cycle,
+}
+
+impl TileGlue {
+    pub(super) fn new(ddr_depth: u32) -> Self {
+        TileGlue { pe_job: None, rx_slot_reg: None, handoff_q: VecDeque::new(), ddr_outstanding: 0, ddr_depth, ddr_req_free_at: 0 }
+    }
+}
+
+/// This layer's work on the tile, fixed when the package is built.
+pub(super) struct TileWork {
+    /// Tokens computed here per expert (PE job rows) and, functional mode, their ids.
+    pub(super) m_here: Vec<u32>,
+    pub(super) tokens_here: Vec<Vec<u32>>,
+    /// EP/Hydra: tokens of each expert this chiplet owns, per home (for the combine).
+    pub(super) combine_to: Vec<Vec<(u8, u32)>>,
+    /// Grants addressed to this chiplet, and combine packets it receives.
+    pub(super) grants_expected: u32,
+    pub(super) combines_expected: u32,
+    /// Activations of the tokens homed here, and outputs accumulated here, in tokens.
+    pub(super) home_tokens: u32,
+    pub(super) out_tokens: u32,
+}
+
+/// Counters of the run.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TileStats {
+    pub(super) grants_seen: u32,
+    pub(super) combines_seen: u32,
+    /// Activations dispatched in, tokens.
+    pub(super) tokens_in: u32,
+    /// Flits the adapters had delivered at the last evaluation (progress counter).
+    pub(super) ucie_delivered: u64,
+    pub(super) peak_token_bytes: u64,
+    pub(super) macs: u64,
+    pub(super) ddr_bytes: u64,
+    /// Progress since the partition last read it (watchdog).
+    pub(super) progress: u64,
+}
+
+/// Time accounting: the state held between evaluated core edges, integrated over time.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TileActivity {
+    pub(super) last_t: Cycle,
+    /// Time integral of live ring slots (slot·ticks), for the mean weight memory.
+    pub(super) live_integral: u128,
+    /// What the PE array is doing since the last core edge, and its integral.
+    pub(super) pe_state: PeState,
+    pub(super) breakdown: BreakdownRec,
+    /// MACs per cycle of the job in (or entering) the PE array.
+    pub(super) mac_rate: f64,
+    /// A job's last busy cycle is the edge that reports it done: that cycle (until this
+    /// tick, at that job's MAC rate) still computes whatever the state after the edge.
+    pub(super) compute_until: Cycle,
+    pub(super) done_rate: f64,
+    /// Activity per time bin (when asked for), and the traffic counters it last read.
+    pub(super) timeline: Option<TimelineRec>,
+    pub(super) seen: TrafficBytes,
+}
+
+/// Traffic of a tile in bytes (timeline input): DDR data bursts read, D2D flits sent and
+/// received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct TrafficBytes {
+    pub(super) ddr_read: u64,
+    pub(super) d2d_tx: u64,
+    pub(super) d2d_rx: u64,
+}
+
+/// Functional mode: the partial outputs computed on this chiplet, per (token, expert),
+/// accumulated over the expert's micro-slices.
+#[derive(Debug, Clone, Default)]
+pub(super) struct FuncPartials {
+    by_token_expert: HashMap<(u32, u16), Vec<i32>>,
+}
+
+impl FuncPartials {
+    /// Adds `p` (`d` values) to token `t`'s partial output of expert `e`.
+    fn add(&mut self, t: u32, e: u16, p: &[i32]) {
+        let acc = self.by_token_expert.entry((t, e)).or_insert_with(|| vec![0; p.len()]);
+        for (a, v) in acc.iter_mut().zip(p) {
+            *a = a.wrapping_add(*v);
+        }
+    }
+
+    pub(super) fn get(&self, t: u32, e: u16) -> Option<&Vec<i32>> {
+        self.by_token_expert.get(&(t, e))
+    }
+}
+
+fn to_ctrl(m: SchedMsg) -> CtrlSched {
+    match m {
+        SchedMsg::Preload { expert, mask } => CtrlSched::Preload { expert, mask },
+        SchedMsg::Grant { expert, mask, .. } => CtrlSched::Grant { expert, mask },
+    }
+}
+
+impl ChipletTile {
+    /// A tile at the start of the layer: its blocks, link ends and work (`ddr_depth`: the DDR
+    /// channel's queue); no glue in flight, counters at zero.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        id: ChipletId,
+        scope: String,
+        router: RouterCl,
+        ni: D2dEngineCl,
+        ctrl: Box<dyn ChipletCtrlModel>,
+        pe: PeArrayCl,
+        ddr: DdrChannelCl,
+        ucie: Vec<(&'static str, UcieAdapterCl)>,
+        links: TileLinks,
+        work: TileWork,
+        ddr_depth: u32,
+    ) -> Self {
+        let glue = TileGlue::new(ddr_depth);
+        ChipletTile {
+            id,
+            scope,
+            router,
+            ni,
+            ctrl,
+            pe,
+            ddr,
+            ucie,
+            links,
+            glue,
+            work,
+            stats: TileStats::default(),
+            activity: TileActivity::default(),
+            partials: FuncPartials::default(),
+            wake: WakeSet::default(),
+        }
+    }
+
+    /// Which of the end conditions of [`Self::finished`] still fail (watchdog report).
+    pub(super) fn unfinished(&self) -> String {
+        let c = &self.ctrl;
+        let mut v = Vec::new();
+        if !c.quiescent() {
+            v.push(format!("controller not quiescent ({})", c.state_summary()));
+        }
+        if self.ni.busy() {
+            v.push("D2D engine busy".to_string());
+        }
+        if self.router.occupancy() > 0 {
+            v.push(format!("{} flits in the router", self.router.occupancy()));
+        }
+        if self.glue.pe_job.is_some() || self.pe.busy() {
+            v.push("PE array busy".to_string());
+        }
+        if !self.glue.handoff_q.is_empty() {
+            v.push(format!("{} hand-offs queued", self.glue.handoff_q.len()));
+        }
+        if self.glue.ddr_outstanding > 0 {
+            v.push(format!("{} DDR requests outstanding", self.glue.ddr_outstanding));
+        }
+        if v.is_empty() {
+            v.push("links or adapters still busy".to_string());
+        }
+        v.join(", ")
+    }
+
+    #[inline]
+    pub(super) fn finished(&self) -> bool {
+        self.ctrl.quiescent()
+            && self.stats.grants_seen == self.work.grants_expected
+            && self.stats.combines_seen == self.work.combines_expected
+            && !self.ni.busy()
+            && self.router.occupancy() == 0
+            && self.glue.pe_job.is_none()
+            && self.glue.handoff_q.is_empty()
+            && self.glue.rx_slot_reg.is_none()
+            && !self.pe.busy()
+            && self.glue.ddr_outstanding == 0
+            && !self.ddr.has_requests()
+            && self.ucie.iter().all(|(_, a)| !a.busy())
+    }
+
+    /// Time integrals of the state held since the last core edge, up to tick `now`: live
+    /// ring slots, the cycle breakdown, the timeline.
+    #[inline]
+    pub(super) fn integrate(&mut self, now: Cycle, slot_bytes: usize) {
+        let live = self.ctrl.live_slots() as u128;
+        self.activity.live_integral += live * (now - self.activity.last_t) as u128;
+        let split = self.activity.compute_until.clamp(self.activity.last_t, now);
+        self.activity.breakdown.add(PeState::Compute, split - self.activity.last_t);
+        self.activity.breakdown.add(self.activity.pe_state, now - split);
+        if let Some(tl) = self.activity.timeline.as_mut() {
+            let w = live as f64 * slot_bytes as f64;
+            tl.interval(0, self.activity.last_t, split, true, self.activity.done_rate, w);
+            tl.interval(0, split, now, self.activity.pe_state == PeState::Compute, self.activity.mac_rate, w);
+        }
+        self.activity.last_t = now;
+    }
+
+    /// The PE array's state from this core edge on (see [`CycleBreakdown`]).
+    #[inline]
+    pub(super) fn pe_state_now(&self) -> PeState {
+        if self.pe.busy() {
+            PeState::Compute
+        } else if self.pe.counters.busy_cycles == 0 && self.glue.pe_job.is_none() {
+            PeState::Fill
+        } else if self.glue.ddr_outstanding > 0 {
+            PeState::DdrWait
+        } else if self.ctrl.pending() > 0 {
+            PeState::D2dWait
+        } else {
+            PeState::SchedWait
+        }
+    }
+
+    /// DDR data bursts and D2D flits since the last core edge, into the timeline.
+    pub(super) fn count_traffic(&mut self, now: Cycle, ctx: &PkgCtx) {
+        let now_counts = TrafficBytes { ddr_read: self.ddr.stats().reads * ctx.ddr_burst_bytes, d2d_tx: self.ni.stats.tx_flits * ctx.flit_bytes, d2d_rx: self.ni.stats.rx_flits * ctx.flit_bytes };
+        let seen = std::mem::replace(&mut self.activity.seen, now_counts);
+        if let Some(tl) = self.activity.timeline.as_mut() {
+            tl.count(0, now, now_counts.ddr_read - seen.ddr_read, now_counts.d2d_tx - seen.d2d_tx, now_counts.d2d_rx - seen.d2d_rx);
+        }
+    }
+
+    fn token_bytes(&self, ctx: &PkgCtx) -> u64 {
+        (self.work.home_tokens + self.stats.tokens_in) as u64 * ctx.d_model as u64 * ctx.act_bytes as u64 + self.work.out_tokens as u64 * ctx.d_model as u64 * 4
+    }
+
+    /// One core edge of the chiplet's core-domain blocks.
+    ///
+    /// # Safety
+    /// Engine protocol: sole sender/receiver of this tile's links, at core edge `now`.
+    #[inline]
+    pub(super) unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets) -> bool {
+        let mut active = false;
+        // --- registered inputs
+        let sched = w.msgs.recv(self.links.msg_in, now).map(|m| to_ctrl(m.msg));
+        if let Some(CtrlSched::Grant { mask, .. }) = sched {
+            if mask >> self.id & 1 == 1 {
+                self.stats.grants_seen += 1;
+            }
+        }
+        let ddr_landed = w.ddr_resp.recv(self.links.ddr_resp_in, now).map(|r| {
+            self.glue.ddr_outstanding -= 1;
+            r.id
+        });
+        if let (Some(s), Some(f)) = (ddr_landed, ctx.func.as_ref()) {
+            let tag = self.ctrl.slot_tag(s);
+            let src = &f.image[tag.expert as usize][tag.k as usize];
+            let b = s as usize * ctx.slot_bytes;
+            self.ctrl.ring_data_mut()[b..b + src.len()].copy_from_slice(src);
+        }
+        for &l in &self.links.handoff_in {
+            if let Some(tag) = w.handoff.recv(l, now) {
+                self.glue.handoff_q.push_back(tag);
+            }
+        }
+        let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
+        let pe_done = self.pe.eval(now, self.glue.pe_job.take());
+        if pe_done.is_some() {
+            self.activity.compute_until = now + ctx.core.div;
+            self.activity.done_rate = self.activity.mac_rate;
+        }
+        if let (Some(s), Some(f)) = (pe_done, ctx.func.as_ref()) {
+            self.compute_partials(s, f, ctx);
+        }
+        let ev = self.ni.eval(now, &w.flits, &w.credits, self.glue.rx_slot_reg.take(), self.ctrl.ring_data_mut(), ctx.slot_bytes, &w.pools);
+        let mut tokens_arrived = None;
+        match ev.tokens_landed {
+            Some((PacketKind::Dispatch, e, n)) => {
+                tokens_arrived = Some((e, n));
+                self.stats.tokens_in += n;
+            }
+            Some((PacketKind::Combine, _, n)) => {
+                self.stats.combines_seen += 1;
+                let _ = n;
+            }
+            _ => {}
+        }
+        // The DDR request crossing is still taken (a DDR slower than the core): the
+        // controller sees `ddr_ready` low now and must be evaluated again at the first core
+        // edge it is free, even if nothing else happens by then (fast-forward).
+        if ctx.ddr.next_edge(now + 1) < self.glue.ddr_req_free_at {
+            self.wake.add(ctx.core.next_edge(self.glue.ddr_req_free_at - 1));
+        }
+        let inp = CtrlIn {
+            sched,
+            ddr_ready: self.glue.ddr_outstanding < self.glue.ddr_depth && ctx.ddr.next_edge(now + 1) >= self.glue.ddr_req_free_at,
+            ddr_landed,
+            rx_head: ev.rx_head,
+            rx_landed: ev.rx_landed,
+            pe_done,
+            tx_done: ev.tx_done,
+            tx_ready: ev.tx_ready,
+            tokens_arrived,
+            handoff: self.glue.handoff_q.pop_front(),
+            load: w.loads.recv(self.links.load_in, now),
+        };
+        let out = self.ctrl.step(&inp, &ctx.traj);
+        // --- outputs to the neighbours
+        self.glue.rx_slot_reg = out.rx_slot;
+        if let Some((s, tag)) = out.pe_start {
+            let e = tag.expert as usize;
+            let job = self.pe.cfg().micro_slice_job(s, self.work.m_here[e], ctx.d_model, ctx.slice_f[tag.k as usize]);
+            self.activity.mac_rate = job.macs() as f64 / self.pe.cfg().job_busy_cycles(&job).max(1) as f64;
+            self.stats.macs += job.macs();
+            self.glue.pe_job = Some(job);
+        }
+        if let Some((s, dest)) = out.tx_start {
+            let tag = self.ctrl.slot_tag(s);
+            self.ni.start_tx(s, tag, ctx.slice_bytes[tag.k as usize] as usize, dest);
+        }
+        if let Some((s, tag)) = out.ddr_req {
+            let bytes = ctx.slice_bytes[tag.k as usize];
+            let addr = (tag.expert as u64 * ctx.micro_slices as u64 + tag.k as u64) * ctx.slot_bytes as u64;
+            let due = ctx.ddr.next_edge(now + 1);
+            self.glue.ddr_req_free_at = due + 1;
+            w.ddr_req.send_at(self.links.ddr_req_out, now, due, DdrReq { id: s, addr, bytes });
+            self.wake.add(due);
+            self.glue.ddr_outstanding += 1;
+            self.stats.ddr_bytes += bytes as u64;
+        }
+        if out.done {
+            w.done.send(self.links.done_out, now, 1 << self.id);
+        }
+        if let Some((tag, next)) = out.handoff {
+            w.handoff.send(self.links.handoff_out[next as usize], now, tag);
+        }
+        if let Some(r) = out.free {
+            w.status.send(self.links.status_out, now, r);
+        }
+        if let Some(e) = out.expert_done {
+            // EP/Hydra: the outputs go back to their tokens' homes.
+            for &(h, n) in &self.work.combine_to[e as usize] {
+                self.ni.queue_tokens(PacketKind::Combine, e, n, n as usize * ctx.d_model as usize * ctx.out_bytes as usize, h);
+            }
+        }
+        let did = !self.glue.handoff_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
+        self.stats.progress += moved + did as u64 + self.pe.busy() as u64;
+        active |= did || sent || self.glue.pe_job.is_some() || self.glue.rx_slot_reg.is_some();
+        if active || moved > 0 {
+            // Something may be on a link now: wake up when it lands (fast-forward must not
+            // skip the tick a link delivers at).
+            self.wake.add_offsets(core_wake);
+        }
+        // The D2D engine's sends too, at their own landing only: a token packet's last flit
+        // (or the credit of a drained flit) sent at an edge where nothing else happened used
+        // to land while the tile was fast-forwarded past that tick — the flit was lost and
+        // its packet kept the next router's output VC forever (issue 19: `vcs = 1, vc_buf =
+        // 1` under EP "deadlocked"; without fast-forward it finished). Runs that finished
+        // visited that tick anyway, so this adds no evaluation to them.
+        if self.ni.sent_this_cycle() {
+            let p = &self.ni.ports;
+            self.wake.add(now + p.inj_flit.latency().max(p.ej_credit.latency()) as u64);
+        }
+        // --- memory occupancy (time-weighted; state is constant between evaluated edges)
+        let tb = self.token_bytes(ctx);
+        self.stats.peak_token_bytes = self.stats.peak_token_bytes.max(tb);
+        active
+    }
+
+    fn compute_partials(&mut self, slot: u32, f: &FuncData, ctx: &PkgCtx) {
+        let tag = self.ctrl.slot_tag(slot);
+        let e = tag.expert as usize;
+        let fk = ctx.slice_f[tag.k as usize] as usize;
+        let d = ctx.d_model as usize;
+        let b = slot as usize * ctx.slot_bytes;
+        let bytes = &self.ctrl.ring_data()[b..b + ctx.slice_bytes[tag.k as usize] as usize];
+        let ws = MicroSliceWeights::from_bytes(bytes, d, fk).expect("ring slot holds a whole micro-slice");
+        let toks = &self.work.tokens_here[e];
+        let mut x = Vec::with_capacity(toks.len() * d);
+        for &t in toks {
+            x.extend_from_slice(&f.x[t as usize * d..(t as usize + 1) * d]);
+        }
+        let p = micro_slice_partial_fl(&x, toks.len(), d, &ws);
+        for (i, &t) in toks.iter().enumerate() {
+            self.partials.add(t, tag.expert, &p[i * d..(i + 1) * d]);
+        }
+    }
+
+    pub(super) fn declare(&self, out: &mut Vec<SignalDecl>) {
+        let scope: Vec<String> = self.scope.split('.').map(String::from).collect();
+        self.ctrl.declare(&scope, out);
+        self.ni.declare(&scope, out);
+        let mut pe = scope.clone();
+        pe.push("pe".into());
+        self.pe.declare(&pe, out);
+        self.ddr.declare(&scope, out);
+        let mut r = scope.clone();
+        r.push("router".into());
+        self.router.declare(&r, out);
+        for (d, a) in &self.ucie {
+            let mut u = scope.clone();
+            u.push(format!("ucie_{d}"));
+            a.declare(&u, out);
+        }
+    }
+    pub(super) fn sample(&self, out: &mut Vec<u64>) {
+        self.ctrl.sample(out);
+        self.ni.sample(out);
+        self.pe.sample(out);
+        self.ddr.sample(out);
+        self.router.sample(out);
+        for (_, a) in &self.ucie {
+            a.sample(out);
+        }
+    }
+}
