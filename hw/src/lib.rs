@@ -8,10 +8,13 @@
 //! controllers through the `IoDieModel`/`ChipletCtrlModel` seams (docs/architecture.md).
 
 pub mod cfg;
+pub mod error;
 pub mod harness;
 pub mod pkg;
 pub mod noc;
 pub mod wafer;
+
+pub use error::{Error, Result};
 
 pub mod prelude {
     pub use crate::harness::{Cycle, Link, PartStatus, Partition, Probe, SignalSink, Step};

@@ -10,6 +10,7 @@
 
 pub mod balance;
 pub mod error;
+pub mod ids;
 pub mod models;
 pub mod noc;
 pub mod pkg;
@@ -19,6 +20,7 @@ pub mod wafer;
 pub mod workload;
 
 pub use error::{Error, Result};
+pub use ids::{ChipletId, DieId, ExpertId, ReqId, SlotId};
 
 pub mod prelude {
     pub use crate::noc::{route_xy_fl, Coord, Dir, TrafficPattern};

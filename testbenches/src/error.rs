@@ -68,6 +68,7 @@ impl From<hw::cfg::CfgError> for Error {
 }
 
 from_model_error! {
+    hw::Error => Run,
     hw::noc::NocError => Run,
     hw::pkg::package::PkgError => Run,
     hw::wafer::wafer::WaferError => Run,
