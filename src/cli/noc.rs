@@ -10,7 +10,7 @@ use super::{ensure_parent, CliResult};
 
 #[derive(Args, Debug, Clone)]
 pub struct NocArgs {
-    /// Base config (TOML with [mesh], [traffic], [measure], [sim]); flags override it.
+    /// Base config (TOML with the tables mesh, traffic, measure, sim); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Routers per side.

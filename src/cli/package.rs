@@ -83,7 +83,7 @@ pub struct PackageArgs {
     /// Results JSON (default: none).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Waveforms of the run's first layer batch (one file per strategy: NAME-<strategy>.vcd
+    /// Waveforms of the run's first layer batch (one file per strategy: NAME-STRATEGY.vcd
     /// when several) (default: none).
     #[arg(long)]
     pub vcd: Option<PathBuf>,
@@ -131,7 +131,7 @@ pub fn parse_strategies(s: &str) -> CliResult<Vec<Strategy>> {
     testbenches::run::package::parse_strategies(s, "--strategy").map_err(|e| e.to_string())
 }
 
-/// The waveform file of one run among several: NAME-<run>.EXT (the base path when alone).
+/// The waveform file of one run among several: `NAME-<run>.EXT` (the base path when alone).
 pub fn wave_path(base: &Path, run: &str, several: bool) -> PathBuf {
     testbenches::run::part_path(base, run, several)
 }

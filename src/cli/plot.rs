@@ -1,5 +1,5 @@
 //! SVG plots: the NoC load-latency curve and the package plots (plotters' SVG backend: no
-//! font or image dependencies; text is SVG <text> in sans-serif).
+//! font or image dependencies; text is SVG `<text>` in sans-serif).
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};

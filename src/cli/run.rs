@@ -19,13 +19,13 @@ pub struct RunArgs {
     /// Scenario config (TOML), or an embedded scenario's name (default, noc-sweep) (default:
     /// the embedded `default`, a package scenario).
     pub config: Option<PathBuf>,
-    /// Override: JSON stats output (default: the file's [output] json).
+    /// Override: JSON stats output (default: the file's output.json).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Override: plot directory, package scenarios (default: the file's [output] plots).
+    /// Override: plot directory, package scenarios (default: the file's output.plots).
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Override the file's [output] waveform settings.
+    /// Override the file's output table's waveform settings.
     #[command(flatten)]
     pub waves: WaveArgs,
     /// Print the embedded default scenario and exit.

@@ -14,10 +14,10 @@ use super::{check_writable, CliResult};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Grid file: a package scenario plus a [grid] table of axes (docs/user-guide.md).
+    /// Grid file: a package scenario plus a grid table of axes (docs/user-guide.md).
     pub grid: PathBuf,
-    /// JSON-lines output; points already in it are skipped. Default out/sweep-<grid stem>.jsonl
-    /// (out/sweep-<stem>-<I>of<N>.jsonl with --shard).
+    /// JSON-lines output; points already in it are skipped. Default out/sweep-STEM.jsonl (STEM: the grid file's name)
+    /// (out/sweep-STEM-IofN.jsonl with --shard I/N).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run only the points whose index % N == I-1 (I in 1..=N) (default: every point).

@@ -63,7 +63,7 @@ pub struct WaferArgs {
     pub no_fast_forward: bool,
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Waveforms of the run (one file per mapping: NAME-<mapping>.vcd when several), scopes
+    /// Waveforms of the run (one file per mapping: NAME-MAPPING.vcd when several), scopes
     /// `top.wafer.w_I_J.d_R_C.*`.
     #[arg(long)]
     pub vcd: Option<PathBuf>,
