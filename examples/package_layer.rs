@@ -7,8 +7,10 @@
 //! cargo run --release --example package_layer -- out/example.vcd  # + waveforms (large)
 //! ```
 //!
-//! Timing mode (the model's real dimensions, flits without payloads), 32 tokens per layer:
-//! the smallest batch that still shows the two strategies apart, and quick to simulate.
+//! Timing mode (the model's real dimensions, flits without payloads), 32 tokens per layer,
+//! small enough to simulate in seconds. On SPEC's default array EP beats A3 at this size;
+//! docs/results-fsedp.md shows where the order flips (wider PE arrays, sharded loading) and
+//! why.
 
 use hw::pkg::config::{PkgCfg, Strategy};
 use hw::pkg::package::PkgRtl;
