@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release --example package_layer                      # a few seconds
-//! cargo run --release --example package_layer -- out/example.vcd  # + waveforms (large)
+//! cargo run --release --example package_layer -- out/example.vcd  # + VCDs (about 360 MB)
 //! ```
 //!
 //! Timing mode (the model's real dimensions, flits without payloads), 32 tokens per layer,
