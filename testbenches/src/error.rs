@@ -21,6 +21,7 @@ pub enum Error {
     Run(String),
 }
 
+/// The result of every run-layer call.
 pub type Result<T> = std::result::Result<T, Error>;
 
 fn input_line(field: &str, msg: &str) -> String {
@@ -32,10 +33,12 @@ fn input_line(field: &str, msg: &str) -> String {
 }
 
 impl Error {
+    /// Bad input: `field` names the field, flag or line (empty: the message says it all).
     pub fn input(field: impl Into<String>, msg: impl std::fmt::Display) -> Self {
         Error::Input { field: field.into(), msg: msg.to_string() }
     }
 
+    /// A file that could not be read or written, and why.
     pub fn io(path: &Path, msg: impl Into<String>) -> Self {
         Error::Io { path: path.display().to_string(), msg: msg.into() }
     }

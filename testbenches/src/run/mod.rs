@@ -4,11 +4,14 @@
 //! collects what comes out. Each module here is one such testbench for one system, and every
 //! one has the same shape:
 //!
-//! 1. **build** from a validated config and an input (`*Setup::new(cfg, input)?` — every
-//!    check that can fail happens here, before a cycle is simulated);
+//! 1. **build** from a validated config and an input ([`package::PackageInput::build`],
+//!    [`wafer::WaferLayer::new`], [`balance::BalanceSetup::new`], … — every check that can
+//!    fail happens here, before a cycle is simulated; bad input is [`Error::Input`]);
 //! 2. **run** with one [`RunOptions`] (threads, fast-forward, max cycles, watchdog, progress,
 //!    waveform sink);
-//! 3. get a **typed result** that merges across layers and iterations.
+//! 3. get a **typed result**, one per part of the run in [`Parts`] (a strategy, a mapping, a
+//!    balancer; a part that fails does not stop the others), that merges across layers and
+//!    iterations (`hw::pkg::result::PkgResult::merge`).
 //!
 //! | module | system | input | result |
 //! |---|---|---|---|
@@ -21,7 +24,22 @@
 //! | [`scenario`] | the `run` scenario file (`[package]` + `[workload]`) | scenario TOML | the package results |
 //!
 //! Defaults and accepted ranges of every parameter a run takes live in [`limits`], once.
-//! The CLI (`src/cli`) only parses flags into these types, calls, and prints.
+//! The CLI (`src/cli`) only parses flags into these types, calls, and prints;
+//! `examples/package_layer.rs` and `examples/wafer_layer.rs` in the repository make the
+//! same calls from a few dozen lines of Rust:
+//!
+//! ```no_run
+//! use hw::pkg::config::{PkgCfg, Strategy};
+//! use testbenches::run::{package::PackageInput, RunOptions};
+//!
+//! let input = PackageInput { model: Some("qwen3-30b-a3b".into()), tokens: Some(32), ..Default::default() };
+//! let run = input.build(PkgCfg::default(), vec![Strategy::Ep, Strategy::A3], Default::default())?;
+//! let parts = run.run(&RunOptions::default());
+//! for (strategy, r) in &parts.ok {
+//!     println!("{}: {} cycles", strategy.name(), r.latency_cycles);
+//! }
+//! # Ok::<(), testbenches::Error>(())
+//! ```
 
 pub mod limits;
 
@@ -47,10 +65,12 @@ pub struct WaveSink {
 }
 
 impl WaveSink {
+    /// A VCD at `path` (or one per part, see [`WaveSink::part_path`]).
     pub fn vcd(path: impl Into<PathBuf>) -> Self {
         WaveSink { path: path.into(), format: waves::WaveFormat::Vcd }
     }
 
+    /// An FST at `path` (or one per part, see [`WaveSink::part_path`]).
     pub fn fst(path: impl Into<PathBuf>) -> Self {
         WaveSink { path: path.into(), format: waves::WaveFormat::Fst }
     }
@@ -97,6 +117,7 @@ pub struct RunOptions {
 /// failed. The other parts run whatever one of them does.
 #[derive(Debug)]
 pub struct Part<K, R> {
+    /// Which part: a `Strategy`, a `MappingKind`, a `BalancerKind`.
     pub key: K,
     pub result: Result<R>,
 }
@@ -104,7 +125,9 @@ pub struct Part<K, R> {
 /// The parts of a run split into the finished ones and the failed ones.
 #[derive(Debug)]
 pub struct Parts<K, R> {
+    /// The finished parts and their results, in the run's order.
     pub ok: Vec<(K, R)>,
+    /// The parts that failed and why (the CLI's exit code 3 when some finished).
     pub failed: Vec<(K, Error)>,
 }
 

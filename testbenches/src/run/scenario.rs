@@ -3,9 +3,8 @@
 //! package — plus `[output]`. Named scenarios are embedded (`waferstream run NAME`).
 //!
 //! [`load`] finds and parses one (a file, a name, or the default); [`check_package`] and
-//! [`package_run`] turn a `kind = "package"` scenario into a checked
-//! [`PackageRun`](super::package::PackageRun) (`sweep` builds every grid point through the
-//! same two).
+//! [`package_run`] turn a `kind = "package"` scenario into a checked [`PackageRun`]
+//! (`sweep` builds every grid point through the same two).
 
 use std::path::{Path, PathBuf};
 
