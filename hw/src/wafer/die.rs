@@ -23,8 +23,7 @@ use super::compute::{ComputeEngineCl, Kernel, KernelKind};
 use super::payload::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
 use super::migration::MigrationEngineCl;
-use super::program::{DieProgram, Ev, LayerProgram, Phase};
-use super::result::PerPhase;
+use super::program::{DieProgram, Ev, LayerProgram, PerPhase, Phase};
 use crate::harness::{Cycle, LinkArena, NEVER};
 use crate::noc::flit::{Credit, Flit};
 

@@ -22,6 +22,6 @@ pub mod wafer;
 
 pub use config::{DieCfg, WaferCfg};
 pub use compute::KernelBusy;
-pub use program::Phase;
-pub use result::{classify_links, Heat, LinkUse, PerPhase, WaferResult};
+pub use program::{PerPhase, Phase};
+pub use result::{classify_links, Heat, LinkUse, WaferResult};
 pub use wafer::{Wafer, WaferError, WaferRun};
