@@ -85,15 +85,15 @@ fn er_links_are_complementary_hot_and_cold() {
     let inter_ftd = |l: &hw::wafer::LinkUse| mp.ftd_of[l.from as usize] != mp.ftd_of[l.to as usize];
     // All-to-all stays inside the FTDs: the links between FTDs are idle in dispatch and combine.
     for l in links.iter().filter(|l| inter_ftd(l)) {
-        assert_eq!(l.heat[1], Heat::Idle, "dispatch on inter-FTD link {}->{}", l.from, l.to);
-        assert_eq!(l.heat[2], Heat::Idle, "combine on inter-FTD link {}->{}", l.from, l.to);
+        assert_eq!(l.heat.dispatch, Heat::Idle, "dispatch on inter-FTD link {}->{}", l.from, l.to);
+        assert_eq!(l.heat.combine, Heat::Idle, "combine on inter-FTD link {}->{}", l.from, l.to);
     }
     // All-reduce: the hot links are the ones between FTDs; intra-FTD links carry less.
-    let max_intra = links.iter().filter(|l| !inter_ftd(l)).map(|l| l.flits[0]).max().unwrap();
-    let min_inter = links.iter().filter(|l| inter_ftd(l)).map(|l| l.flits[0]).min().unwrap();
+    let max_intra = links.iter().filter(|l| !inter_ftd(l)).map(|l| l.flits.allreduce).max().unwrap();
+    let min_inter = links.iter().filter(|l| inter_ftd(l)).map(|l| l.flits.allreduce).min().unwrap();
     assert!(max_intra < min_inter, "all-reduce: intra-FTD max {max_intra} vs inter-FTD min {min_inter}");
     for l in links.iter().filter(|l| !inter_ftd(l)) {
-        assert_ne!(l.heat[0], Heat::Hot, "intra-FTD link {}->{} hot in all-reduce", l.from, l.to);
+        assert_ne!(l.heat.allreduce, Heat::Hot, "intra-FTD link {}->{} hot in all-reduce", l.from, l.to);
     }
 }
 
@@ -106,11 +106,11 @@ fn her_runs_on_two_by_two_wafers() {
     check_conservation(&prog, &r, &w);
     // HER confines the all-to-all to each wafer: no dispatch or combine flit crosses a border.
     for l in classify_links(&c, &r).iter().filter(|l| l.cross_wafer) {
-        assert_eq!(l.flits[1] + l.flits[2], 0, "all-to-all crossed wafers on {}->{}", l.from, l.to);
+        assert_eq!(l.flits.dispatch + l.flits.combine, 0, "all-to-all crossed wafers on {}->{}", l.from, l.to);
     }
 }
 
-fn fingerprint(r: &WaferRun) -> (u64, Vec<hw::wafer::die::DieTimes>, Vec<[[u64; 5]; 5]>, [u64; 4]) {
+fn fingerprint(r: &WaferRun) -> (u64, Vec<hw::wafer::die::DieTimes>, Vec<[[u64; 5]; 5]>, hw::wafer::KernelBusy) {
     (r.layer_cycles, r.times.clone(), r.link_flits.clone(), r.kernel_busy)
 }
 

@@ -862,7 +862,8 @@ pub fn wafer_heatmaps(dir: &Path, cfg: &hw::wafer::WaferCfg, r: &hw::wafer::Wafe
     let pad = 40;
     let (w, h) = (cols as i32 * cell + 2 * pad, rows as i32 * cell + 2 * pad + 30);
     let mut out = Vec::new();
-    for (p, phase) in ["allreduce", "dispatch", "combine"].iter().enumerate() {
+    for p in hw::wafer::Phase::ALL {
+        let phase = p.name();
         let path = dir.join(format!("wafer-{}-{phase}.svg", r.mapping));
         let root = SVGBackend::new(&path, (w as u32, h as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| err(&path, x))?;

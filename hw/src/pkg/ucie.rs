@@ -33,6 +33,9 @@
 
 use std::collections::VecDeque;
 
+use bitvec::order::Lsb0;
+use bitvec::BitArr;
+
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -51,6 +54,11 @@ const CRC_BITS: u64 = 32;
 pub const CRC_COVERED_BYTES: usize = HEADER_BYTES + FLIT_DATA_BYTES;
 /// Bits of one flit on the wire (header, data, CRC): each may flip.
 pub const FRAME_BITS: u64 = (CRC_COVERED_BYTES * 8) as u64 + CRC_BITS;
+/// One frame's bits in wire order (bit `i` is bit `i % 8` of byte `i / 8`: the header fields,
+/// the data, the CRC, little-endian), as the transmitter builds it and as the error process
+/// flips it; 2,208 bits, wider than any machine word.
+type FrameBits = BitArr!(for FRAME_BITS as usize, in u8, Lsb0);
+
 /// Below this chance of a flit passing its CRC the link is down, not noisy: go-back-N
 /// replays whole windows for every flit that gets through, and at a BER of 5e-3 (a pass
 /// chance of 1.6e-5) a layer never finishes (issue 19). UCIe specifies a BER of 1e-15 or
@@ -382,38 +390,37 @@ impl UcieAdapterCl {
     /// Sends one flit's bits over the wire: flips the bits the error process hits and, if
     /// any, runs the receiver's CRC check on them. Returns whether the receiver rejects it.
     fn transmit(&mut self, f: &Flit, pools: &PayloadPools) -> bool {
-        let bits = ((HEADER_BYTES + FLIT_DATA_BYTES) * 8) as u64 + CRC_BITS;
-        if self.bits_to_error >= bits {
-            self.bits_to_error -= bits;
+        if self.bits_to_error >= FRAME_BITS {
+            self.bits_to_error -= FRAME_BITS;
             return false;
         }
-        // Flipped positions within this flit.
-        let mut pos = Vec::new();
+        // The error pattern: the bits of this frame the wire flips.
+        let mut flips = FrameBits::ZERO;
         let mut at = self.bits_to_error;
-        while at < bits {
-            pos.push(at);
+        while at < FRAME_BITS {
+            flips.set(at as usize, true);
             at += 1 + geometric(&mut self.rng, self.ber);
         }
-        self.bits_to_error = at - bits;
+        self.bits_to_error = at - FRAME_BITS;
         // The frame as sent: header, data, CRC.
-        let mut frame = vec![0u8; HEADER_BYTES + FLIT_DATA_BYTES + 4];
-        frame[0..8].copy_from_slice(&f.pid.to_le_bytes());
-        frame[8..10].copy_from_slice(&f.dest.to_le_bytes());
-        frame[10..12].copy_from_slice(&f.seq.to_le_bytes());
-        frame[12..16].copy_from_slice(&f.data.to_le_bytes());
-        frame[15] ^= (f.head as u8) << 6 | (f.tail as u8) << 7;
+        let mut frame = FrameBits::ZERO;
+        let bytes = frame.as_raw_mut_slice();
+        bytes[0..8].copy_from_slice(&f.pid.to_le_bytes());
+        bytes[8..10].copy_from_slice(&f.dest.to_le_bytes());
+        bytes[10..12].copy_from_slice(&f.seq.to_le_bytes());
+        bytes[12..16].copy_from_slice(&f.data.to_le_bytes());
+        bytes[15] ^= (f.head as u8) << 6 | (f.tail as u8) << 7;
         if pools.enabled() && !f.head {
             // SAFETY: the chunk was written by the sender's D2D engine when it injected this
             // flit and is not reused while the flit can still be replayed (PayloadPools sizing).
-            unsafe { pools.read(f.src() as u8, f.data, &mut frame[HEADER_BYTES..HEADER_BYTES + FLIT_DATA_BYTES]) };
+            unsafe { pools.read(f.src() as u8, f.data, &mut bytes[HEADER_BYTES..CRC_COVERED_BYTES]) };
         }
-        let n = HEADER_BYTES + FLIT_DATA_BYTES;
-        let crc = CRC32.checksum(&frame[..n]);
-        frame[n..].copy_from_slice(&crc.to_le_bytes());
-        for p in pos {
-            frame[(p / 8) as usize] ^= 1 << (p % 8);
-        }
-        let ok = CRC32.checksum(&frame[..n]) == u32::from_le_bytes(frame[n..].try_into().expect("4 bytes"));
+        let crc = CRC32.checksum(&bytes[..CRC_COVERED_BYTES]);
+        bytes[CRC_COVERED_BYTES..].copy_from_slice(&crc.to_le_bytes());
+        // What the receiver gets.
+        frame ^= flips;
+        let rx = frame.as_raw_slice();
+        let ok = CRC32.checksum(&rx[..CRC_COVERED_BYTES]) == u32::from_le_bytes(rx[CRC_COVERED_BYTES..].try_into().expect("4 bytes"));
         if ok {
             self.stats.undetected_errors += 1;
         }

@@ -198,7 +198,7 @@ fn traffic(run: &WaferRun) -> (u64, u64, u64, f64) {
     let ar = run.phase_cycles(Phase::AllReduce);
     let a2a = run.phase_cycles(Phase::Dispatch) + run.phase_cycles(Phase::Combine);
     // The slowest die's expert compute: the layer waits for it.
-    let moe = run.die_busy.iter().map(|b| b[super::compute::KernelKind::Experts.idx()]).max().unwrap_or(0);
+    let moe = run.die_busy.iter().map(|b| b.experts).max().unwrap_or(0);
     (moe, a2a, ar + a2a, run.mean_xfer_latency())
 }
 

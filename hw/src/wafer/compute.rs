@@ -33,6 +33,54 @@ impl KernelKind {
     pub fn idx(self) -> usize {
         self as usize
     }
+    /// The kind's name in logs (as it serializes).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelKind::Attention => "attention",
+            KernelKind::Gate => "gate",
+            KernelKind::Experts => "experts",
+            KernelKind::Predict => "predict",
+        }
+    }
+}
+
+/// Busy cycles of a compute engine (or summed over dies) per kernel kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelBusy {
+    pub attention: u64,
+    pub gate: u64,
+    pub experts: u64,
+    /// MoE-GPS Token-to-Expert predictor kernels.
+    pub predict: u64,
+}
+
+impl KernelBusy {
+    /// The counter of kernels of kind `k`.
+    pub fn of(&self, k: KernelKind) -> u64 {
+        match k {
+            KernelKind::Attention => self.attention,
+            KernelKind::Gate => self.gate,
+            KernelKind::Experts => self.experts,
+            KernelKind::Predict => self.predict,
+        }
+    }
+
+    fn of_mut(&mut self, k: KernelKind) -> &mut u64 {
+        match k {
+            KernelKind::Attention => &mut self.attention,
+            KernelKind::Gate => &mut self.gate,
+            KernelKind::Experts => &mut self.experts,
+            KernelKind::Predict => &mut self.predict,
+        }
+    }
+}
+
+impl std::ops::AddAssign for KernelBusy {
+    fn add_assign(&mut self, o: KernelBusy) {
+        for k in KernelKind::ALL {
+            *self.of_mut(k) += o.of(k);
+        }
+    }
 }
 
 /// FLOPs and bytes of one kernel, and its cycles on the die.
@@ -127,7 +175,7 @@ pub struct ComputeEngineCl {
     pub running: Option<usize>,
     pub done_at: Cycle,
     /// Busy cycles per kernel kind.
-    pub busy: [u64; KernelKind::ALL.len()],
+    pub busy: KernelBusy,
 }
 
 impl ComputeEngineCl {
@@ -136,7 +184,7 @@ impl ComputeEngineCl {
         debug_assert!(self.running.is_none());
         self.running = Some(i);
         self.done_at = now + k.cycles.max(1);
-        self.busy[k.kind.idx()] += k.cycles.max(1);
+        *self.busy.of_mut(k.kind) += k.cycles.max(1);
     }
 
     /// The running kernel if it finishes this cycle.

@@ -4,6 +4,13 @@
 //! a transfer whose counter reaches zero is handed to the collective engine, the next kernel
 //! in stream order starts when its counter is zero and the compute engine is free.
 //!
+//! Logs (`tracing`, target `hw::wafer::die`, level debug): each die's phase boundaries —
+//! per micro-batch the first transfer of a phase handed to the collective engine (`phase
+//! start`) and the last one of the phase sent or received here (`phase end`), each kernel's
+//! start and end (attention, gating, experts: the compute phases), and the die done. A
+//! handful of events per die and micro-batch, none per cycle; with debug off each is one
+//! level check.
+//!
 //! The three blocks sit in one module (one `eval`): the sequencer reacts to the engines'
 //! events of the same cycle (comb inside the die); the die talks to the rest of the wafer
 //! only through its router's local port.
@@ -16,7 +23,7 @@ use super::compute::{ComputeEngineCl, Kernel, KernelKind};
 use super::payload::{FuncDie, PayloadStore};
 use super::dma::{CollectiveEngineCl, DmaEvents, DmaPorts, TxXfer};
 use super::migration::MigrationEngineCl;
-use super::program::{DieProgram, Ev, LayerProgram, Phase};
+use super::program::{DieProgram, Ev, LayerProgram, PerPhase, Phase};
 use crate::harness::{Cycle, LinkArena, NEVER};
 use crate::noc::flit::{Credit, Flit};
 
@@ -75,6 +82,9 @@ pub struct DieCl {
     tx_pending: Vec<u32>,
     /// Global transfer id → (phase, micro-batch), of the transfers sent or received here.
     phase_of: HashMap<u32, (Phase, u32)>,
+    /// Per micro-batch and phase: transfers sent or received here not yet done (the phase
+    /// ends on this die when its count reaches zero; for the `phase end` log).
+    phase_left: Vec<PerPhase<u32>>,
     tx_flits_total: u64,
     dependents: HashMap<Ev, Vec<Node>>,
     tx_left: u32,
@@ -113,8 +123,11 @@ impl DieCl {
         let dp: &DieProgram = &prog.dies[id as usize];
         let mut dma = CollectiveEngineCl::new(id, cols, vcs, vc_buf, packet_flits, ports);
         let mut phase_of = HashMap::new();
+        let mut phase_left = vec![PerPhase::<u32>::default(); prog.micro_batches as usize];
         for &x in dp.rx.iter().chain(&dp.tx) {
-            phase_of.insert(x, (prog.xfers[x as usize].phase, prog.xfers[x as usize].mb));
+            let n = &prog.xfers[x as usize];
+            phase_of.insert(x, (n.phase, n.mb));
+            phase_left[n.mb as usize][n.phase] += 1;
         }
         for &x in &dp.rx {
             dma.expect(x, prog.xfers[x as usize].flits);
@@ -161,6 +174,7 @@ impl DieCl {
             mig: MigrationEngineCl::default(),
             tx,
             phase_of,
+            phase_left,
             tx_flits_total: flits_left,
             dependents,
             times: DieTimes::new(prog.micro_batches as usize),
@@ -211,6 +225,9 @@ impl DieCl {
     fn start_tx(&mut self, j: usize, now: Cycle) {
         let (ph, mb) = self.tx_phase[j];
         let f = &mut self.times.phase_first[mb as usize][ph as usize];
+        if *f == NEVER {
+            tracing::debug!(die = self.id, phase = ph.name(), mb, cycle = now, "phase start");
+        }
         *f = (*f).min(now);
         self.cur_phase = 1 + ph as u8;
         self.ar_started |= ph == Phase::AllReduce;
@@ -248,6 +265,7 @@ impl DieCl {
             let k = self.kernels[i];
             let kk = k.kind.idx();
             self.times.kernel_last[kk] = self.times.kernel_last[kk].max(now);
+            tracing::debug!(die = self.id, kernel = k.kind.name(), mb = k.mb, cycle = now, "kernel end");
             self.a2a_started |= k.kind == KernelKind::Gate;
             progress += 1;
             self.fire(Ev::Kernel(i as u32), now);
@@ -265,6 +283,7 @@ impl DieCl {
             let l = &mut self.times.phase_last[mb as usize][ph as usize];
             *l = (*l).max(now);
             self.close_window(ph);
+            self.phase_done(ph, mb, now);
             self.tx_left -= 1;
             self.fire(Ev::Tx(x), now);
         }
@@ -273,6 +292,7 @@ impl DieCl {
             let l = &mut self.times.phase_last[mb as usize][ph as usize];
             *l = (*l).max(now);
             self.close_window(ph);
+            self.phase_done(ph, mb, now);
             self.times.rx_done.push((x, now));
             self.rx_left -= 1;
             if let (Some(st), Some(f), Some(p)) = (store, self.func.as_mut(), self.prog.as_ref()) {
@@ -288,14 +308,25 @@ impl DieCl {
             self.compute.start(i, &k, now);
             let kk = k.kind.idx();
             self.times.kernel_first[kk] = self.times.kernel_first[kk].min(now);
+            tracing::debug!(die = self.id, kernel = k.kind.name(), mb = k.mb, cycle = now, cycles = k.cycles, "kernel start");
             self.cur_mb = k.mb;
             self.next_kernel += 1;
             progress += 1;
         }
         if self.times.done_at == NEVER && self.done() {
             self.times.done_at = now;
+            tracing::debug!(die = self.id, cycle = now, "die done");
         }
         (progress, moved > 0)
+    }
+
+    /// A transfer of (`ph`, micro-batch `mb`) sent or received here is done.
+    fn phase_done(&mut self, ph: Phase, mb: u32, now: Cycle) {
+        let left = &mut self.phase_left[mb as usize][ph];
+        *left -= 1;
+        if *left == 0 {
+            tracing::debug!(die = self.id, phase = ph.name(), mb, cycle = now, "phase end");
+        }
     }
 
     fn close_window(&mut self, ph: Phase) {

@@ -21,5 +21,7 @@ pub mod semmoe_lut;
 pub mod wafer;
 
 pub use config::{DieCfg, WaferCfg};
+pub use compute::KernelBusy;
+pub use program::{PerPhase, Phase};
 pub use result::{classify_links, Heat, LinkUse, WaferResult};
 pub use wafer::{Wafer, WaferError, WaferRun};

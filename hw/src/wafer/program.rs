@@ -43,6 +43,50 @@ impl Phase {
     }
 }
 
+/// One value per traffic phase of the layer (all-reduce, dispatch, combine). Serialized as
+/// the array `[allreduce, dispatch, combine]`, the form the results have always had.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PerPhase<T> {
+    pub allreduce: T,
+    pub dispatch: T,
+    pub combine: T,
+}
+
+impl<T> PerPhase<T> {
+    /// `f` of each phase.
+    pub fn from_fn(mut f: impl FnMut(Phase) -> T) -> Self {
+        PerPhase { allreduce: f(Phase::AllReduce), dispatch: f(Phase::Dispatch), combine: f(Phase::Combine) }
+    }
+}
+
+impl<T> std::ops::Index<Phase> for PerPhase<T> {
+    type Output = T;
+    fn index(&self, p: Phase) -> &T {
+        match p {
+            Phase::AllReduce => &self.allreduce,
+            Phase::Dispatch => &self.dispatch,
+            Phase::Combine => &self.combine,
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<Phase> for PerPhase<T> {
+    fn index_mut(&mut self, p: Phase) -> &mut T {
+        match p {
+            Phase::AllReduce => &mut self.allreduce,
+            Phase::Dispatch => &mut self.dispatch,
+            Phase::Combine => &mut self.combine,
+        }
+    }
+}
+
+impl<T: serde::Serialize> serde::Serialize for PerPhase<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // As `[T; 3]` serializes (a tuple), so the JSON is unchanged.
+        serde::Serialize::serialize(&[&self.allreduce, &self.dispatch, &self.combine], s)
+    }
+}
+
 /// One transfer through the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetXfer {

@@ -5,8 +5,9 @@
 use serde::Serialize;
 use sched::noc::Dir;
 
+use super::compute::KernelKind;
 use super::config::WaferCfg;
-use super::program::{LayerProgram, Phase};
+use super::program::{LayerProgram, PerPhase, Phase};
 use super::wafer::WaferRun;
 use crate::noc::mesh::neighbour_in;
 
@@ -29,9 +30,9 @@ pub struct LinkUse {
     pub to: u32,
     pub dir: &'static str,
     pub cross_wafer: bool,
-    /// Flits per phase: all-reduce, dispatch, combine.
-    pub flits: [u64; 3],
-    pub heat: [Heat; 3],
+    /// Flits per phase.
+    pub flits: PerPhase<u64>,
+    pub heat: PerPhase<Heat>,
 }
 
 /// Every directed link of the mesh with its phase traffic and heat.
@@ -49,12 +50,13 @@ pub fn classify_links(cfg: &WaferCfg, run: &WaferRun) -> Vec<LinkUse> {
                 to: nb,
                 dir: ["e", "w", "s", "n"][d.idx()],
                 cross_wafer: geom.crosses_wafer(i, nb),
-                flits: [f[0], f[1], f[2]],
-                heat: [Heat::Idle; 3],
+                // The router counts flits per traffic class; a phase's class is its index.
+                flits: PerPhase::from_fn(|p| f[p as usize]),
+                heat: PerPhase::from_fn(|_| Heat::Idle),
             });
         }
     }
-    for p in 0..3 {
+    for p in Phase::ALL {
         let max = out.iter().map(|l| l.flits[p]).max().unwrap_or(0);
         for l in out.iter_mut() {
             l.heat[p] = if l.flits[p] == 0 {
@@ -96,15 +98,15 @@ pub struct WaferResult {
     pub wall_seconds: f64,
     pub cycles_per_second: f64,
     pub flits_per_second: f64,
-    /// Links hot in each phase (all-reduce, dispatch, combine), of all directed links.
-    pub hot_links: [usize; 3],
+    /// Links hot in each phase, of all directed links.
+    pub hot_links: PerPhase<usize>,
     pub links: Vec<LinkUse>,
 }
 
 impl WaferResult {
     pub fn new(cfg: &WaferCfg, map: &sched::wafer::Mapping, prog: &LayerProgram, run: &WaferRun, wall: f64) -> Self {
         let links = classify_links(cfg, run);
-        let hot_links = [0, 1, 2].map(|p| links.iter().filter(|l| l.heat[p] == Heat::Hot).count());
+        let hot_links = PerPhase::from_fn(|p| links.iter().filter(|l| l.heat[p] == Heat::Hot).count());
         let wall = wall.max(1e-9);
         WaferResult {
             mapping: map.kind.name().to_string(),
@@ -113,10 +115,10 @@ impl WaferResult {
             allreduce_cycles: run.phase_cycles(Phase::AllReduce),
             a2a_dispatch_cycles: run.phase_cycles(Phase::Dispatch),
             a2a_combine_cycles: run.phase_cycles(Phase::Combine),
-            expert_cycles: run.kernel_cycles(2),
+            expert_cycles: run.kernel_cycles(KernelKind::Experts),
             layer_cycles: run.layer_cycles,
-            attention_cycles: run.kernel_cycles(0),
-            gate_cycles: run.kernel_cycles(1),
+            attention_cycles: run.kernel_cycles(KernelKind::Attention),
+            gate_cycles: run.kernel_cycles(KernelKind::Gate),
             mapping_controller_cycles: 0,
             functional: None,
             dispatch_mean_hops: if prog.a2a_assignments == 0 { 0.0 } else { prog.a2a_hops as f64 / prog.a2a_assignments as f64 },

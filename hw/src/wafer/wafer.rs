@@ -6,13 +6,18 @@
 //! Stepped by the harness engine in row-band partitions (serial or parallel, bit-identical),
 //! under the multi-clock control with one clock: idle stretches — every die computing, no
 //! flit anywhere — are skipped (fast-forward) to the next kernel end.
+//!
+//! Logs (`tracing`, target `hw::wafer::wafer`): each run is an info span `wafer_run`
+//! (mapping, dies, tokens per TP group, micro-batches) with an info event at its start
+//! (threads, fast-forward, cycle limit) and at its end (layer and end cycles, cycles
+//! evaluated, flits); the dies log their phase boundaries inside it at debug (`die.rs`).
 
 use sched::noc::Dir;
 
 use super::config::WaferCfg;
 use super::die::{DieCl, DieTimes, MapRegs};
 use super::payload::PayloadStore;
-use super::compute::KernelKind;
+use super::compute::{KernelBusy, KernelKind};
 use super::migration::{MigGate, MigrationEngineCl, MigrationPlan};
 use super::program::{LayerProgram, Phase};
 use crate::cfg::CfgError;
@@ -159,9 +164,9 @@ pub struct WaferRun {
     pub tx_flits: u64,
     pub flit_hops: u64,
     /// Busy cycles per kernel kind, summed over dies.
-    pub kernel_busy: [u64; KernelKind::ALL.len()],
+    pub kernel_busy: KernelBusy,
     /// Busy cycles per kernel kind of each die.
-    pub die_busy: Vec<[u64; KernelKind::ALL.len()]>,
+    pub die_busy: Vec<KernelBusy>,
 }
 
 impl WaferRun {
@@ -203,7 +208,8 @@ impl WaferRun {
     }
 
     /// Span of a kernel kind over the wafer.
-    pub fn kernel_cycles(&self, k: usize) -> u64 {
+    pub fn kernel_cycles(&self, k: KernelKind) -> u64 {
+        let k = k.idx();
         let first = self.times.iter().map(|t| t.kernel_first[k]).min().unwrap_or(NEVER);
         let last = self.times.iter().map(|t| t.kernel_last[k]).max().unwrap_or(0);
         if first == NEVER {
@@ -392,6 +398,9 @@ impl Wafer {
     }
 
     pub fn run_traced(&mut self, threads: usize, fast_forward: bool, max_cycles: u64, watchdog: u64, mut sink: Option<&mut dyn SignalSink>) -> Result<WaferRun, WaferError> {
+        let span = tracing::info_span!("wafer_run", mapping = self.cfg.mapping.name(), dies = self.cfg.dies(), tokens_per_group = self.cfg.tokens_per_group, micro_batches = self.cfg.micro_batches);
+        let _in_run = span.enter();
+        tracing::info!(threads, fast_forward, max_cycles, watchdog, waves = sink.is_some(), "wafer run start");
         if let Some(s) = sink.as_deref() {
             self.enable_trace_for(s);
         }
@@ -414,31 +423,34 @@ impl Wafer {
             }
         };
         if ctl.tripped {
+            tracing::info!(cycle = end, stalled = watchdog, "wafer run stopped by the watchdog");
             let dies: Vec<String> = self.tiles().filter(|t| !t.die.done()).take(8).map(|t| t.scope(&self.cfg)).collect();
             return Err(WaferError::Watchdog { cycle: end, stalled: watchdog, dies: dies.join(", ") });
         }
         if !ctl.finished {
+            tracing::info!(max_cycles, "wafer run timed out");
             return Err(WaferError::Timeout(max_cycles));
         }
         let end_cycle = end + 1;
         let times: Vec<DieTimes> = self.tiles().map(|t| t.die.times.clone()).collect();
         let layer_cycles = times.iter().map(|t| t.done_at).max().unwrap_or(0) + 1;
-        let mut kernel_busy = [0u64; KernelKind::ALL.len()];
+        let mut kernel_busy = KernelBusy::default();
         for t in self.tiles() {
-            for (a, b) in kernel_busy.iter_mut().zip(t.die.compute.busy) {
-                *a += b;
-            }
+            kernel_busy += t.die.compute.busy;
         }
         let link_flits: Vec<_> = self.tiles().map(|t| t.router.out_class_flits).collect();
         // Regular traffic's flit-hops (migration classes are counted apart).
-        let flit_hops = link_flits.iter().map(|l| l[..4].iter().map(|c| c[..3].iter().sum::<u64>()).sum::<u64>()).sum();
+        let flit_hops: u64 = link_flits.iter().map(|l| l[..4].iter().map(|c| c[..3].iter().sum::<u64>()).sum::<u64>()).sum();
+        let tx_flits: u64 = self.tiles().map(|t| t.die.dma.stats.tx_flits).sum();
+        let mig_flits: u64 = self.tiles().map(|t| t.die.mig.tx_flits).sum();
+        tracing::info!(layer_cycles, end_cycle, evaluated = ctl.evaluated, tx_flits, flit_hops, mig_flits, "wafer run end");
         Ok(WaferRun {
             layer_cycles,
             end_cycle,
-            mig_flits: self.tiles().map(|t| t.die.mig.tx_flits).sum(),
+            mig_flits,
             evaluated: ctl.evaluated,
             times,
-            tx_flits: self.tiles().map(|t| t.die.dma.stats.tx_flits).sum(),
+            tx_flits,
             flit_hops,
             link_flits,
             kernel_busy,
