@@ -41,7 +41,7 @@ fn bytes_per_us(gbps: f64) -> f64 {
 
 impl GpuSystem {
     /// **Analytical** DGX B200 cluster of `nodes` nodes. NVIDIA DGX B200 datasheet
-    /// (nvidia.com/en-us/data-center/dgx-b200, the paper's ref. [10]): 8 B200 GPUs, 5th-gen
+    /// (nvidia.com/en-us/data-center/dgx-b200, the paper's ref. \[10\]): 8 B200 GPUs, 5th-gen
     /// NVLink 1.8 TB/s per GPU bidirectional = 900 GB/s per direction (14.4 TB/s aggregate);
     /// compute fabric 8 × ConnectX-7 400 Gb/s, one per GPU = 50 GB/s per direction.
     /// Alphas: [`NVLINK_ALPHA_US`], [`IB_ALPHA_US`] (assumed).
@@ -58,7 +58,7 @@ impl GpuSystem {
     }
 
     /// **Analytical** GB200 NVL72 supernode (nvidia.com/en-us/data-center/gb200-nvl72, the
-    /// paper's ref. [11]): 72 Blackwell GPUs in one NVLink domain (NVLink switch trays),
+    /// paper's ref. \[11\]): 72 Blackwell GPUs in one NVLink domain (NVLink switch trays),
     /// 1.8 TB/s per GPU bidirectional = 900 GB/s per direction (130 TB/s aggregate). Modelled
     /// as one "node" of 72; the IB fields are kept (DGX values) but unused within it.
     pub fn nvl72() -> Self {
