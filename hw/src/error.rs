@@ -36,6 +36,14 @@ pub enum Error {
     /// `"credit check"`, ...) and why.
     #[error("{block}: {msg}")]
     Block { block: String, msg: String },
+    /// A name that is none of the known ones: what it names (`field`: `"balancer"`), the
+    /// name given and the known names.
+    #[error("unknown {field} {name:?} (known: {known})")]
+    Unknown { field: String, name: String, known: String },
+    /// A CL result that differs from its FL reference: where (`at`: a die, a micro-batch's
+    /// chunk or token) and how.
+    #[error("{at}: {msg}")]
+    Mismatch { at: String, msg: String },
     /// A message already worded by a model (its text is the whole line).
     #[error("{0}")]
     Msg(String),
@@ -52,5 +60,11 @@ impl Error {
 impl From<String> for Error {
     fn from(s: String) -> Self {
         Error::Msg(s)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(s: &str) -> Self {
+        Error::Msg(s.to_string())
     }
 }

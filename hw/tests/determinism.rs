@@ -249,8 +249,8 @@ fn scope_glob_and_window() {
 /// outside its window and globs.
 struct Unbounded<'a>(&'a mut WaveWriter);
 impl hw::harness::SignalSink for Unbounded<'_> {
-    fn change(&mut self, cycle: u64, sig: usize, value: u64) -> Result<(), String> {
-        self.0.change(cycle, sig, value).map_err(|e| e.to_string())
+    fn change(&mut self, cycle: u64, sig: usize, value: u64) -> Result<(), hw::Error> {
+        Ok(self.0.change(cycle, sig, value)?)
     }
 }
 

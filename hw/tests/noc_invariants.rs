@@ -144,7 +144,7 @@ fn run_and_drain(cfg: &NocCfg, chunks: &[u64]) -> Result<(Mesh, u64), String> {
     let before = mesh.ni_totals();
     let end = mesh.now() + 50;
     mesh.run(end, &ctx, false).map_err(|e| e.to_string())?;
-    mesh.check_credits()?;
+    mesh.check_credits().map_err(|e| e.to_string())?;
     let after = mesh.ni_totals();
     if after.gen_flits != before.gen_flits || after.ret_flits != before.ret_flits {
         return Err("flits generated or retired after injection stopped and the mesh drained".into());

@@ -103,7 +103,7 @@ fn parse_bandwidths(s: &str) -> CliResult<Vec<Bandwidth>> {
                 (format!("{v}gbps"), v)
             }
         };
-        Bandwidth::new(name, gbps)
+        Bandwidth::new(name, gbps).map_err(testbenches::Error::into_msg)
     })?;
     for (i, b) in bws.iter().enumerate() {
         if bws[..i].iter().any(|x| x.name == b.name || x.link_bytes_per_cycle == b.link_bytes_per_cycle) {
@@ -200,7 +200,7 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
     let source = match (trace, &a.trace) {
         (Some(trace), Some(path)) => GpsSource::Trace { path: path.clone(), trace, layer: a.layer },
         _ => {
-            let skews = if a.layer != 0 { Vec::new() } else { list(a.skew.as_deref().unwrap_or(DEFAULT_SKEWS), "--skew", 32, |x| check_skew(num(x)?, &model))? };
+            let skews = if a.layer != 0 { Vec::new() } else { list(a.skew.as_deref().unwrap_or(DEFAULT_SKEWS), "--skew", 32, |x| check_skew(num(x)?, &model).map_err(testbenches::Error::into_msg))? };
             GpsSource::Generated { skews, layer: a.layer }
         }
     };

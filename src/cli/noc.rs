@@ -330,13 +330,13 @@ pub fn traced_point(cfg: &NocCfg, w: Option<&WaveOpts>, line: Option<&LineOpts>,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut sink = |l: String| -> Result<(), String> {
+    let mut sink = |l: String| -> Result<(), hw::Error> {
         use std::io::Write;
-        writeln!(out, "{l}").map_err(|e| format!("cannot write to stdout: {e}"))
+        writeln!(out, "{l}").map_err(|e| hw::Error::Msg(format!("cannot write to stdout: {e}")))
     };
     let lines = match line {
         Some(l) => {
-            sink(line_trace_header(routers, l.window))?;
+            sink(line_trace_header(routers, l.window)).map_err(|e| e.to_string())?;
             Some(hw::noc::LineTraceOut { select: &select, window: l.window, sink: &mut sink })
         }
         None => None,

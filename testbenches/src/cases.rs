@@ -147,7 +147,7 @@ fn credits() -> Result<String, String> {
     while mesh.now() < 3000 {
         let end = mesh.now() + 4;
         mesh.run(end, &ctx, false).map_err(|e| e.to_string())?;
-        mesh.check_credits()?;
+        mesh.check_credits().map_err(|e| e.to_string())?;
         checks += 1;
     }
     Ok(format!("{checks} checks passed"))

@@ -43,6 +43,15 @@ impl Error {
         Error::Io { path: path.display().to_string(), msg: msg.into() }
     }
 
+    /// The text without the field of an input error (for a caller that names the field
+    /// itself, as the CLI's flag lists do); other errors' whole text.
+    pub fn into_msg(self) -> String {
+        match self {
+            Error::Input { msg, .. } => msg,
+            e => e.to_string(),
+        }
+    }
+
     /// Is this bad input (exit code 2) rather than a run that failed?
     pub fn is_input(&self) -> bool {
         matches!(self, Error::Input { .. })

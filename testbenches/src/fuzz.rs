@@ -19,6 +19,8 @@ use std::cell::Cell;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::Error;
+
 /// xorshift64*: enough for mutation, no dependency.
 pub struct Rng(pub u64);
 
@@ -272,10 +274,11 @@ pub fn cases(default: u64) -> u64 {
 }
 
 /// Runs `cases` mutated inputs of `t`, using `dir` as scratch space. Err names the failing
-/// case, why it failed, and the file its input was saved to.
-pub fn run(t: &Target, cases: u64, dir: &Path) -> Result<Summary, String> {
+/// case, why it failed, and the file its input was saved to ([`Error::Run`]; [`Error::Io`] for
+/// the scratch directory).
+pub fn run(t: &Target, cases: u64, dir: &Path) -> crate::Result<Summary> {
     quiet_workers();
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e.to_string()))?;
     let seeds = (t.seeds)(dir);
     assert!(!seeds.is_empty(), "{}: no seeds", t.name);
     let current = dir.join(format!("fuzz-current-{}", t.name));
@@ -296,7 +299,7 @@ pub fn run(t: &Target, cases: u64, dir: &Path) -> Result<Summary, String> {
                 }
             }
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::Run(e.to_string()))?;
     let start = Instant::now();
     let mut s = Summary { cases, accepted: 0, refused: 0, seconds: 0.0, max_case_heap: 0, slowest_case: Duration::ZERO, known: vec![] };
     for i in 0..cases {
@@ -308,16 +311,16 @@ pub fn run(t: &Target, cases: u64, dir: &Path) -> Result<Summary, String> {
         };
         let _ = std::fs::write(&current, &input);
         let t0 = Instant::now();
-        to_worker.send(input.clone()).map_err(|_| format!("{}: worker gone", t.name))?;
+        to_worker.send(input.clone()).map_err(|_| Error::Run(format!("{}: worker gone", t.name)))?;
         let (r, heap) = match results.recv_timeout(t.time_limit) {
             Ok((r, heap)) => (Ok(r), heap),
             Err(e) => (Err(e), 0),
         };
         let dt = t0.elapsed();
-        let fail = |why: String| -> String {
+        let fail = |why: String| -> Error {
             let crash = dir.join(format!("fuzz-crash-{}-{i}", t.name));
             let _ = std::fs::write(&crash, &input);
-            format!("{} case {i}: {why}; input saved to {}", t.name, crash.display())
+            Error::Run(format!("{} case {i}: {why}; input saved to {}", t.name, crash.display()))
         };
         match r {
             Err(_) => return Err(fail(format!("no result after {:.1} s (hang?)", t.time_limit.as_secs_f64()))),

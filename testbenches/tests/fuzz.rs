@@ -604,7 +604,7 @@ fn harness_reports_panic_hang_memory_and_multiline_with_the_input() {
         (|_, _| Err("two\nlines".into()), 5000, MEM, "not a one-line message"),
     ];
     for (check, ms, mem, needle) in cases {
-        let e = testbenches::fuzz::run(&harness_target(check, ms, mem), 3, &dir).unwrap_err();
+        let e = testbenches::fuzz::run(&harness_target(check, ms, mem), 3, &dir).unwrap_err().to_string();
         assert!(e.contains("selftest case 0") && e.contains(needle), "{e}");
         let saved = e.rsplit("input saved to ").next().unwrap();
         assert!(Path::new(saved).exists(), "{e}");

@@ -62,7 +62,7 @@ fn check<T: Into<u64>>(tr: &mut common::LockstepTrace, port: &str, width: u32, r
 fn lockstep<const W: usize>(run: &Run) -> Result<Coverage, TestCaseError> {
     let m = (1u64 << W) - 1;
     let clocks = ClockSet::new(vec![ClockDomain::new("ucie", 625).with_phase(run.phase_ps), ClockDomain::new("aux", run.aux_ps)])
-        .map_err(TestCaseError::fail)?;
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let ucie = clocks.clock(0);
     let mut flits = LinkArena::<Flit>::new();
     // The test is the upstream router, in the adapter's domain: a flit sent at an edge lands

@@ -129,18 +129,20 @@ pub struct ClockSet {
 }
 
 impl ClockSet {
-    /// Fails (naming the domain) on a zero period, a phase not below the period, or no domain.
-    pub fn new(domains: Vec<ClockDomain>) -> Result<Self, String> {
+    /// Fails (naming the domain: block `clock NAME`) on a zero period, a phase not below the
+    /// period, or no domain.
+    pub fn new(domains: Vec<ClockDomain>) -> Result<Self, crate::Error> {
         if domains.is_empty() {
             return Err("a clock set needs at least one domain".into());
         }
         let mut g = 0;
         for d in &domains {
+            let block = || format!("clock {}", d.name);
             if d.period_ps == 0 {
-                return Err(format!("clock {}: period must be > 0 ps", d.name));
+                return Err(crate::Error::block(block(), "period must be > 0 ps"));
             }
             if d.phase_ps >= d.period_ps {
-                return Err(format!("clock {}: phase {} ps must be below the period {} ps", d.name, d.phase_ps, d.period_ps));
+                return Err(crate::Error::block(block(), format!("phase {} ps must be below the period {} ps", d.phase_ps, d.period_ps)));
             }
             g = gcd(gcd(g, d.period_ps), d.phase_ps);
         }
@@ -217,7 +219,7 @@ mod tests {
 
     #[test]
     fn bad_domains_are_named() {
-        assert!(ClockSet::new(vec![ClockDomain { name: "ddr".into(), period_ps: 0, phase_ps: 0 }]).unwrap_err().contains("ddr"));
-        assert!(ClockSet::new(vec![ClockDomain::new("x", 100).with_phase(100)]).unwrap_err().contains("phase"));
+        assert!(ClockSet::new(vec![ClockDomain { name: "ddr".into(), period_ps: 0, phase_ps: 0 }]).unwrap_err().to_string().contains("ddr"));
+        assert!(ClockSet::new(vec![ClockDomain::new("x", 100).with_phase(100)]).unwrap_err().to_string().contains("phase"));
     }
 }

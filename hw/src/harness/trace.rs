@@ -11,6 +11,7 @@
 pub use waves::SignalDecl;
 
 use super::Cycle;
+use crate::Error;
 
 pub trait Probe {
     /// Appends this module's signals, in a fixed order, under `scope`.
@@ -21,7 +22,9 @@ pub trait Probe {
 
 /// Where merged value changes go (a waveform writer, or a test's vector).
 pub trait SignalSink {
-    fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), String>;
+    /// Takes one value change; a sink that cannot (a waveform write that failed) says why
+    /// ([`Error::Wave`] for a waveform writer).
+    fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), Error>;
     /// Cycles whose changes the sink writes (start inclusive, end exclusive). Changes before
     /// the start only set the values it dumps at the start; the producer may fold them into
     /// one change per signal. After the end nothing is needed, so nothing is sampled.
@@ -38,7 +41,7 @@ pub trait SignalSink {
 /// Traces a block stepped on its own (a controller run between simulations) to its end: each
 /// cycle, from 0, the signals `sample` gives that differ from the previous cycle's go into
 /// `sink`; then, unless `done`, one `step`.
-pub fn trace_to_end<B>(b: &mut B, sink: &mut dyn SignalSink, sample: impl Fn(&B, &mut Vec<u64>), done: impl Fn(&B) -> bool, step: impl Fn(&mut B)) -> Result<(), String> {
+pub fn trace_to_end<B>(b: &mut B, sink: &mut dyn SignalSink, sample: impl Fn(&B, &mut Vec<u64>), done: impl Fn(&B) -> bool, step: impl Fn(&mut B)) -> Result<(), Error> {
     let (mut prev, mut cur): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut t: Cycle = 0;
     loop {
@@ -59,8 +62,8 @@ pub fn trace_to_end<B>(b: &mut B, sink: &mut dyn SignalSink, sample: impl Fn(&B,
 }
 
 impl SignalSink for waves::WaveWriter {
-    fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), String> {
-        waves::WaveWriter::change(self, cycle, sig, value).map_err(|e| e.to_string())
+    fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), Error> {
+        Ok(waves::WaveWriter::change(self, cycle, sig, value)?)
     }
     fn window(&self) -> (Cycle, Cycle) {
         waves::WaveWriter::window(self)
@@ -71,7 +74,7 @@ impl SignalSink for waves::WaveWriter {
 }
 
 impl SignalSink for Vec<(Cycle, usize, u64)> {
-    fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), String> {
+    fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), Error> {
         self.push((cycle, sig, value));
         Ok(())
     }
@@ -171,7 +174,7 @@ impl ChangeLog {
 
     /// Merges the logs (given in partition order) into `sink` in (cycle, signal id) order and
     /// empties them.
-    pub fn drain_merged(logs: &mut [&mut ChangeLog], sink: &mut dyn SignalSink) -> Result<(), String> {
+    pub fn drain_merged(logs: &mut [&mut ChangeLog], sink: &mut dyn SignalSink) -> Result<(), Error> {
         let mut pos = vec![0usize; logs.len()];
         loop {
             let t = logs
@@ -224,7 +227,7 @@ mod tests {
     fn window_and_filter_bound_the_log() {
         struct Win(Vec<(Cycle, usize, u64)>);
         impl SignalSink for Win {
-            fn change(&mut self, c: Cycle, s: usize, v: u64) -> Result<(), String> {
+            fn change(&mut self, c: Cycle, s: usize, v: u64) -> Result<(), Error> {
                 self.0.push((c, s, v));
                 Ok(())
             }

@@ -90,8 +90,9 @@ pub struct LineTraceOut<'a> {
     /// Selects routers by scope (`top.mesh.r_1_2`).
     pub select: &'a dyn Fn(&str) -> bool,
     pub window: (Cycle, Cycle),
-    /// Receives each line; an error (e.g. a closed output) ends the run with it.
-    pub sink: &'a mut dyn FnMut(String) -> Result<(), String>,
+    /// Receives each line; an error (e.g. a closed output) ends the run with it
+    /// ([`NocError::LineTrace`], same text).
+    pub sink: &'a mut dyn FnMut(String) -> Result<(), crate::Error>,
 }
 
 /// While tracing, the mesh runs in pieces of at most this many cycles, and the recorded
@@ -121,7 +122,7 @@ impl Outs<'_, '_> {
         }
         if let Some(l) = self.lines.as_mut() {
             for line in mesh.drain_line_trace() {
-                (l.sink)(line).map_err(NocError::LineTrace)?;
+                (l.sink)(line).map_err(|e| NocError::LineTrace(e.to_string()))?;
             }
         }
         Ok(())

@@ -253,6 +253,10 @@ pub enum NocError {
     Wave(String),
     #[error("line trace: {0}")]
     LineTrace(String),
+    /// Credit conservation broken on a channel ([`Mesh::check_credits`]): the channel
+    /// (`top.mesh.r_1_2.out_e.vc0`) and the counts.
+    #[error("{channel}: {msg}")]
+    Credits { channel: String, msg: String },
 }
 
 pub struct Mesh {
@@ -485,7 +489,7 @@ impl Mesh {
     /// Moves recorded changes into `sink`, merged in (cycle, signal) order.
     pub fn drain_trace(&mut self, sink: &mut dyn SignalSink) -> Result<(), NocError> {
         let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
-        ChangeLog::drain_merged(&mut logs, sink).map_err(NocError::Wave)
+        ChangeLog::drain_merged(&mut logs, sink).map_err(|e| NocError::Wave(e.to_string()))
     }
 
     /// The last drain of a run: also hands out the values held for a window the run never
@@ -503,7 +507,7 @@ impl Mesh {
     /// `credits + flits in switch traversal or on the link + downstream occupancy + credits
     /// returning == depth`, and `0 <= credits <= depth`. Call between runs.
     #[allow(clippy::needless_range_loop)] // vc indexes per-VC counts of several channels
-    pub fn check_credits(&mut self) -> Result<(), String> {
+    pub fn check_credits(&mut self) -> Result<(), NocError> {
         let now = self.now;
         let k = self.cfg.mesh.k;
         let v = self.cfg.mesh.router.vcs as usize;
@@ -550,18 +554,10 @@ impl Mesh {
                     let link = flits_on[i].0[p][vc];
                     let total = credits + link + occ + back[vc];
                     if total != depth || credits > depth {
-                        return Err(format!(
-                            "{}.out_{}.vc{}: credits {} + switch/link {} + downstream {} + returning {} = {} != depth {}",
-                            t.scope(),
-                            d.short(),
-                            vc,
-                            credits,
-                            link,
-                            occ,
-                            back[vc],
-                            total,
-                            depth
-                        ));
+                        return Err(NocError::Credits {
+                            channel: format!("{}.out_{}.vc{}", t.scope(), d.short(), vc),
+                            msg: format!("credits {credits} + switch/link {link} + downstream {occ} + returning {} = {total} != depth {depth}", back[vc]),
+                        });
                     }
                 }
             }
@@ -571,7 +567,7 @@ impl Mesh {
                 let credits = t.ni.inj_credit(vc) as usize;
                 let total = credits + flits_on[i].1[vc] + r.vc_occupancy(Dir::Local.idx(), vc) + back[vc];
                 if total != depth {
-                    return Err(format!("{}.ni.inj vc{vc}: credits conservation {total} != {depth}", t.scope()));
+                    return Err(NocError::Credits { channel: format!("{}.ni.inj vc{vc}", t.scope()), msg: format!("credits conservation {total} != {depth}") });
                 }
             }
         }

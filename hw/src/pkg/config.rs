@@ -246,7 +246,7 @@ impl PkgCfg {
         let core_dom = ClockDomain { name: "core".into(), period_ps: self.core_period_ps(), phase_ps: 0 };
         let ucie_dom = ClockDomain { name: "ucie".into(), period_ps: (1e6 / self.ucie_mhz).round() as u64, phase_ps: 0 };
         let ddr_dom = ClockDomain { name: "ddr".into(), period_ps: (1e6 / self.ddr_mhz).round() as u64, phase_ps: self.ddr_phase_ps };
-        let clocks = ClockSet::new(vec![core_dom, ucie_dom, ddr_dom]).map_err(|e| CfgError { field: "ddr_phase_ps".into(), reason: e })?;
+        let clocks = ClockSet::new(vec![core_dom, ucie_dom, ddr_dom]).map_err(|e| CfgError { field: "ddr_phase_ps".into(), reason: e.to_string() })?;
         let (core, ucie, ddr) = (clocks.clock(0), clocks.clock(1), clocks.clock(2));
         let (tk, tick_ps) = (core.div, clocks.tick_ps());
         let max = MAX_LINK_LATENCY as u64 - 1;

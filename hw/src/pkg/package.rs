@@ -300,7 +300,7 @@ impl Package {
     /// Moves recorded changes into `sink`, merged in (tick, signal) order.
     pub fn drain_trace(&mut self, sink: &mut dyn SignalSink) -> Result<(), PkgError> {
         let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
-        ChangeLog::drain_merged(&mut logs, sink).map_err(PkgError::Wave)
+        ChangeLog::drain_merged(&mut logs, sink).map_err(|e| PkgError::Wave(e.to_string()))
     }
 
     /// Runs the layer to its end. With `sink`, value changes are written as they are drained

@@ -77,9 +77,9 @@ impl BalancerKind {
 }
 
 impl std::str::FromStr for BalancerKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        BalancerKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| format!("unknown balancer {s:?} (known: none, eplb, topo, topo-ni)"))
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
+        BalancerKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| crate::Error::Unknown { field: "balancer".into(), name: s.into(), known: "none, eplb, topo, topo-ni".into() })
     }
 }
 
@@ -533,11 +533,11 @@ fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &Bal
             let (plan, cycles) = match wave {
                 Some((path, fmt)) => {
                     let path = decision_path(path);
-                    let werr = |e: String| WaferError::Wave(format!("{}: {e}", path.display()));
+                    let werr = |e: crate::Error| WaferError::Wave(format!("{}: {e}", path.display()));
                     let period_ps = (1e6 / clock_mhz).round().max(1.0) as u64;
-                    let mut wr = WaveWriter::create(&path, fmt, period_ps, &unit.signals(), &WaveFilter::default()).map_err(|e| werr(e.to_string()))?;
+                    let mut wr = WaveWriter::create(&path, fmt, period_ps, &unit.signals(), &WaveFilter::default()).map_err(|e| werr(e.into()))?;
                     let (plan, cycles) = unit.run_traced(&mut wr).map_err(werr)?;
-                    wr.finish(cycles + 1).map_err(|e| werr(e.to_string()))?;
+                    wr.finish(cycles + 1).map_err(|e| werr(e.into()))?;
                     (plan, cycles)
                 }
                 None => unit.run(),

@@ -251,7 +251,7 @@ impl NiBalancerCl {
 
     /// Runs to the end, writing every cycle's registers into `sink` (signals:
     /// [`NiBalancerCl::signals`], in that order).
-    pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(BalancePlan, u64), String> {
+    pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(BalancePlan, u64), crate::Error> {
         trace_to_end(&mut self, sink, Self::sample, |b| b.state == BalState::Done || b.max_moves == 0, Self::step)?;
         Ok(self.run())
     }

@@ -311,7 +311,7 @@ impl SemMoeLutCl {
     }
 
     /// Runs to the end writing every cycle's registers into `sink` (signals: [`Self::signals`]).
-    pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(Vec<usize>, Vec<u32>, u64), String> {
+    pub fn run_traced(mut self, sink: &mut dyn SignalSink) -> Result<(Vec<usize>, Vec<u32>, u64), crate::Error> {
         trace_to_end(&mut self, sink, Self::sample, |u| u.state == LutState::Done, Self::step)?;
         Ok(self.finish())
     }

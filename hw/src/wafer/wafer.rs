@@ -388,7 +388,7 @@ impl Wafer {
             }
         }
         let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
-        ChangeLog::drain_merged(&mut logs, sink).map_err(WaferError::Wave)
+        ChangeLog::drain_merged(&mut logs, sink).map_err(|e| WaferError::Wave(e.to_string()))
     }
 
     /// Runs the layer to its end. With `sink`, value changes are drained into it every 2^16

@@ -59,13 +59,16 @@ pub struct Bandwidth {
 
 impl Bandwidth {
     /// `gbps` per link and direction within [`limits::GPS_LINK_GBPS`] (a flit takes at most
-    /// 64 cycles per link), or why not.
-    pub fn new(name: String, gbps: f64) -> std::result::Result<Self, String> {
+    /// 64 cycles per link), or why not (an input error of `--bandwidth`).
+    pub fn new(name: String, gbps: f64) -> Result<Self> {
         if !limits::GPS_LINK_GBPS.contains(&gbps) {
-            return Err(format!(
-                "{gbps} GB/s is outside {}..={} (a {FLIT_BYTES}-byte flit takes at most 64 cycles per link)",
-                limits::GPS_LINK_GBPS.start(),
-                limits::GPS_LINK_GBPS.end()
+            return Err(Error::input(
+                "--bandwidth",
+                format!(
+                    "{gbps} GB/s is outside {}..={} (a {FLIT_BYTES}-byte flit takes at most 64 cycles per link)",
+                    limits::GPS_LINK_GBPS.start(),
+                    limits::GPS_LINK_GBPS.end()
+                ),
             ));
         }
         let lb = (gbps * 1000.0 / CLOCK_MHZ).round() as u32;
@@ -82,13 +85,14 @@ pub fn error_model_name(m: ErrorModel) -> &'static str {
     }
 }
 
-/// A target skewness of generated routing for `m`: within [1, experts / top-k), or why not.
-pub fn check_skew(v: f64, m: &ModelPreset) -> std::result::Result<f64, String> {
+/// A target skewness of generated routing for `m`: within [1, experts / top-k), or why not
+/// (an input error of `--skew`).
+pub fn check_skew(v: f64, m: &ModelPreset) -> Result<f64> {
     let max = max_skewness(m.experts, m.top_k);
     if v >= 1.0 && v < max {
         Ok(v)
     } else {
-        Err(format!("{v} is outside [1, {max}) for {} ({} experts, top-{})", m.name, m.experts, m.top_k))
+        Err(Error::input("--skew", format!("{v} is outside [1, {max}) for {} ({} experts, top-{})", m.name, m.experts, m.top_k)))
     }
 }
 
