@@ -620,6 +620,8 @@ impl IoDieSchedulerCl {
             MatchState::Scan => self.scan_step(),
             MatchState::Grant => {
                 let (e, mask, start) = self.grant_reg;
+                // One event per E–C matcher decision; the level check is all it costs when off.
+                tracing::debug!(layer = self.layer, expert = e.0, chiplets = mask, start = start.0, cycle = self.clk.cycle_of(now), "iodie grant");
                 self.send(now, msgs, SchedMsg::Grant { expert: e, mask, start });
                 sent = true;
                 self.grant_valid = true;
