@@ -84,7 +84,7 @@ fn run_layer(b: &Bench, eit: &[EitEntryFl]) -> Result<Outcome, TestCaseError> {
         if let Some(m) = this_cycle {
             if let SchedMsg::Grant { start, mask, .. } = m {
                 fresh = mask;
-                prop_assert!(busy >> start & 1 == 0, "grant {:?} starts on busy chiplet {} (busy {:#b})", m, start, busy);
+                prop_assert!(busy >> start.0 & 1 == 0, "grant {:?} starts on busy chiplet {} (busy {:#b})", m, start, busy);
                 busy |= mask;
                 grants_seen += 1;
             }
@@ -119,7 +119,7 @@ fn run_layer(b: &Bench, eit: &[EitEntryFl]) -> Result<Outcome, TestCaseError> {
             evals += 1;
             unsafe { cl.eval(t, &msgs, &done) };
             if cl.grant_valid {
-                prop_assert!(cl.grant_icv >> cl.grant_start & 1 == 1, "CL granted from a busy start chiplet");
+                prop_assert!(cl.grant_icv >> cl.grant_start.0 & 1 == 1, "CL granted from a busy start chiplet");
             }
         }
         t += d;
@@ -194,7 +194,7 @@ proptest! {
         let mut cl = IoDieSchedulerCl::new(2, 2, &cfg, DomainClock::UNIT, IoDiePorts { msg_out: vec![out], done_in: vec![] }).unwrap();
         let mut fl = TrajectorySchedulerFl::new(2, 2).unwrap();
         let mut tb = TokenBufferFl::new(tbc).unwrap();
-        let g: Vec<RequestGatingFl> = reqs.iter().enumerate().map(|(i, r)| RequestGatingFl { slot: i as u32, counts: r.clone() }).collect();
+        let g: Vec<RequestGatingFl> = reqs.iter().enumerate().map(|(i, r)| RequestGatingFl::from_raw(i as u32, r)).collect();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let mut t = 0u64;
         for _layer in 0..4 {
@@ -213,7 +213,7 @@ proptest! {
             prop_assert_eq!(cl.deferred(), &d[..]);
             prop_assert_eq!(&got, &want);
             for s in 0..g.len() as u32 {
-                prop_assert_eq!(cl.qos(s), Some((tb.t_qos[s as usize], tb.c_fw[s as usize])));
+                prop_assert_eq!(cl.qos(sched::ReqId(s)), Some((tb.t_qos[s as usize], tb.c_fw[s as usize])));
             }
             // Finish the layer: rounds of "every chiplet done" at both levels.
             let mut dl = LinkArena::<u16>::new();
@@ -237,8 +237,8 @@ proptest! {
             cl.ports.done_in.clear();
             for s in 0..g.len() as u32 {
                 if rng.gen_bool(0.7) {
-                    tb.forward_pass_done(s).unwrap();
-                    cl.forward_pass_done(s).unwrap();
+                    tb.forward_pass_done(sched::ReqId(s)).unwrap();
+                    cl.forward_pass_done(sched::ReqId(s)).unwrap();
                 }
             }
         }

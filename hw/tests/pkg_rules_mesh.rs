@@ -12,7 +12,7 @@ use hw::harness::Cycle;
 use hw::noc::mesh::wire;
 use hw::noc::router::RouterCl;
 use hw::noc::RouterCfg;
-use hw::pkg::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlSched, Trajectory};
+use hw::pkg::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlSched, ExpertId, Trajectory};
 use hw::pkg::ni::{D2dEngineCl, PayloadPools};
 use proptest::prelude::*;
 
@@ -27,7 +27,7 @@ impl Snake {
                 let c = if r % 2 == 0 { i } else { k - 1 - i };
                 let id = (r * k + c) as u8;
                 if mask >> id & 1 == 1 {
-                    v.push(id);
+                    v.push(ChipletId(id));
                 }
             }
         }
@@ -66,8 +66,8 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
     let mut ctrls = Vec::new();
     for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
         routers.push(RouterCl::new(i as u32, k, &rcfg, 1, ports));
-        nis.push(D2dEngineCl::new(i as u8, k, rcfg.vcs, rcfg.vc_buf, 256, np));
-        let mut c = ChipletCtrlCl::new(i as u8, experts, slots, 0, CtrlKnobs::default());
+        nis.push(D2dEngineCl::new(ChipletId(i as u8), k, rcfg.vcs, rcfg.vc_buf, 256, np));
+        let mut c = ChipletCtrlCl::new(ChipletId(i as u8), experts, slots, 0, CtrlKnobs::default());
         c.begin_layer(&vec![m; experts], &[]);
         ctrls.push(c);
     }
@@ -85,7 +85,7 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
     let mut msgs: Vec<Vec<CtrlSched>> = vec![Vec::new(); n];
     for (e, &mask) in masks.iter().enumerate() {
         for q in msgs.iter_mut() {
-            q.push(CtrlSched::Preload { expert: e as u16, mask });
+            q.push(CtrlSched::Preload { expert: ExpertId(e as u16), mask });
         }
     }
     let mut next_grant = 0usize;
@@ -99,7 +99,7 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
             let mask = masks[next_grant];
             icv &= !mask;
             for q in rev.iter_mut() {
-                q.insert(0, CtrlSched::Grant { expert: next_grant as u16, mask });
+                q.insert(0, CtrlSched::Grant { expert: ExpertId(next_grant as u16), mask });
             }
             next_grant += 1;
         }
@@ -131,7 +131,7 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
                 rx_slot[i] = out.rx_slot;
                 if let Some((s, tag)) = out.pe_start {
                     pe_busy[i] = Some((t + pe_cycles, s));
-                    computed[i][tag.expert as usize][tag.k as usize] += 1;
+                    computed[i][tag.expert.idx()][tag.k as usize] += 1;
                     progress = true;
                 }
                 if let Some((s, dest)) = out.tx_start {
@@ -145,7 +145,7 @@ fn run(k: u32, slots: u32, m: u16, slice_bytes: usize, masks: &[u16], pe_cycles:
                     icv |= 1 << i;
                 }
                 if let Some((tag, next)) = out.handoff {
-                    handoff[next as usize].push_back(tag);
+                    handoff[next.idx()].push_back(tag);
                     progress = true;
                 }
                 progress |= out.rx_slot.is_some() || inp.rx_landed.is_some();

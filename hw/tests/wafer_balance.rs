@@ -172,7 +172,7 @@ fn drift_changes_the_hot_experts() {
         for g in generated_routing(&m, c.dp, c.tokens_per_group, 1.2, seed).unwrap() {
             for t in g {
                 for e in t {
-                    n[e as usize] += 1;
+                    n[e.idx()] += 1;
                 }
             }
         }

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use sched::pkg::iodie::*;
 use sched::pkg::placement::*;
 
-use SchedMsg::{Grant, Preload};
+use sched::{ExpertId, ReqId};
 
 fn e(mask: u16, count: u32) -> EitEntryFl {
     EitEntryFl { mask, count }
@@ -21,24 +21,24 @@ fn paired_2x2_exact_sequence() {
     let mut s = TrajectorySchedulerFl::new(2, 2).unwrap();
     let m = s.begin_layer(&eit4(), OrderPolicy::Paired).unwrap();
     // sorted 0 (10), 2 (6), 1 (2), 3 (1) → paired 0, 3, 2, 1
-    assert_eq!(s.order(), &[0, 3, 2, 1]);
+    assert_eq!(s.order(), &[ExpertId(0), ExpertId(3), ExpertId(2), ExpertId(1)]);
     assert_eq!(
         m,
         vec![
-            Preload { expert: 0, mask: 0b0011 },
-            Preload { expert: 3, mask: 0b0001 },
-            Preload { expert: 2, mask: 0b1100 },
-            Preload { expert: 1, mask: 0b0100 },
-            Grant { expert: 0, mask: 0b0011, start: 0 },
+            SchedMsg::preload(0, 0b0011),
+            SchedMsg::preload(3, 0b0001),
+            SchedMsg::preload(2, 0b1100),
+            SchedMsg::preload(1, 0b0100),
+            SchedMsg::grant(0, 0b0011, 0),
             // chiplet 3 comes before 2 in snake order
-            Grant { expert: 2, mask: 0b1100, start: 3 },
+            SchedMsg::grant(2, 0b1100, 3),
         ]
     );
     assert_eq!(s.icv(), 0);
     assert!(!s.is_finished());
-    assert_eq!(s.release(0b0011), vec![Grant { expert: 3, mask: 0b0001, start: 0 }]);
+    assert_eq!(s.release(0b0011), vec![SchedMsg::grant(3, 0b0001, 0)]);
     assert_eq!(s.icv(), 0b0010);
-    assert_eq!(s.release(0b0100), vec![Grant { expert: 1, mask: 0b0100, start: 2 }]);
+    assert_eq!(s.release(0b0100), vec![SchedMsg::grant(1, 0b0100, 2)]);
     assert!(s.is_finished());
     assert_eq!(s.release(0b1111), vec![]);
 }
@@ -50,24 +50,24 @@ fn by_id_and_hot_first_2x2() {
     assert_eq!(
         &m[4..],
         &[
-            Grant { expert: 0, mask: 0b0011, start: 0 },
-            Grant { expert: 1, mask: 0b0100, start: 2 },
-            Grant { expert: 2, mask: 0b1100, start: 3 },
+            SchedMsg::grant(0, 0b0011, 0),
+            SchedMsg::grant(1, 0b0100, 2),
+            SchedMsg::grant(2, 0b1100, 3),
         ]
     );
-    assert_eq!(s.release(0b0001), vec![Grant { expert: 3, mask: 0b0001, start: 0 }]);
+    assert_eq!(s.release(0b0001), vec![SchedMsg::grant(3, 0b0001, 0)]);
     assert!(s.is_finished());
 
     let m = s.begin_layer(&eit4(), OrderPolicy::HotFirst).unwrap();
-    assert_eq!(s.order(), &[0, 2, 1, 3]);
-    assert_eq!(&m[4..], &[Grant { expert: 0, mask: 0b0011, start: 0 }, Grant { expert: 2, mask: 0b1100, start: 3 }]);
+    assert_eq!(s.order(), &[ExpertId(0), ExpertId(2), ExpertId(1), ExpertId(3)]);
+    assert_eq!(&m[4..], &[SchedMsg::grant(0, 0b0011, 0), SchedMsg::grant(2, 0b1100, 3)]);
 }
 
 #[test]
 fn zero_experts_and_bad_input() {
     let mut s = TrajectorySchedulerFl::new(2, 2).unwrap();
     let m = s.begin_layer(&[e(0, 0), e(0b1000, 3), e(0, 0)], OrderPolicy::Paired).unwrap();
-    assert_eq!(m, vec![Preload { expert: 1, mask: 0b1000 }, Grant { expert: 1, mask: 0b1000, start: 3 }]);
+    assert_eq!(m, vec![SchedMsg::preload(1, 0b1000), SchedMsg::grant(1, 0b1000, 3)]);
     assert!(s.is_finished());
     assert!(s.begin_layer(&[e(0b10000, 1)], OrderPolicy::Paired).is_err());
     assert!(s.begin_layer(&[e(0b1, 0)], OrderPolicy::Paired).is_err());
@@ -89,29 +89,29 @@ fn token_buffer_alg2() {
     let mut tb = TokenBufferFl::new(cfg).unwrap();
     // n_e: expert 0 hot (10), expert 1 cold (2).
     let n_e = [10, 2];
-    let reqs = vec![(0u32, vec![0u16, 1]), (1, vec![0])];
+    let reqs = vec![(ReqId(0), vec![ExpertId(0), ExpertId(1)]), (ReqId(1), vec![ExpertId(0)])];
     // No credit yet: nobody deferred.
     assert_eq!(tb.layer_boundary(&reqs, &n_e).unwrap(), vec![false, false]);
-    tb.forward_pass_done(0).unwrap();
-    tb.forward_pass_done(0).unwrap();
+    tb.forward_pass_done(ReqId(0)).unwrap();
+    tb.forward_pass_done(ReqId(0)).unwrap();
     // C_fw(0) = 2 >= 2: one credit, spent at once on the cold expert 1.
     assert_eq!(tb.layer_boundary(&reqs, &n_e).unwrap(), vec![true, false]);
     assert_eq!((tb.t_qos[0], tb.c_fw[0]), (0, 0));
     assert_eq!(tb.layer_boundary(&reqs, &n_e).unwrap(), vec![false, false]);
-    assert!(tb.layer_boundary(&[(9, vec![0])], &n_e).is_err());
+    assert!(tb.layer_boundary(&[(ReqId(9), vec![ExpertId(0)])], &n_e).is_err());
 
     // Whole layer: the deferred request's tokens leave the EIT.
     let mut s = TrajectorySchedulerFl::new(1, 2).unwrap();
     let mut tb = TokenBufferFl::new(TokenBufferCfgFl { theta_min: 3, n_threshold: 1, t_qos_init: 1, slots: 4 }).unwrap();
     let g = vec![
-        RequestGatingFl { slot: 0, counts: vec![(0, 0, 4), (1, 1, 1)] },
-        RequestGatingFl { slot: 1, counts: vec![(0, 1, 5)] },
+        RequestGatingFl::from_raw(0, &[(0, 0, 4), (1, 1, 1)]),
+        RequestGatingFl::from_raw(1, &[(0, 1, 5)]),
     ];
     let l = schedule_layer_fl(&mut s, &mut tb, &g, 2, OrderPolicy::Paired).unwrap();
     assert_eq!(l.deferred, vec![true, false]);
     assert_eq!(l.eit, vec![e(0b10, 5), e(0, 0)]);
-    assert_eq!(l.msgs, vec![Preload { expert: 0, mask: 0b10 }, Grant { expert: 0, mask: 0b10, start: 1 }]);
-    let bad = vec![RequestGatingFl { slot: 0, counts: vec![(2, 0, 1)] }];
+    assert_eq!(l.msgs, vec![SchedMsg::preload(0, 0b10), SchedMsg::grant(0, 0b10, 1)]);
+    let bad = vec![RequestGatingFl::from_raw(0, &[(2, 0, 1)])];
     assert!(schedule_layer_fl(&mut s, &mut tb, &bad, 2, OrderPolicy::Paired).is_err());
 }
 
@@ -138,7 +138,7 @@ proptest! {
     /// The bitonic network equals a plain sort (count descending, lower id first).
     #[test]
     fn bitonic_equals_sort(counts in prop::collection::vec(0u32..50, 1..=256)) {
-        let keys: Vec<SortKey> = counts.iter().enumerate().map(|(i, &c)| (c, i as u16)).collect();
+        let keys: Vec<SortKey> = counts.iter().enumerate().map(|(i, &c)| (c, ExpertId(i as u16))).collect();
         let mut want = keys.clone();
         want.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         prop_assert_eq!(bitonic_sort_fl(&keys), want);
@@ -163,9 +163,9 @@ proptest! {
         loop {
             for m in &msgs {
                 if let SchedMsg::Grant { expert, mask, start } = *m {
-                    prop_assert!(icv >> start & 1 == 1 && mask >> start & 1 == 1);
-                    prop_assert!(!granted[expert as usize]);
-                    granted[expert as usize] = true;
+                    prop_assert!(in_mask(icv, start) && in_mask(mask, start));
+                    prop_assert!(!granted[expert.idx()]);
+                    granted[expert.idx()] = true;
                     icv &= !mask;
                 }
             }

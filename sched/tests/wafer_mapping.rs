@@ -129,7 +129,7 @@ fn placement_and_dispatch() {
     let m = map(MappingKind::Er, g44(), 4, 4, true).unwrap();
     let hosts = expert_hosts(16, 16);
     // group 0, token 0 → experts 3 and 12; token 1 → expert 0 (on die 0 of group 0)
-    let routing = vec![vec![vec![3u16, 12], vec![0]], vec![], vec![], vec![]];
+    let routing = Routing::from_raw(vec![vec![vec![3u16, 12], vec![0]], vec![], vec![], vec![]]);
     let p = dispatch_plan(&m, &hosts, &routing);
     assert_eq!(p.len(), 3);
     // expert 3 on die 3: FTD {2,3,6,7}, group 0's die there is 2
@@ -138,9 +138,9 @@ fn placement_and_dispatch() {
     assert_eq!(p[2], A2aXfer { group: 0, token: 1, expert: 0, src: 0, dst: 0 });
     // replicas: 4 experts on 16 dies → expert e on dies e, e+4, e+8, e+12; the nearest wins
     let hosts = expert_hosts(4, 16);
-    let p = dispatch_plan(&m, &hosts, &[vec![vec![1u16]]]);
+    let p = dispatch_plan(&m, &hosts, &Routing::from_raw(vec![vec![vec![1u16]]]));
     assert_eq!(p[0].hops(&m), 1, "{:?}", p[0]);
-    assert!(try_dispatch_plan(&m, &hosts, &[vec![vec![9u16]]]).unwrap_err().field == "routing");
+    assert!(try_dispatch_plan(&m, &hosts, &Routing::from_raw(vec![vec![vec![9u16]]])).unwrap_err().field == "routing");
 }
 
 fn all_cases() -> Vec<(u32, u32, u32)> {
@@ -312,7 +312,7 @@ proptest! {
         let g = (case as u32) % m.dp;
         let mut routing = vec![Vec::new(); m.dp as usize];
         routing[g as usize] = toks.clone();
-        let plan = dispatch_plan(&m, &hosts, &routing);
+        let plan = dispatch_plan(&m, &hosts, &Routing::from_raw(routing));
         prop_assert_eq!(plan.len(), toks.iter().map(|t| t.len()).sum::<usize>());
         let mut i = 0;
         for (t, es) in toks.iter().enumerate() {

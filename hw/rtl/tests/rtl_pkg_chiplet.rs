@@ -13,7 +13,7 @@ mod common;
 
 use std::collections::VecDeque;
 
-use hw::pkg::chiplet::{ChipletCtrlCl, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, Trajectory};
+use hw::pkg::chiplet::{ChipletCtrlCl, ChipletId, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, ExpertId, Trajectory};
 use hw::pkg::package::PkgTraj;
 use hw::pkg::ring::SlotTag;
 use proptest::prelude::*;
@@ -55,16 +55,16 @@ const WAVE_PORTS: [(&str, u32); 8] =
     [("ddr_req", 64), ("rx_slot", 64), ("pe_start", 64), ("tx_start", 64), ("done", 1), ("expert_done", 64), ("handoff", 64), ("free", 64)];
 
 fn encode(o: &CtrlOut) -> Vec<u64> {
-    let tag = |t: SlotTag| (t.expert as u64) << 24 | (t.k as u64) << 8 | t.loader as u64;
+    let tag = |t: SlotTag| (t.expert.0 as u64) << 24 | (t.k as u64) << 8 | t.loader.0 as u64;
     let v = |x: Option<u64>| x.map_or(0, |x| 1 << 63 | x);
     vec![
         v(o.ddr_req.map(|(s, t)| (s as u64) << 40 | tag(t))),
         v(o.rx_slot.map(u64::from)),
         v(o.pe_start.map(|(s, t)| (s as u64) << 40 | tag(t))),
-        v(o.tx_start.map(|(s, d)| (s as u64) << 8 | d as u64)),
+        v(o.tx_start.map(|(s, d)| (s as u64) << 8 | d.0 as u64)),
         o.done as u64,
-        v(o.expert_done.map(u64::from)),
-        v(o.handoff.map(|(t, d)| tag(t) << 8 | d as u64)),
+        v(o.expert_done.map(|e| e.0 as u64)),
+        v(o.handoff.map(|(t, d)| tag(t) << 8 | d.0 as u64)),
         v(o.free.map(|f| (f.granted as u64) << 16 | f.preload as u64)),
     ]
 }
@@ -74,10 +74,10 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let n = c.rows * c.cols;
     let traj = if c.knobs.helpers { PkgTraj::new(c.rows, c.cols).sharded() } else { PkgTraj::new(c.rows, c.cols) };
-    let mut cl = ChipletCtrlCl::new(c.id, c.experts, c.slots, 0, c.knobs);
+    let mut cl = ChipletCtrlCl::new(ChipletId(c.id), c.experts, c.slots, 0, c.knobs);
     let mut rtl = ChipletCtrlTwin::new(c.id, c.rows, c.cols, c.slots, c.experts, c.knobs).expect("a built size");
-    let me = c.id;
-    let on = |mask: u16| mask >> me & 1 == 1;
+    let me = ChipletId(c.id);
+    let on = |mask: u16| mask >> me.0 & 1 == 1;
     let mut waves = common::LockstepTrace::new(&WAVE_PORTS);
 
     // Per-layer plan.
@@ -121,7 +121,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
                     }
                 }
                 if rng.gen_bool(0.6) {
-                    mask |= 1 << me;
+                    mask |= 1 << me.0;
                 }
                 masks[e] = mask;
                 if c.tokens && on(mask) && rng.gen_bool(0.5) {
@@ -133,14 +133,14 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
             // Pre-loads in a random order, then grants in another, spaced out.
             let mut at = t + 1;
             for &e in &ids {
-                sched_q.push_back((at, CtrlSched::Preload { expert: e as u16, mask: masks[e] }));
+                sched_q.push_back((at, CtrlSched::Preload { expert: ExpertId(e as u16), mask: masks[e] }));
                 at += rng.gen_range(1..4);
             }
             let mut gids = ids.clone();
             gids.shuffle(&mut rng);
             for &e in &gids {
                 at += [rng.gen_range(1..10), rng.gen_range(10..300)][rng.gen_range(0..2)];
-                sched_q.push_back((at, CtrlSched::Grant { expert: e as u16, mask: masks[e] }));
+                sched_q.push_back((at, CtrlSched::Grant { expert: ExpertId(e as u16), mask: masks[e] }));
             }
             // Rule 5: the arbiter hands this chiplet some micro-slices of the experts it is on.
             let mut mine: Vec<Vec<bool>> = ids.iter().map(|&e| (0..m_of[e]).map(|k| traj.loader(masks[e], k) == me).collect()).collect();
@@ -150,7 +150,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
                         let mine_k = on(masks[e]) && rng.gen_bool(0.5);
                         mine[i][k as usize] = mine_k;
                         if mine_k {
-                            loads.push_back((t + rng.gen_range(1..200), SlotTag { expert: e as u16, k, loader: me }));
+                            loads.push_back((t + rng.gen_range(1..200), SlotTag { expert: ExpertId(e as u16), k, loader: me }));
                         }
                     }
                 }
@@ -164,10 +164,10 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
                 }
                 for k in 0..m_of[e] {
                     if !mine[i][k as usize] {
-                        let loader = if c.knobs.rule5 { masks[e].trailing_zeros() as u8 } else { traj.loader(masks[e], k) };
-                        let loader = if loader == me { (0..n as u8).find(|&x| x != me && (c.knobs.helpers || masks[e] >> x & 1 == 1)).unwrap_or(loader) } else { loader };
+                        let loader = if c.knobs.rule5 { ChipletId(masks[e].trailing_zeros() as u8) } else { traj.loader(masks[e], k) };
+                        let loader = if loader == me { (0..n as u8).map(ChipletId).find(|&x| x != me && (c.knobs.helpers || masks[e] >> x.0 & 1 == 1)).unwrap_or(loader) } else { loader };
                         // Keyed by the expert: released at its grant.
-                        arrivals.push((u64::MAX - e as u64, SlotTag { expert: e as u16, k, loader }));
+                        arrivals.push((u64::MAX - e as u64, SlotTag { expert: ExpertId(e as u16), k, loader }));
                     }
                 }
             }
@@ -192,7 +192,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
                 sched_q.pop_front();
                 inp.sched = Some(m);
                 if let CtrlSched::Grant { expert, .. } = m {
-                    for a in arrivals.iter_mut().filter(|a| a.0 == u64::MAX - expert as u64) {
+                    for a in arrivals.iter_mut().filter(|a| a.0 == u64::MAX - expert.0 as u64) {
                         a.0 = t + rng.gen_range(1..60);
                     }
                 }
@@ -240,7 +240,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
         if let Some(&(at, e, x)) = tokens.first() {
             if at <= t {
                 tokens.remove(0);
-                inp.tokens_arrived = Some((e, x));
+                inp.tokens_arrived = Some((ExpertId(e), x));
             }
         }
 

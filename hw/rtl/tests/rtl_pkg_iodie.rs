@@ -91,10 +91,10 @@ fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
         if sc.tb.theta_min > 0 && cl.state != MatchState::TokenBuf && rng.gen_bool(0.05) {
             let slot = rng.gen_range(0..sc.tb.slots);
             if rng.gen_bool(0.8) {
-                cl.forward_pass_done(slot).unwrap();
+                cl.forward_pass_done(sched::ReqId(slot)).unwrap();
                 inp.host_op = 2;
             } else {
-                cl.admit(slot).unwrap();
+                cl.admit(sched::ReqId(slot)).unwrap();
                 inp.host_op = 3;
             }
             inp.host_slot = slot as u8;
@@ -141,7 +141,7 @@ fn lockstep(sc: &Scenario, cycles: u64, seed: u64) {
         assert_eq!(rtl.stats, cl.stats, "{sc:?} seed {seed}: edge {t}: performance counters (RTL left, CL right)");
         if sc.tb.theta_min > 0 {
             for s in 0..sc.tb.slots {
-                assert_eq!(Some(rtl.uut.qos_slot(s as usize)), cl.qos(s), "{sc:?} seed {seed}: edge {t}: QoS slot {s}");
+                assert_eq!(Some(rtl.uut.qos_slot(s as usize)), cl.qos(sched::ReqId(s)), "{sc:?} seed {seed}: edge {t}: QoS slot {s}");
             }
             if cl.state != MatchState::TokenBuf && cl.state != MatchState::WriteEit {
                 assert_eq!(rtl.deferred(), cl.deferred(), "{sc:?} seed {seed}: edge {t}: deferred requests");

@@ -7,6 +7,7 @@
 mod common;
 
 use hw::pkg::ring::{RingBufferCl, SlotTag};
+use sched::{ChipletId, ExpertId};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -44,13 +45,13 @@ fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
             }
         }
         let alloc = rng.gen_range(0..100) < p_alloc;
-        let tag = SlotTag { expert: rng.gen(), k: rng.gen(), loader: rng.gen_range(0..16) };
+        let tag = SlotTag { expert: ExpertId(rng.gen::<u16>()), k: rng.gen(), loader: ChipletId(rng.gen_range(0..16u8)) };
         let got = if alloc { cl.alloc(tag) } else { None };
         u.release_mask.next = rel.into();
         u.alloc.next = alloc;
-        u.alloc_expert.next = (tag.expert as u64).into();
+        u.alloc_expert.next = (tag.expert.0 as u64).into();
         u.alloc_k.next = (tag.k as u64).into();
-        u.alloc_loader.next = (tag.loader as u64).into();
+        u.alloc_loader.next = (tag.loader.0 as u64).into();
         settle(&mut u);
         tr.expect("alloc_ok", 1, got.is_some() as u64, u.alloc_ok.val() as u64);
         if let Some(s) = got {
@@ -67,9 +68,9 @@ fn run<const S: usize>(cycles: usize, seed: u64, p_alloc: u32, p_rel: u32) {
                 u.rd_slot.next = (s as u64).into();
                 settle(&mut u);
                 let t = cl.tag(s);
-                tr.expect(&format!("tag{s}.expert"), 16, t.expert as u64, u.rd_expert.val().to_u64());
+                tr.expect(&format!("tag{s}.expert"), 16, t.expert.0 as u64, u.rd_expert.val().to_u64());
                 tr.expect(&format!("tag{s}.k"), 16, t.k as u64, u.rd_k.val().to_u64());
-                tr.expect(&format!("tag{s}.loader"), 8, t.loader as u64, u.rd_loader.val().to_u64());
+                tr.expect(&format!("tag{s}.loader"), 8, t.loader.0 as u64, u.rd_loader.val().to_u64());
             }
         }
     }

@@ -11,7 +11,7 @@ use sched::noc::{Coord, Dir};
 use sched::pkg::iodie::{eit_fl, TokenBufferCfgFl};
 use sched::pkg::moe::ExpertWeights;
 
-use super::chiplet::{ChipletCtrlCl, ChipletCtrlModel, CtrlKnobs};
+use super::chiplet::{ChipletCtrlCl, ChipletCtrlModel, ChipletId, CtrlKnobs, ExpertId};
 use super::config::{Loaders, PkgCfg, PkgTiming, Strategy};
 use super::ddr::{DdrChannelCl, DdrPorts, DdrReq, DdrResp};
 use super::iodie::{IoDieCfg, IoDieFactory, IoDieModel, IoDiePorts, IoDieSchedulerCl, LayerStart, OrderPolicy, SchedMsgCl};
@@ -435,11 +435,13 @@ fn build_tile(
     let mut router = RouterCl::new(i as u32, k, r, 1, ports);
     router.set_ticks_per_cycle(tk);
     let np = NiPorts { inj_flit: links.flit_in[i][Dir::Local.idx()], inj_credit: links.inj_credit[i], ej_flit: links.ej[i], ej_credit: links.credit_in[i][Dir::Local.idx()] };
-    let mut ni = D2dEngineCl::new(c, k, r.vcs, r.vc_buf, cfg.flit_bytes, np);
+    // The plan and DDR model speak bare chiplet numbers; the chiplet's blocks take the typed id.
+    let cid = ChipletId(c);
+    let mut ni = D2dEngineCl::new(cid, k, r.vcs, r.vc_buf, cfg.flit_bytes, np);
     ni.set_ticks_per_cycle(tk);
     let mut ctrl: Box<dyn ChipletCtrlModel> = match rtl.ctrl {
-        Some(f) => f(c, rows, cols, layer.experts, slots, sb, knobs).map_err(|e| PkgError::Input(format!("--rtl chiplet-ctrl: {e}")))?,
-        None => Box::new(ChipletCtrlCl::new(c, layer.experts, slots, sb, knobs)),
+        Some(f) => f(cid, rows, cols, layer.experts, slots, sb, knobs).map_err(|e| PkgError::Input(format!("--rtl chiplet-ctrl: {e}")))?,
+        None => Box::new(ChipletCtrlCl::new(cid, layer.experts, slots, sb, knobs)),
     };
     // Tokens computed here, EP dispatch in/out.
     let m_here: Vec<u32> = (0..layer.experts).map(|e| plan.count[e][i]).collect();
@@ -460,12 +462,12 @@ fn build_tile(
     let mut og: Vec<_> = out_groups.into_iter().collect();
     og.sort();
     for ((e, to), cnt) in &og {
-        ni.queue_tokens(PacketKind::Dispatch, *e, *cnt, *cnt as usize * layer.d_model as usize * cfg.act_bytes as usize, *to);
+        ni.queue_tokens(PacketKind::Dispatch, ExpertId(*e), *cnt, *cnt as usize * layer.d_model as usize * cfg.act_bytes as usize, ChipletId(*to));
     }
     let mut cg: Vec<_> = combine_groups.into_iter().collect();
     cg.sort();
     for ((e, from), cnt) in cg {
-        combine_to[e as usize].push((from, cnt));
+        combine_to[e as usize].push((ChipletId(from), cnt));
     }
     // Combine packets this chiplet receives: one per (expert, owner) of its dispatched tokens.
     let combines_expected = og.len() as u32;
@@ -477,7 +479,7 @@ fn build_tile(
     let ddr_ch = DdrChannelCl::new(c, &cfg.ddr, ddr, core, DdrPorts { req_in: links.ddr_req_l[i], resp_out: links.ddr_resp_l[i] });
     let work = TileWork { m_here, tokens_here, combine_to, grants_expected, combines_expected, home_tokens, out_tokens };
     let scope = format!("top.pkg.c_{}_{}", coord.y, coord.x);
-    Ok(ChipletTile::new(c, scope, router, ni, ctrl, pe, ddr_ch, adapters, links.tile_links(i), work, cfg.ddr.queue_depth))
+    Ok(ChipletTile::new(cid, scope, router, ni, ctrl, pe, ddr_ch, adapters, links.tile_links(i), work, cfg.ddr.queue_depth))
 }
 
 /// Bands of chiplets, one per thread (at most one per chiplet); the IO die rides with the

@@ -30,8 +30,8 @@ use std::collections::VecDeque;
 use super::ring::{RingBufferCl, SlotTag};
 use crate::harness::{Probe, SignalDecl};
 
-/// Chiplet id within the package (row · cols + col), < 16.
-pub type ChipletId = u8;
+/// Chiplet id within the package (row · cols + col), < 16: the data path's typed id.
+pub use sched::{ChipletId, ExpertId};
 
 /// A chiplet's free ring slots as the IO die's Rule-5 load arbiter (`rule5.rs`) sees them:
 /// the value of the status link this controller drives.
@@ -82,9 +82,9 @@ impl Default for CtrlKnobs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CtrlSched {
     /// Append the expert to the load sequence (Rule 4 pre-load).
-    Preload { expert: u16, mask: u16 },
+    Preload { expert: ExpertId, mask: u16 },
     /// Program the next-hop table for the expert: it may be computed and sent.
-    Grant { expert: u16, mask: u16 },
+    Grant { expert: ExpertId, mask: u16 },
 }
 
 /// Where a micro-slice's trajectory goes: stations in ring order, the loader of each
@@ -115,7 +115,7 @@ pub struct CtrlIn {
     /// The D2D engine can start a send.
     pub tx_ready: bool,
     /// EP/Hydra: this many dispatched tokens of this expert arrived in the token buffer.
-    pub tokens_arrived: Option<(u16, u32)>,
+    pub tokens_arrived: Option<(ExpertId, u32)>,
     /// The previous station gave up forwarding this micro-slice (its ring had to make room):
     /// load it from this chiplet's DDR instead (sideband control wire).
     pub handoff: Option<SlotTag>,
@@ -138,7 +138,7 @@ pub struct CtrlOut {
     pub done: bool,
     /// The last micro-slice of this expert was computed here (EP/Hydra: its outputs may be
     /// combined back to their tokens' homes).
-    pub expert_done: Option<u16>,
+    pub expert_done: Option<ExpertId>,
     /// A computed micro-slice was dropped instead of sent: the next station loads it itself.
     pub handoff: Option<(SlotTag, ChipletId)>,
     /// Rule 5: free ring slots changed (reported to the load arbiter).
@@ -261,7 +261,7 @@ pub struct ChipletCtrlCl {
     pre_mask: Vec<u16>,
     /// Load sequence: preloaded experts this chiplet is on (an expert leaves it once all
     /// its micro-slices assigned here are loaded).
-    load_seq: VecDeque<u16>,
+    load_seq: VecDeque<ExpertId>,
     /// Next micro-slice index to examine, per expert.
     load_next: Vec<u16>,
     /// `load_next` already points at a micro-slice this chiplet loads (or past the end).
@@ -377,7 +377,7 @@ impl ChipletCtrlCl {
     }
 
     fn on_path(&self, mask: u16) -> bool {
-        mask >> self.id & 1 == 1
+        mask >> self.id.0 & 1 == 1
     }
 
     /// One cycle of next-state logic.
@@ -386,16 +386,16 @@ impl ChipletCtrlCl {
         // --- scheduler messages: load sequence and next-hop table
         match inp.sched {
             Some(CtrlSched::Preload { expert, mask }) => {
-                self.pre_mask[expert as usize] = mask;
+                self.pre_mask[expert.idx()] = mask;
                 if (self.on_path(mask) || self.knobs.helpers) && !self.knobs.rule5 {
                     self.load_seq.push_back(expert);
                     self.load_idle_cap = None;
-                    let e = expert as usize;
+                    let e = expert.idx();
                     self.own_left[e] = (0..self.m_of[e]).filter(|&k| traj.loader(mask, k) == self.id).count() as u16;
                 }
             }
             Some(CtrlSched::Grant { expert, mask }) => {
-                let e = expert as usize;
+                let e = expert.idx();
                 if !self.granted[e] {
                     self.granted_own_left += self.own_left[e] as u32;
                 }
@@ -422,7 +422,7 @@ impl ChipletCtrlCl {
         if let Some(s) = inp.ddr_landed {
             let c = &mut self.slot[s as usize];
             c.landed = true;
-            if self.granted[self.ring.tag(s).expert as usize] {
+            if self.granted[self.ring.tag(s).expert.idx()] {
                 self.loaded_and_granted(s, traj);
             } else {
                 self.local_wait.push(s);
@@ -439,8 +439,8 @@ impl ChipletCtrlCl {
             self.slot[s as usize].computed = true;
             self.pending -= 1;
             let e = self.ring.tag(s).expert;
-            self.left_of[e as usize] -= 1;
-            if self.left_of[e as usize] == 0 {
+            self.left_of[e.idx()] -= 1;
+            if self.left_of[e.idx()] == 0 {
                 out.expert_done = Some(e);
             }
             if !self.knobs.forward_with_compute {
@@ -451,7 +451,7 @@ impl ChipletCtrlCl {
             self.try_release(s);
         }
         if let Some((e, n)) = inp.tokens_arrived {
-            let m = &mut self.tokens_missing[e as usize];
+            let m = &mut self.tokens_missing[e.idx()];
             assert!(*m >= n, "chiplet {}: more tokens of expert {e} than dispatched (model bug)", self.id);
             *m -= n;
         }
@@ -487,13 +487,13 @@ impl ChipletCtrlCl {
                     // Rule 2, oldest first among experts whose tokens are all here.
                     let missing = &self.tokens_missing;
                     let ring = &self.ring;
-                    let i = self.local_ready.iter().position(|&s| missing[ring.tag(s).expert as usize] == 0);
+                    let i = self.local_ready.iter().position(|&s| missing[ring.tag(s).expert.idx()] == 0);
                     (i.and_then(|i| self.local_ready.remove(i)), false)
                 }
             };
             if let Some(s) = pick {
                 let tag = self.ring.tag(s);
-                let mask = self.nh_mask[tag.expert as usize];
+                let mask = self.nh_mask[tag.expert.idx()];
                 let next = traj.next_station(mask, tag.loader, self.id);
                 let c = &mut self.slot[s as usize];
                 c.next = next;
@@ -520,7 +520,7 @@ impl ChipletCtrlCl {
         // --- Rule 4: the next micro-slice of the load sequence assigned to this chiplet
         if inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
             // Dropped and handed-off micro-slices first (of granted experts).
-            if let Some(i) = self.reload_q.iter().position(|t| self.granted[t.expert as usize]) {
+            if let Some(i) = self.reload_q.iter().position(|t| self.granted[t.expert.idx()]) {
                 let tag = self.reload_q.remove(i).expect("index found");
                 self.issue_load(tag, &mut out);
                 self.stats.reloads += 1;
@@ -540,31 +540,31 @@ impl ChipletCtrlCl {
             let mut i = if self.load_idle_cap == Some(cap) { self.load_seq.len() } else { 0 };
             while i < self.load_seq.len() {
                 let e = self.load_seq[i];
-                let (mask, m) = (self.pre_mask[e as usize], self.m_of[e as usize]);
-                let mut k = self.load_next[e as usize];
-                if !self.load_at_own[e as usize] {
+                let (mask, m) = (self.pre_mask[e.idx()], self.m_of[e.idx()]);
+                let mut k = self.load_next[e.idx()];
+                if !self.load_at_own[e.idx()] {
                     // Advance the load pointer to this chiplet's next share (once per slice).
                     while k < m && traj.loader(mask, k) != self.id {
                         k += 1;
                     }
-                    self.load_next[e as usize] = k;
-                    self.load_at_own[e as usize] = true;
+                    self.load_next[e.idx()] = k;
+                    self.load_at_own[e.idx()] = true;
                 }
                 if k >= m {
                     self.load_seq.remove(i);
                     continue;
                 }
-                if cap && !self.granted[e as usize] {
+                if cap && !self.granted[e.idx()] {
                     i += 1;
                     continue;
                 }
                 self.issue_load(SlotTag { expert: e, k, loader: self.id }, &mut out);
-                self.own_left[e as usize] -= 1;
-                if self.granted[e as usize] {
+                self.own_left[e.idx()] -= 1;
+                if self.granted[e.idx()] {
                     self.granted_own_left -= 1;
                 }
-                self.load_next[e as usize] = k + 1;
-                self.load_at_own[e as usize] = false;
+                self.load_next[e.idx()] = k + 1;
+                self.load_at_own[e.idx()] = false;
                 break;
             }
             self.load_idle_cap = if out.ddr_req.is_none() { Some(cap) } else { None };
@@ -647,7 +647,7 @@ impl ChipletCtrlCl {
     /// after it, as if computed, and frees it once sent.
     fn loaded_and_granted(&mut self, s: u32, traj: &dyn Trajectory) {
         let tag = self.ring.tag(s);
-        let mask = self.nh_mask[tag.expert as usize];
+        let mask = self.nh_mask[tag.expert.idx()];
         if self.on_path(mask) {
             self.local_ready.push_back(s);
             return;
@@ -668,7 +668,7 @@ impl ChipletCtrlCl {
     /// A micro-slice of a granted expert waits to be loaded by this chiplet (reload queue
     /// or load sequence).
     fn granted_load_waiting(&self) -> bool {
-        self.granted_own_left > 0 || self.reload_q.iter().any(|t| self.granted[t.expert as usize])
+        self.granted_own_left > 0 || self.reload_q.iter().any(|t| self.granted[t.expert.idx()])
     }
 
     /// Rule 4: a free slot (checked by the caller) for `tag` and its DDR request.
@@ -685,14 +685,14 @@ impl ChipletCtrlCl {
     pub fn free_report(&self) -> FreeReport {
         let net = self.ring.free().saturating_sub(self.knobs.ddr_reserve).saturating_sub(self.assigned_q.len() as u32);
         let half = self.ring.capacity().div_ceil(2);
-        let ung = self.ungranted_slots() + self.assigned_q.iter().filter(|t| !self.granted[t.expert as usize]).count() as u32;
+        let ung = self.ungranted_slots() + self.assigned_q.iter().filter(|t| !self.granted[t.expert.idx()]).count() as u32;
         let pre = if ung >= half { 0 } else { net.min(half - ung) };
         FreeReport { granted: net.min(u16::MAX as u32) as u16, preload: pre.min(u16::MAX as u32) as u16 }
     }
 
     /// Live slots holding (or loading) micro-slices of ungranted experts.
     fn ungranted_slots(&self) -> u32 {
-        (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.granted[self.ring.tag(s).expert as usize]).count() as u32
+        (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.granted[self.ring.tag(s).expert.idx()]).count() as u32
     }
 
     /// Rule 3.
@@ -729,7 +729,7 @@ impl ChipletCtrlCl {
             let why = if !c.landed {
                 if c.from_d2d { "waits for the rest of its D2D flits" } else { "waits for DDR" }
             } else if !c.computed {
-                if self.granted[t.expert as usize] { "waits for the PE array" } else { "waits for the expert's grant" }
+                if self.granted[t.expert.idx()] { "waits for the PE array" } else { "waits for the expert's grant" }
             } else {
                 "waits to be sent to the next chiplet"
             };
@@ -772,12 +772,12 @@ pub fn sample_ctrl(o: &CtrlOut, stats: &CtrlStats, pending: u32, out: &mut Vec<u
     out.extend([
         pe.is_some() as u64,
         (stats.rule1_computes + stats.rule2_computes) & 0xffff,
-        pe.map_or(0, |t| t.expert as u64),
+        pe.map_or(0, |t| t.expert.0 as u64),
         pe.map_or(0, |t| t.k as u64),
         o.tx_start.is_some() as u64,
-        o.tx_start.map_or(0, |(_, d)| d as u64),
+        o.tx_start.map_or(0, |(_, d)| d.0 as u64),
         ddr.is_some() as u64,
-        ddr.map_or(0, |t| t.expert as u64),
+        ddr.map_or(0, |t| t.expert.0 as u64),
         ddr.map_or(0, |t| t.k as u64),
         o.done as u64,
         pending as u64,
@@ -826,7 +826,7 @@ mod tests {
     struct ById;
     impl ById {
         fn members(mask: u16) -> Vec<ChipletId> {
-            (0..16).filter(|c| mask >> c & 1 == 1).collect()
+            (0..16).filter(|c| mask >> c & 1 == 1).map(ChipletId).collect()
         }
     }
     impl Trajectory for ById {
@@ -849,12 +849,12 @@ mod tests {
     #[test]
     fn two_chiplet_trajectory_completes() {
         let knobs = CtrlKnobs::default();
-        let mut c: Vec<ChipletCtrlCl> = (0..2).map(|i| ChipletCtrlCl::new(i, 1, 4, 0, knobs)).collect();
+        let mut c: Vec<ChipletCtrlCl> = (0..2).map(|i| ChipletCtrlCl::new(ChipletId(i), 1, 4, 0, knobs)).collect();
         for x in c.iter_mut() {
             x.begin_layer(&[4], &[]);
         }
         let mask = 0b11;
-        let mut inp = [CtrlIn { sched: Some(CtrlSched::Preload { expert: 0, mask }), ddr_ready: true, tx_ready: true, ..Default::default() }; 2];
+        let mut inp = [CtrlIn { sched: Some(CtrlSched::Preload { expert: ExpertId(0), mask }), ddr_ready: true, tx_ready: true, ..Default::default() }; 2];
         // Pipelines: DDR lands 3 cycles after a request, PE takes 2, a send 2 and lands at
         // the other chiplet's head one cycle after starting.
         let mut ddr: Vec<(u64, usize, u32)> = Vec::new();
@@ -866,7 +866,7 @@ mod tests {
         for t in 0..200u64 {
             if t == 1 {
                 for i in inp.iter_mut() {
-                    i.sched = Some(CtrlSched::Grant { expert: 0, mask });
+                    i.sched = Some(CtrlSched::Grant { expert: ExpertId(0), mask });
                 }
             }
             for i in 0..2 {
@@ -889,7 +889,7 @@ mod tests {
                 }
                 if let Some((s, d)) = o.tx_start {
                     tx.push((t + 2, i, s, c[i].ring.tag(s)));
-                    heads.push((d as usize, c[i].ring.tag(s), t + 1));
+                    heads.push((d.idx(), c[i].ring.tag(s), t + 1));
                 }
                 done[i] += o.done as u32;
             }
@@ -908,9 +908,9 @@ mod tests {
     /// `ddr_reserve` slots free.
     #[test]
     fn preload_waits_for_grant_and_keeps_reserve() {
-        let mut c = ChipletCtrlCl::new(0, 1, 3, 0, CtrlKnobs { ddr_reserve: 1, ..Default::default() });
+        let mut c = ChipletCtrlCl::new(ChipletId(0), 1, 3, 0, CtrlKnobs { ddr_reserve: 1, ..Default::default() });
         c.begin_layer(&[8], &[]);
-        let mut inp = CtrlIn { sched: Some(CtrlSched::Preload { expert: 0, mask: 1 }), ddr_ready: true, tx_ready: true, ..Default::default() };
+        let mut inp = CtrlIn { sched: Some(CtrlSched::Preload { expert: ExpertId(0), mask: 1 }), ddr_ready: true, tx_ready: true, ..Default::default() };
         let mut reqs = Vec::new();
         for _ in 0..10 {
             let o = c.step(&inp, &ById);
@@ -926,7 +926,7 @@ mod tests {
             }
         }
         assert_eq!(reqs.len(), 2, "3 slots, 1 reserved");
-        let o = c.step(&CtrlIn { sched: Some(CtrlSched::Grant { expert: 0, mask: 1 }), ..Default::default() }, &ById);
+        let o = c.step(&CtrlIn { sched: Some(CtrlSched::Grant { expert: ExpertId(0), mask: 1 }), ..Default::default() }, &ById);
         assert!(o.pe_start.is_some(), "granted: a landed preload is computed");
     }
 }

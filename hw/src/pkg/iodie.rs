@@ -76,6 +76,7 @@ use sched::pkg::iodie::{
     all_mask, bitonic_stage_apply, bitonic_stages, check_eit, eit_fl, layer_counts_fl, paired_fl, snake_order, sorter_pad,
     totals_fl, SortKey, MAX_CHIPLETS, MAX_EXPERTS,
 };
+use sched::{ChipletId, ExpertId, ReqId};
 
 use crate::cfg::{err, CfgError};
 use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
@@ -208,7 +209,7 @@ pub struct IoDieSchedulerCl {
     pub cols: usize,
     n: usize,
     cfg: IoDieCfg,
-    snake: Vec<u8>,
+    snake: Vec<ChipletId>,
     pub ports: IoDiePorts,
 
     // --- registers
@@ -225,7 +226,7 @@ pub struct IoDieSchedulerCl {
     /// Request-level input (token buffering): slot and A(r) bitmap of each request, and the
     /// gating records kept by the source for the rewrite pass.
     reqs: Vec<RequestGatingFl>,
-    req_sets: Vec<(u32, [u64; 4])>,
+    req_sets: Vec<(ReqId, [u64; 4])>,
     deferred: Vec<bool>,
     tb_ptr: usize,
     /// Cold vector: bit e set iff 0 < n_e < θ_min (over all requests).
@@ -241,13 +242,13 @@ pub struct IoDieSchedulerCl {
     stages: Vec<(usize, usize)>,
     sort_stage: usize,
     /// Order list (compacted on each grant) and emitter / scan pointers.
-    order: Vec<u16>,
+    order: Vec<ExpertId>,
     pre_ptr: usize,
     scan_ptr: usize,
     /// Idle Chiplet Vector.
     pub icv: u16,
     /// Match found in `Scan`, issued in `Grant`: (expert, mask, start).
-    grant_reg: (u16, u16, u8),
+    grant_reg: (ExpertId, u16, ChipletId),
     /// Done FIFO: (mask, arrival edge).
     done_fifo: VecDeque<(u16, Cycle)>,
     /// Edge of the event the current scan serves, and whether it is a done arrival.
@@ -260,20 +261,20 @@ pub struct IoDieSchedulerCl {
 
     // --- per-cycle outputs (probe pulses; cleared at the next evaluated edge)
     pub eit_wr_valid: bool,
-    pub eit_wr_addr: u16,
+    pub eit_wr_addr: ExpertId,
     pub eit_rd_valid: bool,
-    pub eit_rd_addr: u16,
+    pub eit_rd_addr: ExpertId,
     pub eit_rd_mask: u16,
     pub grant_valid: bool,
-    pub grant_expert: u16,
+    pub grant_expert: ExpertId,
     pub grant_mask: u16,
-    pub grant_start: u8,
+    pub grant_start: ChipletId,
     /// ICV the last grant was matched against (its start chiplet is a member).
     pub grant_icv: u16,
     /// Grants issued (traced as `grants`, mod 2^16).
     pub grants_issued: u64,
     pub preload_valid: bool,
-    pub preload_expert: u16,
+    pub preload_expert: ExpertId,
     pub defer_valid: bool,
     pulses: bool,
 
@@ -315,32 +316,32 @@ impl IoDieSchedulerCl {
             sent_msg: None,
             t_qos: vec![cfg.token_buffer.t_qos_init; slots],
             c_fw: vec![0; slots],
-            sort_reg: vec![(0, 0); e.next_power_of_two()],
+            sort_reg: vec![(0, ExpertId(0)); e.next_power_of_two()],
             stages: bitonic_stages(e.next_power_of_two()),
             sort_stage: 0,
             order: Vec::with_capacity(e),
             pre_ptr: 0,
             scan_ptr: 0,
             icv: all_mask(n),
-            grant_reg: (0, 0, 0),
+            grant_reg: (ExpertId(0), 0, ChipletId(0)),
             done_fifo: VecDeque::with_capacity(cfg.done_fifo as usize),
             trigger: 0,
             trigger_is_release: false,
             last_grant_at: [NEVER; MAX_CHIPLETS],
             next_edge: 0,
             eit_wr_valid: false,
-            eit_wr_addr: 0,
+            eit_wr_addr: ExpertId(0),
             eit_rd_valid: false,
-            eit_rd_addr: 0,
+            eit_rd_addr: ExpertId(0),
             eit_rd_mask: 0,
             grant_valid: false,
-            grant_expert: 0,
+            grant_expert: ExpertId(0),
             grant_mask: 0,
-            grant_start: 0,
+            grant_start: ChipletId(0),
             grant_icv: 0,
             grants_issued: 0,
             preload_valid: false,
-            preload_expert: 0,
+            preload_expert: ExpertId(0),
             defer_valid: false,
             pulses: false,
             cfg: cfg.clone(),
@@ -374,7 +375,7 @@ impl IoDieSchedulerCl {
     }
 
     /// The current order list (granted experts removed).
-    pub fn order(&self) -> &[u16] {
+    pub fn order(&self) -> &[ExpertId] {
         &self.order
     }
 
@@ -403,7 +404,7 @@ impl IoDieSchedulerCl {
         let e = self.eit.len();
         let n_e = totals_fl(reqs, e, self.n)?;
         for r in reqs {
-            if r.slot as usize >= self.t_qos.len() {
+            if r.slot.idx() >= self.t_qos.len() {
                 return Err(IoDieError::BadSlot { slot: r.slot, slots: self.t_qos.len() });
             }
         }
@@ -451,19 +452,19 @@ impl IoDieSchedulerCl {
 
     /// Request in `slot` completed a forward pass (C_fw += 1). A register write from the
     /// package's request tracker.
-    pub fn forward_pass_done(&mut self, slot: u32) -> Result<(), IoDieError> {
-        let s = self.c_fw.get_mut(slot as usize).ok_or(IoDieError::BadSlot { slot, slots: self.t_qos.len() })?;
+    pub fn forward_pass_done(&mut self, slot: ReqId) -> Result<(), IoDieError> {
+        let s = self.c_fw.get_mut(slot.idx()).ok_or(IoDieError::BadSlot { slot, slots: self.t_qos.len() })?;
         *s = s.saturating_add(1);
         Ok(())
     }
 
     /// A new request takes `slot`: its QoS timer and counter restart.
-    pub fn admit(&mut self, slot: u32) -> Result<(), IoDieError> {
-        if slot as usize >= self.t_qos.len() {
+    pub fn admit(&mut self, slot: ReqId) -> Result<(), IoDieError> {
+        if slot.idx() >= self.t_qos.len() {
             return Err(IoDieError::BadSlot { slot, slots: self.t_qos.len() });
         }
-        self.t_qos[slot as usize] = self.cfg.token_buffer.t_qos_init;
-        self.c_fw[slot as usize] = 0;
+        self.t_qos[slot.idx()] = self.cfg.token_buffer.t_qos_init;
+        self.c_fw[slot.idx()] = 0;
         Ok(())
     }
 
@@ -471,7 +472,7 @@ impl IoDieSchedulerCl {
     /// iterations while a package run covers one layer, so the session hands it over.
     pub fn load_qos(&mut self, t_qos: &[u32], c_fw: &[u32]) -> Result<(), IoDieError> {
         if t_qos.len() != self.t_qos.len() || c_fw.len() != self.c_fw.len() {
-            return Err(IoDieError::BadSlot { slot: t_qos.len().max(c_fw.len()) as u32, slots: self.t_qos.len() });
+            return Err(IoDieError::BadSlot { slot: ReqId(t_qos.len().max(c_fw.len()) as u32), slots: self.t_qos.len() });
         }
         self.t_qos.copy_from_slice(t_qos);
         self.c_fw.copy_from_slice(c_fw);
@@ -489,8 +490,8 @@ impl IoDieSchedulerCl {
     }
 
     /// QoS timer and forward-pass counter of `slot`.
-    pub fn qos(&self, slot: u32) -> Option<(u32, u32)> {
-        Some((*self.t_qos.get(slot as usize)?, self.c_fw[slot as usize]))
+    pub fn qos(&self, slot: ReqId) -> Option<(u32, u32)> {
+        Some((*self.t_qos.get(slot.idx())?, self.c_fw[slot.idx()]))
     }
 
     /// Work to do on the next edge (fast-forward must not skip it).
@@ -598,7 +599,7 @@ impl IoDieSchedulerCl {
                 }
             }
             MatchState::Order => {
-                let hot: Vec<u16> = self.sort_reg.iter().take_while(|k| k.0 > 0).map(|k| k.1).collect();
+                let hot: Vec<ExpertId> = self.sort_reg.iter().take_while(|k| k.0 > 0).map(|k| k.1).collect();
                 self.order = if self.cfg.policy == OrderPolicy::Paired { paired_fl(&hot) } else { hot };
                 self.enter_preload();
             }
@@ -619,6 +620,8 @@ impl IoDieSchedulerCl {
             MatchState::Scan => self.scan_step(),
             MatchState::Grant => {
                 let (e, mask, start) = self.grant_reg;
+                // One event per E–C matcher decision; the level check is all it costs when off.
+                tracing::debug!(layer = self.layer, expert = e.0, chiplets = mask, start = start.0, cycle = self.clk.cycle_of(now), "iodie grant");
                 self.send(now, msgs, SchedMsg::Grant { expert: e, mask, start });
                 sent = true;
                 self.grant_valid = true;
@@ -627,7 +630,7 @@ impl IoDieSchedulerCl {
                 self.grant_start = start;
                 self.grant_icv = self.icv;
                 self.grants_issued = self.grants_issued.wrapping_add(1);
-                assert!(self.icv >> start & 1 == 1 && mask >> start & 1 == 1, "iodie: grant of expert {e} to busy or foreign chiplet {start}");
+                assert!(self.icv >> start.0 & 1 == 1 && mask >> start.0 & 1 == 1, "iodie: grant of expert {e} to busy or foreign chiplet {start}");
                 self.icv &= !mask;
                 for c in 0..self.n {
                     if mask >> c & 1 == 1 {
@@ -664,8 +667,8 @@ impl IoDieSchedulerCl {
     }
 
     /// Single-cycle EIT read (the matcher's / preload emitter's port).
-    fn read_eit(&mut self, e: u16) -> u16 {
-        let mask = self.eit[e as usize].mask;
+    fn read_eit(&mut self, e: ExpertId) -> u16 {
+        let mask = self.eit[e.idx()].mask;
         self.eit_rd_valid = true;
         self.eit_rd_addr = e;
         self.eit_rd_mask = mask;
@@ -676,11 +679,11 @@ impl IoDieSchedulerCl {
         let i = self.wr_ptr;
         let x = self.stream[i];
         self.eit[i] = x;
-        self.sort_reg[i] = (x.count, i as u16);
+        self.sort_reg[i] = (x.count, ExpertId(i as u16));
         self.eit_wr_valid = true;
-        self.eit_wr_addr = i as u16;
+        self.eit_wr_addr = ExpertId(i as u16);
         if self.cfg.policy == OrderPolicy::ById && x.count > 0 {
-            self.order.push(i as u16);
+            self.order.push(ExpertId(i as u16));
         }
         self.wr_ptr += 1;
         if self.wr_ptr < self.stream.len() {
@@ -716,7 +719,7 @@ impl IoDieSchedulerCl {
     /// Algorithm 2 for one request (one QoS-bank read-modify-write per cycle).
     fn token_buf_step(&mut self) {
         let (slot, set) = self.req_sets[self.tb_ptr];
-        let s = slot as usize;
+        let s = slot.idx();
         if self.c_fw[s] >= self.cfg.token_buffer.n_threshold {
             self.t_qos[s] = self.t_qos[s].saturating_add(1);
             self.c_fw[s] = 0;
@@ -751,7 +754,7 @@ impl IoDieSchedulerCl {
         let mask = self.read_eit(e);
         let hit = mask & self.icv;
         if hit != 0 {
-            let start = self.snake.iter().copied().find(|&c| hit >> c & 1 == 1).expect("hit != 0");
+            let start = self.snake.iter().copied().find(|&c| hit >> c.0 & 1 == 1).expect("hit != 0");
             self.grant_reg = (e, mask, start);
             self.state = MatchState::Grant;
         } else {
@@ -906,19 +909,19 @@ impl Probe for IoDieSchedulerCl {
         out.push(self.state as u64);
         out.push(self.icv as u64);
         out.push(self.eit_wr_valid as u64);
-        out.push(self.eit_wr_addr as u64);
+        out.push(self.eit_wr_addr.0 as u64);
         out.push(self.eit_rd_valid as u64);
-        out.push(self.eit_rd_addr as u64);
+        out.push(self.eit_rd_addr.0 as u64);
         out.push(self.eit_rd_mask as u64);
         out.push(self.sort_stage as u64);
         out.push(self.order.len() as u64);
         out.push(self.scan_ptr as u64);
         out.push(self.preload_valid as u64);
-        out.push(self.preload_expert as u64);
+        out.push(self.preload_expert.0 as u64);
         out.push(self.grant_valid as u64);
-        out.push(self.grant_expert as u64);
+        out.push(self.grant_expert.0 as u64);
         out.push(self.grant_mask as u64);
-        out.push(self.grant_start as u64);
+        out.push(self.grant_start.0 as u64);
         out.push(self.grant_icv as u64);
         out.push(self.grants_issued & 0xffff);
         out.push(self.done_fifo.len() as u64);
@@ -1033,8 +1036,8 @@ mod tests {
         let mut s = IoDieSchedulerCl::new(1, 2, &cfg, DomainClock::UNIT, IoDiePorts { msg_out: vec![out], done_in: vec![] }).unwrap();
         // Request 0 uses cold expert 3 (1 token): deferred; request 1 stays.
         let reqs = [
-            RequestGatingFl { slot: 0, counts: vec![(0, 0, 2), (3, 1, 1)] },
-            RequestGatingFl { slot: 1, counts: vec![(0, 1, 3), (1, 1, 4)] },
+            RequestGatingFl::from_raw(0, &[(0, 0, 2), (3, 1, 1)]),
+            RequestGatingFl::from_raw(1, &[(0, 1, 3), (1, 1, 4)]),
         ];
         s.begin_layer_requests(0, &reqs).unwrap();
         let mut got = Vec::new();
@@ -1047,15 +1050,15 @@ mod tests {
             }
         }
         assert_eq!(s.deferred(), &[true, false]);
-        assert_eq!(s.qos(0), Some((0, 0)));
+        assert_eq!(s.qos(ReqId(0)), Some((0, 0)));
         // 4 writes, 2 QoS accesses, 4 rewrites, 3 sorter stages, order: preloads from 14.
         // Kept: e0 {c1}: 3 tokens, e1 {c1}: 4 → paired 1, 0; scan e1 at 16, grant 17.
         assert_eq!(
             got,
             vec![
-                (14, SchedMsg::Preload { expert: 1, mask: 0b10 }),
-                (15, SchedMsg::Preload { expert: 0, mask: 0b10 }),
-                (17, SchedMsg::Grant { expert: 1, mask: 0b10, start: 1 }),
+                (14, SchedMsg::preload(1, 0b10)),
+                (15, SchedMsg::preload(0, 0b10)),
+                (17, SchedMsg::grant(1, 0b10, 1)),
             ]
         );
         assert_eq!(s.stats.deferred, 1);

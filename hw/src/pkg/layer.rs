@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use sched::pkg::iodie::{totals_fl, RequestGatingFl, TokenBufferCfgFl, TokenBufferFl};
+use sched::{ChipletId, ExpertId, ReqId};
 
 use super::plan::LayerPlan;
 
@@ -59,26 +60,26 @@ impl Buffering {
         let mut index: HashMap<u32, usize> = HashMap::new();
         let mut reqs: Vec<RequestGatingFl> = Vec::new();
         let mut req_of_token = Vec::with_capacity(layer.routing.len());
-        let mut counts: Vec<HashMap<(u16, u8), u32>> = Vec::new();
+        let mut counts: Vec<HashMap<(ExpertId, ChipletId), u32>> = Vec::new();
         for (t, es) in layer.routing.iter().enumerate() {
             let slot = rq.slot_of_token[t];
             let r = *index.entry(slot).or_insert_with(|| {
-                reqs.push(RequestGatingFl { slot, counts: Vec::new() });
+                reqs.push(RequestGatingFl { slot: ReqId(slot), counts: Vec::new() });
                 counts.push(HashMap::new());
                 reqs.len() - 1
             });
             req_of_token.push(r);
             for &e in es {
-                *counts[r].entry((e, home[t])).or_default() += 1;
+                *counts[r].entry((ExpertId(e), ChipletId(home[t]))).or_default() += 1;
             }
         }
         for (r, c) in reqs.iter_mut().zip(counts) {
-            let mut v: Vec<(u16, u8, u32)> = c.into_iter().map(|((e, h), k)| (e, h, k)).collect();
+            let mut v: Vec<(ExpertId, ChipletId, u32)> = c.into_iter().map(|((e, h), k)| (e, h, k)).collect();
             v.sort_unstable();
             r.counts = v;
         }
         let n_e = totals_fl(&reqs, layer.experts, n).map_err(|e| e.to_string())?;
-        let sets: Vec<(u32, Vec<u16>)> = reqs.iter().map(|r| (r.slot, r.experts())).collect();
+        let sets: Vec<(ReqId, Vec<ExpertId>)> = reqs.iter().map(|r| (r.slot, r.experts())).collect();
         let mut bank_after = rq.bank.clone();
         let deferred = bank_after.layer_boundary(&sets, &n_e).map_err(|e| e.to_string())?;
         Ok(Buffering { reqs, req_of_token, deferred, bank_after })

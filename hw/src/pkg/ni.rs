@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 
-use super::chiplet::ChipletId;
+use super::chiplet::{ChipletId, ExpertId};
 use super::ring::SlotTag;
 use crate::harness::{Cycle, LinkArena, Probe, SignalDecl};
 use crate::noc::credit::CreditCounterCl;
@@ -46,13 +46,13 @@ impl PayloadPools {
     }
 
     fn base(&self, sender: ChipletId, i: u32) -> usize {
-        (sender as usize * self.per + i as usize % self.per) * self.chunk
+        (sender.idx() * self.per + i as usize % self.per) * self.chunk
     }
 
     /// # Safety
     /// Only `sender`'s engine writes its chunks, in the cycle it injects the flit naming it.
-    pub unsafe fn write(&self, sender: ChipletId, i: u32, data: &[u8]) {
-        let b = self.base(sender, i);
+    pub unsafe fn write(&self, sender: impl Into<ChipletId>, i: u32, data: &[u8]) {
+        let b = self.base(sender.into(), i);
         for (j, &x) in data.iter().enumerate() {
             *self.bytes[b + j].get() = x;
         }
@@ -63,8 +63,9 @@ impl PayloadPools {
 
     /// # Safety
     /// Read only the chunk a received flit names, in a later cycle than its write.
-    pub unsafe fn read(&self, sender: ChipletId, i: u32, out: &mut [u8]) {
-        let b = self.base(sender, i);
+    pub unsafe fn read(&self, sender: impl Into<ChipletId>, i: u32, out: &mut [u8]) {
+        // The sender is a flit's source field (a bare number at the UCIe seam) or a typed id.
+        let b = self.base(sender.into(), i);
         for (j, o) in out.iter_mut().enumerate() {
             *o = *self.bytes[b + j].get();
         }
@@ -110,7 +111,7 @@ struct RxVc {
     /// Ring slot of the packet being received (after its header got one).
     slot: Option<u32>,
     /// A token packet being received: (kind, expert, tokens).
-    tokens: Option<(PacketKind, u16, u32)>,
+    tokens: Option<(PacketKind, ExpertId, u32)>,
     /// Payload flits received so far.
     got: u32,
 }
@@ -134,7 +135,7 @@ pub struct NiEvents {
     pub rx_head: Option<SlotTag>,
     pub rx_landed: Option<u32>,
     /// A token packet arrived in full: (kind, expert, tokens).
-    pub tokens_landed: Option<(PacketKind, u16, u32)>,
+    pub tokens_landed: Option<(PacketKind, ExpertId, u32)>,
 }
 
 pub struct D2dEngineCl {
@@ -262,18 +263,18 @@ impl D2dEngineCl {
 
     /// Queues a token packet (EP/Hydra dispatch or combine) of `tokens` tokens of `expert`,
     /// `bytes` long, to chiplet `dest`.
-    pub fn queue_tokens(&mut self, kind: PacketKind, expert: u16, tokens: u32, bytes: usize, dest: ChipletId) {
+    pub fn queue_tokens(&mut self, kind: PacketKind, expert: ExpertId, tokens: u32, bytes: usize, dest: ChipletId) {
         assert!(kind != PacketKind::Slice && tokens < 1 << 15);
-        let pid = make_pid(self.id as u32, self.tx_seq);
+        let pid = make_pid(self.id.0 as u32, self.tx_seq);
         self.tx_seq += 1;
-        let tag = SlotTag { expert, k: 0, loader: 0 };
+        let tag = SlotTag { expert, k: 0, loader: ChipletId(0) };
         self.tok_q.push_back(TxJob { kind, slot: 0, tag, tokens, dest, flits: self.packet_flits(bytes), next: 0, vc: None, pid });
     }
 
     /// Starts sending `slot` (holding `tag`, `bytes` long) to chiplet `dest`.
     pub fn start_tx(&mut self, slot: u32, tag: SlotTag, bytes: usize, dest: ChipletId) {
         assert!(!self.tx_busy(), "d2d engine {}: send started while busy (controller bug)", self.id);
-        let pid = make_pid(self.id as u32, self.tx_seq);
+        let pid = make_pid(self.id.0 as u32, self.tx_seq);
         self.tx_seq += 1;
         self.slice_wait = Some(TxJob { kind: PacketKind::Slice, slot, tag, tokens: 0, dest, flits: self.packet_flits(bytes), next: 0, vc: None, pid });
     }
@@ -330,7 +331,7 @@ impl D2dEngineCl {
                     // Token packet header: lands in the token buffer, no ring slot needed.
                     let kind = if f.data >> 30 & 1 == 0 { PacketKind::Dispatch } else { PacketKind::Combine };
                     self.ej_buf[vc].pop_front();
-                    self.rx[vc].tokens = Some((kind, (f.data >> 15 & 0x7fff) as u16, f.data & 0x7fff));
+                    self.rx[vc].tokens = Some((kind, ExpertId((f.data >> 15 & 0x7fff) as u16), f.data & 0x7fff));
                     credits.send(self.ports.ej_credit, now, Credit { vc: vc as u8 });
                     self.ej_valid = true;
                     if f.tail {
@@ -360,7 +361,7 @@ impl D2dEngineCl {
                             let b = slot as usize * slot_bytes + off;
                             // SAFETY: the chunk was written when this flit was injected, at
                             // least one link latency ago (see PayloadPools).
-                            pools.read(f.src() as ChipletId, f.data, &mut ring_data[b..b + n]);
+                            pools.read(f.src() as u8, f.data, &mut ring_data[b..b + n]);
                         }
                         self.rx[vc].got += 1;
                         credits.send(self.ports.ej_credit, now, Credit { vc: vc as u8 });
@@ -411,9 +412,9 @@ impl D2dEngineCl {
                         pid: job.pid,
                         ctime: now,
                         itime: now,
-                        dest: job.dest as u16,
-                        dest_x: (job.dest as u32 % self.k) as u8,
-                        dest_y: (job.dest as u32 / self.k) as u8,
+                        dest: job.dest.0 as u16,
+                        dest_x: (job.dest.0 as u32 % self.k) as u8,
+                        dest_y: (job.dest.0 as u32 / self.k) as u8,
                         seq: job.next as u16,
                         vc,
                         hops: 0,
@@ -424,7 +425,7 @@ impl D2dEngineCl {
                         class: 0,
                         data: match (head, job.kind) {
                             (true, PacketKind::Slice) => pack_tag(job.tag),
-                            (true, k) => 1 << 31 | ((k == PacketKind::Combine) as u32) << 30 | (job.tag.expert as u32 & 0x7fff) << 15 | job.tokens,
+                            (true, k) => 1 << 31 | ((k == PacketKind::Combine) as u32) << 30 | (job.tag.expert.0 as u32 & 0x7fff) << 15 | job.tokens,
                             (false, _) => self.chunks_sent,
                         },
                     };
@@ -461,11 +462,11 @@ impl D2dEngineCl {
 /// Head-flit tag field: expert (12 bits, ≤ 4096 experts) | loader (4 bits, ≤ 16 chiplets) |
 /// micro-slice (16 bits).
 fn pack_tag(t: SlotTag) -> u32 {
-    (t.expert as u32 & 0xfff) << 20 | (t.loader as u32 & 0xf) << 16 | t.k as u32
+    (t.expert.0 as u32 & 0xfff) << 20 | (t.loader.0 as u32 & 0xf) << 16 | t.k as u32
 }
 
 fn unpack_tag(d: u32) -> SlotTag {
-    SlotTag { expert: (d >> 20) as u16, loader: (d >> 16 & 0xf) as u8, k: d as u16 }
+    SlotTag { expert: ExpertId((d >> 20) as u16), loader: ChipletId((d >> 16 & 0xf) as u8), k: d as u16 }
 }
 
 impl Probe for D2dEngineCl {
@@ -499,13 +500,13 @@ mod tests {
         let a_ports = NiPorts { inj_flit: a2b, inj_credit: b2a, ej_flit: unused_f, ej_credit: unused_c };
         let (unused_f2, unused_c2) = (flits.add(1), credits.add(1));
         let b_ports = NiPorts { inj_flit: unused_f2, inj_credit: unused_c2, ej_flit: a2b, ej_credit: b2a };
-        let mut a = D2dEngineCl::new(0, 2, vcs, buf, fb, a_ports);
-        let mut b = D2dEngineCl::new(1, 2, vcs, buf, fb, b_ports);
+        let mut a = D2dEngineCl::new(ChipletId(0), 2, vcs, buf, fb, a_ports);
+        let mut b = D2dEngineCl::new(ChipletId(1), 2, vcs, buf, fb, b_ports);
         let slot_bytes = 1000usize;
         let pools = PayloadPools::new(2, 64, fb as usize);
         let mut ring_a: Vec<u8> = (0..2 * slot_bytes).map(|i| (i * 7 % 251) as u8).collect();
         let mut ring_b = vec![0u8; 2 * slot_bytes];
-        a.start_tx(1, SlotTag { expert: 3, k: 5, loader: 1 }, slot_bytes, 1);
+        a.start_tx(1, SlotTag { expert: ExpertId(3), k: 5, loader: ChipletId(1) }, slot_bytes, ChipletId(1));
         let mut answer = None;
         let mut landed = None;
         let mut asks = 0;
@@ -514,7 +515,7 @@ mod tests {
                 let ea = a.eval(t, &flits, &credits, None, &mut ring_a, slot_bytes, &pools);
                 let eb = b.eval(t, &flits, &credits, answer.take(), &mut ring_b, slot_bytes, &pools);
                 if let Some(tag) = eb.rx_head {
-                    assert_eq!(tag, SlotTag { expert: 3, k: 5, loader: 1 });
+                    assert_eq!(tag, SlotTag { expert: ExpertId(3), k: 5, loader: ChipletId(1) });
                     asks += 1;
                     // The ring is "full" for the first 20 cycles.
                     if t > 20 {

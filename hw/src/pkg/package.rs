@@ -36,6 +36,7 @@
 
 use sched::pkg::iodie::TokenBufferFl;
 use sched::pkg::moe::moe_layer_ref_fl;
+use sched::ExpertId;
 
 use super::config::{PkgCfg, Strategy};
 use super::iodie::{IoDieFactory, IoDieModel};
@@ -413,7 +414,7 @@ impl Package {
         let mut complete = true;
         for (t, es) in self.routing.iter().enumerate() {
             for &e in es {
-                let p = self.tiles().find_map(|tile| tile.partials.get(t as u32, e));
+                let p = self.tiles().find_map(|tile| tile.partials.get(t as u32, ExpertId(e)));
                 match p {
                     Some(p) => {
                         for (g, v) in got[t * d..(t + 1) * d].iter_mut().zip(p) {

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::chiplet::ChipletId;
 use super::config::Strategy;
 use super::timeline::{CycleBreakdown, Timeline};
 
@@ -44,7 +45,7 @@ impl Roofline {
 /// Per-chiplet counters of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct ChipletResult {
-    pub id: u8,
+    pub id: ChipletId,
     pub pe_busy_cycles: u64,
     pub macs: u64,
     pub ddr_bytes: u64,

@@ -16,16 +16,17 @@
 //! flits and read by the PE array.
 
 use crate::harness::{Probe, SignalDecl};
+use sched::{ChipletId, ExpertId};
 
 /// What a slot holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SlotTag {
-    pub expert: u16,
+    pub expert: ExpertId,
     /// Micro-slice index within the expert.
     pub k: u16,
     /// Chiplet that loaded it from DDR: its trajectory starts there and visits every other
     /// member once (fixed by Rule 4, or chosen by the Rule-5 arbiter).
-    pub loader: u8,
+    pub loader: ChipletId,
 }
 
 /// One micro-slice ring buffer.
@@ -177,7 +178,7 @@ impl Probe for RingBufferCl {
     fn sample(&self, out: &mut Vec<u64>) {
         out.extend([self.occupancy() as u64, self.head() as u64, self.tail() as u64]);
         for i in 0..self.slots as usize {
-            out.extend([self.live[i] as u64, self.tag[i].expert as u64, self.tag[i].k as u64]);
+            out.extend([self.live[i] as u64, self.tag[i].expert.0 as u64, self.tag[i].k as u64]);
         }
     }
 }
@@ -190,15 +191,15 @@ mod tests {
     #[test]
     fn released_slots_are_reused_out_of_order() {
         let mut r = RingBufferCl::new(3, 0);
-        let a = r.alloc(SlotTag { expert: 1, k: 0, loader: 0 }).unwrap();
-        let b = r.alloc(SlotTag { expert: 1, k: 1, loader: 0 }).unwrap();
-        let c = r.alloc(SlotTag { expert: 2, k: 0, loader: 0 }).unwrap();
+        let a = r.alloc(SlotTag { expert: ExpertId(1), k: 0, loader: ChipletId(0) }).unwrap();
+        let b = r.alloc(SlotTag { expert: ExpertId(1), k: 1, loader: ChipletId(0) }).unwrap();
+        let c = r.alloc(SlotTag { expert: ExpertId(2), k: 0, loader: ChipletId(0) }).unwrap();
         assert_eq!((a, b, c), (0, 1, 2));
         assert!(r.alloc(SlotTag::default()).is_none(), "full");
         r.release(b);
         assert_eq!(r.occupancy(), 2);
         assert_eq!(r.head(), 0, "the oldest live slot");
-        assert_eq!(r.alloc(SlotTag { expert: 3, k: 0, loader: 0 }), Some(1), "a hole is reused while slot 0 waits");
+        assert_eq!(r.alloc(SlotTag { expert: ExpertId(3), k: 0, loader: ChipletId(0) }), Some(1), "a hole is reused while slot 0 waits");
         r.release(a);
         assert_eq!(r.head(), 1);
         assert_eq!(r.peak_occupancy, 3);

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 
 use sched::pkg::iodie::SchedMsg;
 
-use super::chiplet::{ChipletId, Trajectory};
+use super::chiplet::{ChipletId, ExpertId, Trajectory};
 /// The status link's value (sent by the chiplet controller, which owns it).
 pub use super::chiplet::FreeReport;
 use super::traj::PkgTraj;
@@ -43,7 +43,7 @@ pub struct ArbiterPorts<'a> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    expert: u16,
+    expert: ExpertId,
     mask: u16,
     granted: bool,
 }
@@ -133,8 +133,8 @@ impl LoadArbiterCl {
         let mut i = 0;
         while i < self.list.len() {
             let e = self.list[i];
-            let k = self.next_k[e.expert as usize];
-            if k >= self.m_of[e.expert as usize] {
+            let k = self.next_k[e.expert.idx()];
+            if k >= self.m_of[e.expert.idx()] {
                 self.list.remove(i);
                 continue;
             }
@@ -148,7 +148,7 @@ impl LoadArbiterCl {
                     continue;
                 }
                 // Most free storage; ties to the earliest in ring order.
-                let pos = self.traj.ring_position(c as u8);
+                let pos = self.traj.ring_position(ChipletId(c as u8));
                 let better = match best {
                     None => true,
                     Some((bf, bp, _)) => f > bf || (f == bf && pos < bp),
@@ -158,9 +158,10 @@ impl LoadArbiterCl {
                 }
             }
             if let Some((_, _, c)) = best {
-                let tag = SlotTag { expert: e.expert, k, loader: c as u8 };
+                let cid = ChipletId(c as u8);
+                let tag = SlotTag { expert: e.expert, k, loader: cid };
                 loads.send(self.load_out[c], now, tag);
-                if self.traj.loader(e.mask, k) != c as u8 {
+                if self.traj.loader(e.mask, k) != cid {
                     self.stats.redirected += 1;
                 }
                 self.stats.assignments += 1;
@@ -168,8 +169,8 @@ impl LoadArbiterCl {
                 let f = &mut self.free[c];
                 f.granted = f.granted.saturating_sub(1);
                 f.preload = f.preload.saturating_sub(1);
-                self.next_k[e.expert as usize] += 1;
-                self.last = Some((tag, c as u8));
+                self.next_k[e.expert.idx()] += 1;
+                self.last = Some((tag, cid));
                 any = true;
             }
             i += 1;
@@ -177,11 +178,11 @@ impl LoadArbiterCl {
         any
     }
 
-    fn note(&mut self, expert: u16, mask: u16, granted: bool) {
+    fn note(&mut self, expert: ExpertId, mask: u16, granted: bool) {
         if let Some(e) = self.list.iter_mut().find(|e| e.expert == expert) {
             e.granted |= granted;
             e.mask = mask;
-        } else if self.m_of.get(expert as usize).is_some_and(|&m| m > self.next_k[expert as usize]) && mask != 0 {
+        } else if self.m_of.get(expert.idx()).is_some_and(|&m| m > self.next_k[expert.idx()]) && mask != 0 {
             self.list.push_back(Entry { expert, mask, granted });
         }
     }
@@ -203,7 +204,7 @@ impl LoadArbiterCl {
     fn claim_times(&self) -> (Cycle, Cycle) {
         let (mut claim, mut cool) = (NEVER, NEVER);
         for e in &self.list {
-            if self.next_k[e.expert as usize] >= self.m_of[e.expert as usize] {
+            if self.next_k[e.expert.idx()] >= self.m_of[e.expert.idx()] {
                 continue;
             }
             for c in 0..self.n {
@@ -222,7 +223,7 @@ impl LoadArbiterCl {
 impl LoadArbiterCl {
     /// State for the watchdog report.
     pub fn report(&self) -> String {
-        let pend: Vec<String> = self.list.iter().map(|e| format!("expert {} k {}/{} mask {:#b}{}", e.expert, self.next_k[e.expert as usize], self.m_of[e.expert as usize], e.mask, if e.granted { " granted" } else { "" })).collect();
+        let pend: Vec<String> = self.list.iter().map(|e| format!("expert {} k {}/{} mask {:#b}{}", e.expert, self.next_k[e.expert.idx()], self.m_of[e.expert.idx()], e.mask, if e.granted { " granted" } else { "" })).collect();
         format!("{} experts to hand out [{}]; free {:?}; cooldown until {:?}", self.list.len(), pend.join("; "), self.free, self.until)
     }
 }
@@ -237,7 +238,7 @@ impl Probe for LoadArbiterCl {
     }
     fn sample(&self, out: &mut Vec<u64>) {
         let (v, e, k, c) = match self.last {
-            Some((t, c)) => (1, t.expert as u64, t.k as u64, c as u64),
+            Some((t, c)) => (1, t.expert.0 as u64, t.k as u64, c.0 as u64),
             None => (0, 0, 0, 0),
         };
         out.extend([self.list.len() as u64, v, e, k, c]);

@@ -21,6 +21,7 @@
 use std::collections::VecDeque;
 
 use sched::pkg::iodie::{TokenBufferCfgFl, TokenBufferFl};
+use sched::ReqId;
 use sched::trace::Trace;
 
 use super::layer::{LayerInput, LayerRequests};
@@ -133,7 +134,7 @@ impl<'a> Session<'a> {
                 if self.reqs[r].slot.is_none() {
                     let s = self.free_slots.pop().unwrap_or(0);
                     if s != 0 {
-                        self.bank.admit(s).expect("slot below the bank size");
+                        self.bank.admit(ReqId(s)).expect("slot below the bank size");
                     }
                     self.reqs[r].slot = Some(s);
                 }
@@ -199,7 +200,7 @@ impl<'a> Session<'a> {
                         // The next pass starts no earlier than the next iteration.
                         next.avail = next.avail.max(g + 1);
                         if slot != 0 {
-                            self.bank.forward_pass_done(slot).map_err(|e| e.to_string())?;
+                            self.bank.forward_pass_done(ReqId(slot)).map_err(|e| e.to_string())?;
                         }
                     }
                     None => {

@@ -17,7 +17,7 @@ use std::collections::{HashMap, VecDeque};
 use sched::pkg::iodie::SchedMsg;
 use sched::pkg::moe::{micro_slice_partial_fl, MicroSliceWeights};
 
-use super::chiplet::{ChipletCtrlModel, ChipletId, CtrlIn, CtrlOut, CtrlSched};
+use super::chiplet::{ChipletCtrlModel, ChipletId, CtrlIn, CtrlOut, CtrlSched, ExpertId};
 use super::ddr::{DdrChannelCl, DdrReq};
 use super::ni::{D2dEngineCl, PacketKind};
 use super::pe_array::{PeArrayCl, PeJob};
@@ -94,7 +94,7 @@ pub(super) struct TileWork {
     pub(super) m_here: Vec<u32>,
     pub(super) tokens_here: Vec<Vec<u32>>,
     /// EP/Hydra: tokens of each expert this chiplet owns, per home (for the combine).
-    pub(super) combine_to: Vec<Vec<(u8, u32)>>,
+    pub(super) combine_to: Vec<Vec<(ChipletId, u32)>>,
     /// Grants addressed to this chiplet, and combine packets it receives.
     pub(super) grants_expected: u32,
     pub(super) combines_expected: u32,
@@ -152,19 +152,19 @@ pub(super) struct TrafficBytes {
 /// accumulated over the expert's micro-slices.
 #[derive(Debug, Clone, Default)]
 pub(super) struct FuncPartials {
-    by_token_expert: HashMap<(u32, u16), Vec<i32>>,
+    by_token_expert: HashMap<(u32, ExpertId), Vec<i32>>,
 }
 
 impl FuncPartials {
     /// Adds `p` (`d` values) to token `t`'s partial output of expert `e`.
-    fn add(&mut self, t: u32, e: u16, p: &[i32]) {
+    fn add(&mut self, t: u32, e: ExpertId, p: &[i32]) {
         let acc = self.by_token_expert.entry((t, e)).or_insert_with(|| vec![0; p.len()]);
         for (a, v) in acc.iter_mut().zip(p) {
             *a = a.wrapping_add(*v);
         }
     }
 
-    pub(super) fn get(&self, t: u32, e: u16) -> Option<&Vec<i32>> {
+    pub(super) fn get(&self, t: u32, e: ExpertId) -> Option<&Vec<i32>> {
         self.by_token_expert.get(&(t, e))
     }
 }
@@ -313,7 +313,7 @@ impl ChipletTile {
         // --- registered inputs
         let sched = w.msgs.recv(self.links.msg_in, now).map(|m| to_ctrl(m.msg));
         if let Some(CtrlSched::Grant { mask, .. }) = sched {
-            if mask >> self.id & 1 == 1 {
+            if mask >> self.id.0 & 1 == 1 {
                 self.stats.grants_seen += 1;
             }
         }
@@ -323,7 +323,7 @@ impl ChipletTile {
         });
         if let (Some(s), Some(f)) = (ddr_landed, ctx.func.as_ref()) {
             let tag = self.ctrl.slot_tag(s);
-            let src = &f.image[tag.expert as usize][tag.k as usize];
+            let src = &f.image[tag.expert.idx()][tag.k as usize];
             let b = s as usize * ctx.slot_bytes;
             self.ctrl.ring_data_mut()[b..b + src.len()].copy_from_slice(src);
         }
@@ -377,7 +377,7 @@ impl ChipletTile {
         // --- outputs to the neighbours
         self.glue.rx_slot_reg = out.rx_slot;
         if let Some((s, tag)) = out.pe_start {
-            let e = tag.expert as usize;
+            let e = tag.expert.idx();
             let job = self.pe.cfg().micro_slice_job(s, self.work.m_here[e], ctx.d_model, ctx.slice_f[tag.k as usize]);
             self.activity.mac_rate = job.macs() as f64 / self.pe.cfg().job_busy_cycles(&job).max(1) as f64;
             self.stats.macs += job.macs();
@@ -389,7 +389,7 @@ impl ChipletTile {
         }
         if let Some((s, tag)) = out.ddr_req {
             let bytes = ctx.slice_bytes[tag.k as usize];
-            let addr = (tag.expert as u64 * ctx.micro_slices as u64 + tag.k as u64) * ctx.slot_bytes as u64;
+            let addr = (tag.expert.0 as u64 * ctx.micro_slices as u64 + tag.k as u64) * ctx.slot_bytes as u64;
             let due = ctx.ddr.next_edge(now + 1);
             self.glue.ddr_req_free_at = due + 1;
             w.ddr_req.send_at(self.links.ddr_req_out, now, due, DdrReq { id: s, addr, bytes });
@@ -398,17 +398,17 @@ impl ChipletTile {
             self.stats.ddr_bytes += bytes as u64;
         }
         if out.done {
-            w.done.send(self.links.done_out, now, 1 << self.id);
+            w.done.send(self.links.done_out, now, 1 << self.id.0);
         }
         if let Some((tag, next)) = out.handoff {
-            w.handoff.send(self.links.handoff_out[next as usize], now, tag);
+            w.handoff.send(self.links.handoff_out[next.idx()], now, tag);
         }
         if let Some(r) = out.free {
             w.status.send(self.links.status_out, now, r);
         }
         if let Some(e) = out.expert_done {
             // EP/Hydra: the outputs go back to their tokens' homes.
-            for &(h, n) in &self.work.combine_to[e as usize] {
+            for &(h, n) in &self.work.combine_to[e.idx()] {
                 self.ni.queue_tokens(PacketKind::Combine, e, n, n as usize * ctx.d_model as usize * ctx.out_bytes as usize, h);
             }
         }
@@ -438,7 +438,7 @@ impl ChipletTile {
 
     fn compute_partials(&mut self, slot: u32, f: &FuncData, ctx: &PkgCtx) {
         let tag = self.ctrl.slot_tag(slot);
-        let e = tag.expert as usize;
+        let e = tag.expert.idx();
         let fk = ctx.slice_f[tag.k as usize] as usize;
         let d = ctx.d_model as usize;
         let b = slot as usize * ctx.slot_bytes;

@@ -2,6 +2,8 @@
 //! expert and where the micro-slice goes next — the die's next-hop table, asked by the
 //! chiplet controller every cycle and by the Rule-5 load arbiter.
 
+use sched::pkg::iodie::in_mask;
+
 use super::chiplet::{ChipletId, Trajectory};
 
 /// Trajectories of the package: ring order = snake order of the members, micro-slice k
@@ -13,14 +15,14 @@ use super::chiplet::{ChipletId, Trajectory};
 pub struct PkgTraj {
     pub rows: usize,
     pub cols: usize,
-    snake: [u8; 16],
+    snake: [ChipletId; 16],
     /// Sharded loading (`loaders = "all"`): every chiplet loads its share of every expert.
     shard: bool,
 }
 
 impl PkgTraj {
     pub fn new(rows: usize, cols: usize) -> Self {
-        let mut snake = [0u8; 16];
+        let mut snake = [ChipletId(0); 16];
         for (i, c) in sched::pkg::iodie::snake_order(rows, cols).into_iter().take(16).enumerate() {
             snake[i] = c;
         }
@@ -40,11 +42,11 @@ impl PkgTraj {
     }
 
     /// Ring members of `mask` in snake order, and how many.
-    fn ring(&self, mask: u16) -> ([u8; 16], usize) {
-        let mut r = [0u8; 16];
+    fn ring(&self, mask: u16) -> ([ChipletId; 16], usize) {
+        let mut r = [ChipletId(0); 16];
         let mut n = 0;
         for &c in &self.snake[..(self.rows * self.cols).min(16)] {
-            if mask >> c & 1 == 1 {
+            if in_mask(mask, c) {
                 r[n] = c;
                 n += 1;
             }
@@ -64,7 +66,7 @@ impl Trajectory for PkgTraj {
     }
     fn next_station(&self, mask: u16, loader: ChipletId, at: ChipletId) -> Option<ChipletId> {
         let (r, n) = self.ring(mask);
-        if self.shard && mask >> loader & 1 == 0 {
+        if self.shard && !in_mask(mask, loader) {
             // A helper loader: into the ring at the first member after it in snake order,
             // which is then where the ring closes.
             let lp = self.ring_position(loader) as usize;
@@ -81,7 +83,7 @@ impl Trajectory for PkgTraj {
             return None;
         }
         let nxt = r[(p + 1) % n];
-        (nxt != loader && mask >> loader & 1 == 1).then_some(nxt)
+        (nxt != loader && in_mask(mask, loader)).then_some(nxt)
     }
 }
 
@@ -98,10 +100,10 @@ mod traj_tests {
             let n = rows * cols;
             for mask in 1u16..(1 << n) {
                 for k in 0..7u16 {
-                    assert_eq!(Some(t.loader(mask, k)), loader_fl(mask, u8::MAX, k as usize, rows, cols));
+                    assert_eq!(Some(t.loader(mask, k)), loader_fl(mask, ChipletId(u8::MAX), k as usize, rows, cols));
                 }
-                for l in 0..n as u8 {
-                    for at in 0..n as u8 {
+                for l in (0..n as u8).map(ChipletId) {
+                    for at in (0..n as u8).map(ChipletId) {
                         assert_eq!(t.next_station(mask, l, at), next_station_fl(mask, l, at, rows, cols), "{rows}x{cols} mask {mask:#b} loader {l} at {at}");
                         assert_eq!(ts.next_station(mask, l, at), shard_next_station_fl(mask, l, at, rows, cols), "sharded {rows}x{cols} mask {mask:#b} loader {l} at {at}");
                     }

@@ -38,7 +38,7 @@ use waves::{WaveFilter, WaveFormat, WaveWriter};
 use sched::balance::eplb::{max_over_mean, rebalance_experts, EplbCfg};
 use sched::balance::ni::{ColdRule, Move, TriggerCfg};
 use sched::models::ModelPreset;
-use sched::wafer::{A2aXfer, Mapping};
+use sched::wafer::{A2aXfer, Mapping, Routing};
 use serde::{Deserialize, Serialize};
 
 use super::balancer::{NiBalancerCl, TriggerCl};
@@ -332,7 +332,7 @@ impl BalanceLoop {
 
     /// The layer of one iteration's routing (`[group][token]` → top-k) under the placement in
     /// use: each token to the replica nearest its holder.
-    pub fn program(&self, routing: &[Vec<Vec<u16>>]) -> LayerProgram {
+    pub fn program(&self, routing: &Routing) -> LayerProgram {
         let placement = self.st.placement();
         let hosts = invert(&placement, self.model.experts);
         let pl: Vec<Vec<A2aXfer>> = plans(&self.cfg, &self.map, &hosts, routing);

@@ -18,7 +18,7 @@
 use sched::models::ModelPreset;
 use sched::wafer::collective::{allreduce_plan, ChunkId};
 use sched::wafer::dispatch::A2aXfer;
-use sched::wafer::{dispatch_plan, expert_hosts, Mapping};
+use sched::wafer::{dispatch_plan, expert_hosts, Mapping, Routing};
 
 use super::compute::{attention_cost, experts_cost, gate_cost, Kernel, KernelKind};
 use super::config::WaferCfg;
@@ -158,7 +158,7 @@ pub fn mb_range(t: u32, mbs: u32, m: u32) -> std::ops::Range<u32> {
 /// Builds the layer: `routing[g][t]` = the top-k experts of token t of TP group g, each expert
 /// on its default host ([`expert_hosts`]: round-robin, one copy per die when the experts
 /// outnumber the dies).
-pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<Vec<u16>>]) -> LayerProgram {
+pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &Routing) -> LayerProgram {
     let hosts = expert_hosts(model.experts, cfg.dies());
     build_planned(cfg, model, map, plans(cfg, map, &hosts, routing), &LayerOpts::default())
 }
@@ -166,13 +166,12 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &[Vec<
 /// The FL dispatch plan of every micro-batch: `routing` (as for [`build`]) with experts on
 /// `hosts[e]` (replicas allowed; each token picks the replica nearest its holder, see
 /// [`dispatch_plan`]). Token ids in the records are the token's index in its group.
-pub fn plans(cfg: &WaferCfg, map: &Mapping, hosts: &[Vec<u32>], routing: &[Vec<Vec<u16>>]) -> Vec<Vec<A2aXfer>> {
+pub fn plans(cfg: &WaferCfg, map: &Mapping, hosts: &[Vec<u32>], routing: &Routing) -> Vec<Vec<A2aXfer>> {
     let (t, mbs) = (cfg.tokens_per_group, cfg.micro_batches);
     (0..mbs)
         .map(|m| {
             let range = mb_range(t, mbs, m);
-            let routing_m: Vec<Vec<Vec<u16>>> =
-                routing.iter().map(|g| g.iter().enumerate().map(|(ti, es)| if range.contains(&(ti as u32)) { es.clone() } else { Vec::new() }).collect()).collect();
+            let routing_m = routing.filter_tokens(|_, ti| range.contains(&(ti as u32)));
             dispatch_plan(map, hosts, &routing_m)
         })
         .collect()

@@ -51,6 +51,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{ChipletId, ExpertId, ReqId};
+
 /// Largest package: 16 chiplets (4×4), so a trajectory mask / the ICV fits in a `u16`.
 pub const MAX_CHIPLETS: usize = 16;
 /// Largest EIT: 256 experts (so an expert id fits in a `u8`-wide index plus one bit).
@@ -64,15 +66,15 @@ pub enum IoDieError {
     #[error("{0} experts: the EIT holds at most {MAX_EXPERTS}")]
     TooManyExperts(usize),
     #[error("expert {expert}: {n} per-chiplet counts for a package of {chiplets} chiplets")]
-    ChipletCount { expert: usize, n: usize, chiplets: usize },
+    ChipletCount { expert: ExpertId, n: usize, chiplets: usize },
     #[error("expert {expert}: EIT mask {mask:#x} has bits outside the {chiplets} chiplets or disagrees with count {count}")]
-    BadEntry { expert: usize, mask: u16, count: u32, chiplets: usize },
+    BadEntry { expert: ExpertId, mask: u16, count: u32, chiplets: usize },
     #[error("request {req}: expert {expert} / chiplet {chiplet} out of range ({experts} experts, {chiplets} chiplets)")]
-    BadRouting { req: u32, expert: u16, chiplet: u8, experts: usize, chiplets: usize },
+    BadRouting { req: ReqId, expert: ExpertId, chiplet: ChipletId, experts: usize, chiplets: usize },
     #[error("request slot {slot}: the QoS timer bank has {slots} slots")]
-    BadSlot { slot: u32, slots: usize },
+    BadSlot { slot: ReqId, slots: usize },
     #[error("token count of expert {expert} overflows u32")]
-    Overflow { expert: usize },
+    Overflow { expert: ExpertId },
     #[error("no chiplets to place experts on")]
     NoChiplets,
     #[error("token-buffer config field `{field}`: {reason}")]
@@ -101,6 +103,8 @@ pub fn eit_fl(counts: &[Vec<u32>], chiplets: usize) -> Result<Vec<EitEntryFl>, I
         .iter()
         .enumerate()
         .map(|(e, row)| {
+            // e < MAX_EXPERTS (checked above), so it fits an expert id.
+            let e = ExpertId(e as u16);
             if row.len() != chiplets {
                 return Err(IoDieError::ChipletCount { expert: e, n: row.len(), chiplets });
             }
@@ -126,7 +130,7 @@ pub fn check_eit(eit: &[EitEntryFl], chiplets: usize) -> Result<(), IoDieError> 
     let all = all_mask(chiplets);
     for (e, x) in eit.iter().enumerate() {
         if x.mask & !all != 0 || (x.mask == 0) != (x.count == 0) {
-            return Err(IoDieError::BadEntry { expert: e, mask: x.mask, count: x.count, chiplets });
+            return Err(IoDieError::BadEntry { expert: ExpertId(e as u16), mask: x.mask, count: x.count, chiplets });
         }
     }
     Ok(())
@@ -144,7 +148,7 @@ pub fn all_mask(chiplets: usize) -> u16 {
 // ---------------------------------------------------------------- bitonic sorter
 
 /// A sorter key: (token count, expert id).
-pub type SortKey = (u32, u16);
+pub type SortKey = (u32, ExpertId);
 
 /// Sorter order: `a` goes before `b` — larger count first, ties by the lower expert id.
 #[inline]
@@ -202,11 +206,11 @@ pub fn bitonic_stage_apply(v: &mut [SortKey], k: usize, j: usize) {
 /// real id, so they sort after every real key.
 pub fn sorter_pad(keys: &[SortKey]) -> Vec<SortKey> {
     let p = sorter_width(keys.len());
-    let base = keys.iter().map(|k| k.1 as u32 + 1).max().unwrap_or(0);
+    let base = keys.iter().map(|k| k.1 .0 as u32 + 1).max().unwrap_or(0);
     let mut v = keys.to_vec();
     // Padding ids may exceed u16 for huge inputs only if ids are near u16::MAX; the EIT's ids
     // are < 256, so saturate (ties among padding never reach the output prefix).
-    v.extend((0..p - keys.len()).map(|i| (0, (base + i as u32).min(u16::MAX as u32) as u16)));
+    v.extend((0..p - keys.len()).map(|i| (0, ExpertId((base + i as u32).min(u16::MAX as u32) as u16))));
     v
 }
 
@@ -237,7 +241,7 @@ pub enum OrderPolicy {
 }
 
 /// Applies the paired-load interleave to a hot-first list: s[0], s[K−1], s[1], s[K−2], …
-pub fn paired_fl(sorted: &[u16]) -> Vec<u16> {
+pub fn paired_fl(sorted: &[ExpertId]) -> Vec<ExpertId> {
     let mut out = Vec::with_capacity(sorted.len());
     let (mut i, mut j) = (0usize, sorted.len());
     while i < j {
@@ -252,12 +256,12 @@ pub fn paired_fl(sorted: &[u16]) -> Vec<u16> {
 }
 
 /// The scheduling order of the experts with n_e > 0 under `policy`.
-pub fn order_fl(eit: &[EitEntryFl], policy: OrderPolicy) -> Vec<u16> {
+pub fn order_fl(eit: &[EitEntryFl], policy: OrderPolicy) -> Vec<ExpertId> {
     match policy {
-        OrderPolicy::ById => (0..eit.len()).filter(|&e| eit[e].count > 0).map(|e| e as u16).collect(),
+        OrderPolicy::ById => (0..eit.len()).filter(|&e| eit[e].count > 0).map(|e| ExpertId(e as u16)).collect(),
         OrderPolicy::HotFirst | OrderPolicy::Paired => {
-            let keys: Vec<SortKey> = eit.iter().enumerate().map(|(e, x)| (x.count, e as u16)).collect();
-            let hot: Vec<u16> = bitonic_sort_fl(&keys).into_iter().take_while(|k| k.0 > 0).map(|k| k.1).collect();
+            let keys: Vec<SortKey> = eit.iter().enumerate().map(|(e, x)| (x.count, ExpertId(e as u16))).collect();
+            let hot: Vec<ExpertId> = bitonic_sort_fl(&keys).into_iter().take_while(|k| k.0 > 0).map(|k| k.1).collect();
             if policy == OrderPolicy::Paired {
                 paired_fl(&hot)
             } else {
@@ -270,25 +274,31 @@ pub fn order_fl(eit: &[EitEntryFl], policy: OrderPolicy) -> Vec<u16> {
 // ---------------------------------------------------------------- trajectory geometry
 
 /// Chiplet ids of an R×C package in snake order (row 0 left→right, row 1 right→left, …).
-pub fn snake_order(rows: usize, cols: usize) -> Vec<u8> {
+pub fn snake_order(rows: usize, cols: usize) -> Vec<ChipletId> {
     let mut v = Vec::with_capacity(rows * cols);
     for r in 0..rows {
         for i in 0..cols {
             let c = if r % 2 == 0 { i } else { cols - 1 - i };
-            v.push((r * cols + c) as u8);
+            v.push(ChipletId((r * cols + c) as u8));
         }
     }
     v
 }
 
 /// Members of trajectory `mask` in snake order (the ring).
-pub fn ring_fl(mask: u16, rows: usize, cols: usize) -> Vec<u8> {
-    snake_order(rows, cols).into_iter().filter(|&c| c < 16 && mask >> c & 1 == 1).collect()
+pub fn ring_fl(mask: u16, rows: usize, cols: usize) -> Vec<ChipletId> {
+    snake_order(rows, cols).into_iter().filter(|&c| in_mask(mask, c)).collect()
+}
+
+/// Chiplet `c` is a member of `mask` (a trajectory mask or the ICV; ids ≥ 16 never are).
+#[inline]
+pub fn in_mask(mask: u16, c: ChipletId) -> bool {
+    c.0 < 16 && mask >> c.0 & 1 == 1
 }
 
 /// Cyclic successor of `chiplet` on the ring of `mask` (the die router's next-hop entry for
 /// the expert); `None` if `chiplet` is not a member or the only one.
-pub fn next_hop_fl(mask: u16, chiplet: u8, rows: usize, cols: usize) -> Option<u8> {
+pub fn next_hop_fl(mask: u16, chiplet: ChipletId, rows: usize, cols: usize) -> Option<ChipletId> {
     let ring = ring_fl(mask, rows, cols);
     let p = ring.iter().position(|&c| c == chiplet)?;
     (ring.len() > 1).then(|| ring[(p + 1) % ring.len()])
@@ -297,7 +307,7 @@ pub fn next_hop_fl(mask: u16, chiplet: u8, rows: usize, cols: usize) -> Option<u
 /// Chiplet that loads micro-slice `k` of an expert with trajectory `mask` granted with start
 /// chiplet `start`: ring member (s + k) mod |T_e|, s = ring position of `start` (position 0
 /// if `start` is not a member). `None` for an empty mask.
-pub fn loader_fl(mask: u16, start: u8, k: usize, rows: usize, cols: usize) -> Option<u8> {
+pub fn loader_fl(mask: u16, start: ChipletId, k: usize, rows: usize, cols: usize) -> Option<ChipletId> {
     let ring = ring_fl(mask, rows, cols);
     if ring.is_empty() {
         return None;
@@ -309,15 +319,15 @@ pub fn loader_fl(mask: u16, start: u8, k: usize, rows: usize, cols: usize) -> Op
 /// Where a micro-slice loaded by `loader` goes after computing on `current`: the next ring
 /// member, or `None` when `current` is its last station (the ring predecessor of the loader:
 /// |T_e| stations visited) or not a member — Rule 3 then frees its slot.
-pub fn next_station_fl(mask: u16, loader: u8, current: u8, rows: usize, cols: usize) -> Option<u8> {
+pub fn next_station_fl(mask: u16, loader: ChipletId, current: ChipletId, rows: usize, cols: usize) -> Option<ChipletId> {
     let nxt = next_hop_fl(mask, current, rows, cols)?;
-    (nxt != loader && mask >> loader & 1 == 1).then_some(nxt)
+    (nxt != loader && mask >> loader.0 & 1 == 1).then_some(nxt)
 }
 
 /// Sharded loading (`loaders = "all"`): micro-slice `k` of every expert is loaded by the
 /// chiplet at snake position `k mod N` of the whole package, member of the trajectory or
 /// not — every expert's bytes come from all N DDR channels.
-pub fn shard_loader_fl(k: usize, rows: usize, cols: usize) -> u8 {
+pub fn shard_loader_fl(k: usize, rows: usize, cols: usize) -> ChipletId {
     let s = snake_order(rows, cols);
     s[k % s.len()]
 }
@@ -326,13 +336,13 @@ pub fn shard_loader_fl(k: usize, rows: usize, cols: usize) -> u8 {
 /// member loader: as [`next_station_fl`]. A helper (a loader off the trajectory, which only
 /// loads and forwards): from the helper to the first member after it in snake order, then
 /// round the ring until every member has had it.
-pub fn shard_next_station_fl(mask: u16, loader: u8, current: u8, rows: usize, cols: usize) -> Option<u8> {
-    if mask >> loader & 1 == 1 {
+pub fn shard_next_station_fl(mask: u16, loader: ChipletId, current: ChipletId, rows: usize, cols: usize) -> Option<ChipletId> {
+    if mask >> loader.0 & 1 == 1 {
         return next_station_fl(mask, loader, current, rows, cols);
     }
     let snake = snake_order(rows, cols);
     let p = snake.iter().position(|&c| c == loader)?;
-    let first = (1..=snake.len()).map(|i| snake[(p + i) % snake.len()]).find(|&c| c < 16 && mask >> c & 1 == 1)?;
+    let first = (1..=snake.len()).map(|i| snake[(p + i) % snake.len()]).find(|&c| in_mask(mask, c))?;
     if current == loader {
         return Some(first);
     }
@@ -341,8 +351,8 @@ pub fn shard_next_station_fl(mask: u16, loader: u8, current: u8, rows: usize, co
 }
 
 /// The grant's start chiplet: the first member of `mask ∩ icv` in snake order.
-pub fn start_chiplet_fl(mask: u16, icv: u16, snake: &[u8]) -> Option<u8> {
-    snake.iter().copied().find(|&c| (mask & icv) >> c & 1 == 1)
+pub fn start_chiplet_fl(mask: u16, icv: u16, snake: &[ChipletId]) -> Option<ChipletId> {
+    snake.iter().copied().find(|&c| (mask & icv) >> c.0 & 1 == 1)
 }
 
 // ---------------------------------------------------------------- Algorithm 1
@@ -352,20 +362,20 @@ pub fn start_chiplet_fl(mask: u16, icv: u16, snake: &[u8]) -> Option<u8> {
 pub enum SchedMsg {
     /// Rule 4: the members of `mask` may start loading the expert's micro-slices from DDR
     /// into free ring slots (DDR loaders fetch in preload order).
-    Preload { expert: u16, mask: u16 },
+    Preload { expert: ExpertId, mask: u16 },
     /// Algorithm 1 line 7: the expert streams along trajectory `mask`, its first micro-slice
     /// loaded by `start` (an idle chiplet); the members program their next-hop tables.
-    Grant { expert: u16, mask: u16, start: u8 },
+    Grant { expert: ExpertId, mask: u16, start: ChipletId },
 }
 
 impl Default for SchedMsg {
     fn default() -> Self {
-        SchedMsg::Preload { expert: 0, mask: 0 }
+        SchedMsg::Preload { expert: ExpertId(0), mask: 0 }
     }
 }
 
 impl SchedMsg {
-    pub fn expert(&self) -> u16 {
+    pub fn expert(&self) -> ExpertId {
         match *self {
             SchedMsg::Preload { expert, .. } | SchedMsg::Grant { expert, .. } => expert,
         }
@@ -378,6 +388,14 @@ impl SchedMsg {
     pub fn is_grant(&self) -> bool {
         matches!(self, SchedMsg::Grant { .. })
     }
+    /// `Preload` from bare numbers (tests and the RTL seam, where ids are bit vectors).
+    pub fn preload(expert: u16, mask: u16) -> Self {
+        SchedMsg::Preload { expert: ExpertId(expert), mask }
+    }
+    /// `Grant` from bare numbers (tests and the RTL seam, where ids are bit vectors).
+    pub fn grant(expert: u16, mask: u16, start: u8) -> Self {
+        SchedMsg::Grant { expert: ExpertId(expert), mask, start: ChipletId(start) }
+    }
 }
 
 /// Algorithm 1 (spatiotemporal trajectory scheduling) with the E–C matcher's ICV.
@@ -385,9 +403,9 @@ impl SchedMsg {
 pub struct TrajectorySchedulerFl {
     rows: usize,
     cols: usize,
-    snake: Vec<u8>,
+    snake: Vec<ChipletId>,
     eit: Vec<EitEntryFl>,
-    order: Vec<u16>,
+    order: Vec<ExpertId>,
     granted: Vec<bool>,
     preloaded: Vec<bool>,
     remaining: usize,
@@ -426,7 +444,7 @@ impl TrajectorySchedulerFl {
     }
 
     /// The layer's expert order.
-    pub fn order(&self) -> &[u16] {
+    pub fn order(&self) -> &[ExpertId] {
         &self.order
     }
 
@@ -443,8 +461,8 @@ impl TrajectorySchedulerFl {
         self.grant_log.clear();
         let mut out = Vec::new();
         for &e in &self.order {
-            self.preloaded[e as usize] = true;
-            out.push(SchedMsg::Preload { expert: e, mask: eit[e as usize].mask });
+            self.preloaded[e.idx()] = true;
+            out.push(SchedMsg::Preload { expert: e, mask: eit[e.idx()].mask });
         }
         self.scan(&mut out);
         Ok(out)
@@ -483,7 +501,8 @@ impl TrajectorySchedulerFl {
     fn scan(&mut self, out: &mut Vec<SchedMsg>) {
         'rescan: while self.icv != 0 && self.remaining > 0 {
             for i in 0..self.order.len() {
-                let e = self.order[i] as usize;
+                let id = self.order[i];
+                let e = id.idx();
                 if self.granted[e] {
                     continue;
                 }
@@ -491,12 +510,12 @@ impl TrajectorySchedulerFl {
                     // Rule 4 for an expert the scan passes or grants (never reached after
                     // begin_layer's preloads; kept as the paper states it).
                     self.preloaded[e] = true;
-                    out.push(SchedMsg::Preload { expert: e as u16, mask: self.eit[e].mask });
+                    out.push(SchedMsg::Preload { expert: id, mask: self.eit[e].mask });
                 }
                 let mask = self.eit[e].mask;
                 if mask & self.icv != 0 {
                     let start = start_chiplet_fl(mask, self.icv, &self.snake).expect("mask ∩ icv ≠ ∅");
-                    out.push(SchedMsg::Grant { expert: e as u16, mask, start });
+                    out.push(SchedMsg::Grant { expert: id, mask, start });
                     self.grant_log.push(mask);
                     self.icv &= !mask;
                     self.granted[e] = true;
@@ -558,15 +577,22 @@ impl TokenBufferCfgFl {
 /// One request's gating result at a MoE layer: (expert, home chiplet, tokens) records.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RequestGatingFl {
-    /// Its slot in the QoS timer bank (< `TokenBufferCfgFl::slots`).
-    pub slot: u32,
-    pub counts: Vec<(u16, u8, u32)>,
+    /// The request: its id at the IO die is its slot in the QoS timer bank
+    /// (< `TokenBufferCfgFl::slots`).
+    pub slot: ReqId,
+    /// (expert, home chiplet, tokens).
+    pub counts: Vec<(ExpertId, ChipletId, u32)>,
 }
 
 impl RequestGatingFl {
+    /// From bare numbers: slot, (expert, home chiplet, tokens) records (tests, trace readers).
+    pub fn from_raw(slot: u32, counts: &[(u16, u8, u32)]) -> Self {
+        RequestGatingFl { slot: ReqId(slot), counts: counts.iter().map(|&(e, c, t)| (ExpertId(e), ChipletId(c), t)).collect() }
+    }
+
     /// A(r): the experts the request activates at this layer (sorted, unique).
-    pub fn experts(&self) -> Vec<u16> {
-        let mut v: Vec<u16> = self.counts.iter().filter(|x| x.2 > 0).map(|x| x.0).collect();
+    pub fn experts(&self) -> Vec<ExpertId> {
+        let mut v: Vec<ExpertId> = self.counts.iter().filter(|x| x.2 > 0).map(|x| x.0).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -577,7 +603,7 @@ impl RequestGatingFl {
     pub fn expert_set(&self) -> [u64; 4] {
         let mut b = [0u64; 4];
         for x in self.experts() {
-            b[x as usize / 64] |= 1 << (x % 64);
+            b[x.idx() / 64] |= 1 << (x.idx() % 64);
         }
         b
     }
@@ -591,10 +617,10 @@ pub fn totals_fl(reqs: &[RequestGatingFl], experts: usize, chiplets: usize) -> R
     let mut n = vec![0u32; experts];
     for r in reqs {
         for &(e, c, t) in &r.counts {
-            if e as usize >= experts || c as usize >= chiplets {
+            if e.idx() >= experts || c.idx() >= chiplets {
                 return Err(IoDieError::BadRouting { req: r.slot, expert: e, chiplet: c, experts, chiplets });
             }
-            n[e as usize] = n[e as usize].checked_add(t).ok_or(IoDieError::Overflow { expert: e as usize })?;
+            n[e.idx()] = n[e.idx()].checked_add(t).ok_or(IoDieError::Overflow { expert: e })?;
         }
     }
     Ok(n)
@@ -610,8 +636,8 @@ pub fn layer_counts_fl(reqs: &[RequestGatingFl], deferred: &[bool], experts: usi
             continue;
         }
         for &(e, c, t) in &r.counts {
-            let x = &mut m[e as usize][c as usize];
-            *x = x.checked_add(t).ok_or(IoDieError::Overflow { expert: e as usize })?;
+            let x = &mut m[e.idx()][c.idx()];
+            *x = x.checked_add(t).ok_or(IoDieError::Overflow { expert: e })?;
         }
     }
     Ok(m)
@@ -646,7 +672,7 @@ impl TokenBufferFl {
     }
 
     /// A new request takes `slot`: its timer and counter restart.
-    pub fn admit(&mut self, slot: u32) -> Result<(), IoDieError> {
+    pub fn admit(&mut self, slot: ReqId) -> Result<(), IoDieError> {
         let s = self.slot(slot)?;
         self.t_qos[s] = self.cfg.t_qos_init;
         self.c_fw[s] = 0;
@@ -654,15 +680,15 @@ impl TokenBufferFl {
     }
 
     /// Request in `slot` completed a forward pass.
-    pub fn forward_pass_done(&mut self, slot: u32) -> Result<(), IoDieError> {
+    pub fn forward_pass_done(&mut self, slot: ReqId) -> Result<(), IoDieError> {
         let s = self.slot(slot)?;
         self.c_fw[s] = self.c_fw[s].saturating_add(1);
         Ok(())
     }
 
-    fn slot(&self, slot: u32) -> Result<usize, IoDieError> {
-        if (slot as usize) < self.t_qos.len() {
-            Ok(slot as usize)
+    fn slot(&self, slot: ReqId) -> Result<usize, IoDieError> {
+        if slot.idx() < self.t_qos.len() {
+            Ok(slot.idx())
         } else {
             Err(IoDieError::BadSlot { slot, slots: self.t_qos.len() })
         }
@@ -671,7 +697,7 @@ impl TokenBufferFl {
     /// Algorithm 2 at a MoE layer boundary (after gating, before scheduling): for each request
     /// (`(slot, A(r))`), in order, returns whether it is deferred at this layer. `n_e` = token
     /// counts over all active requests.
-    pub fn layer_boundary(&mut self, reqs: &[(u32, Vec<u16>)], n_e: &[u32]) -> Result<Vec<bool>, IoDieError> {
+    pub fn layer_boundary(&mut self, reqs: &[(ReqId, Vec<ExpertId>)], n_e: &[u32]) -> Result<Vec<bool>, IoDieError> {
         for (slot, _) in reqs {
             self.slot(*slot)?;
         }
@@ -682,12 +708,12 @@ impl TokenBufferFl {
         Ok(reqs
             .iter()
             .map(|(slot, a)| {
-                let s = *slot as usize;
+                let s = slot.idx();
                 if self.c_fw[s] >= self.cfg.n_threshold {
                     self.t_qos[s] = self.t_qos[s].saturating_add(1);
                     self.c_fw[s] = 0;
                 }
-                let cold = a.iter().any(|&e| n_e.get(e as usize).is_some_and(|&n| n < theta));
+                let cold = a.iter().any(|&e| n_e.get(e.idx()).is_some_and(|&n| n < theta));
                 if cold && self.t_qos[s] > 0 {
                     self.t_qos[s] -= 1;
                     true
@@ -721,7 +747,7 @@ pub fn schedule_layer_fl(
 ) -> Result<LayerScheduleFl, IoDieError> {
     let n = sched.chiplets();
     let n_e = totals_fl(reqs, experts, n)?;
-    let sets: Vec<(u32, Vec<u16>)> = reqs.iter().map(|r| (r.slot, r.experts())).collect();
+    let sets: Vec<(ReqId, Vec<ExpertId>)> = reqs.iter().map(|r| (r.slot, r.experts())).collect();
     let deferred = tb.layer_boundary(&sets, &n_e)?;
     let eit = eit_fl(&layer_counts_fl(reqs, &deferred, experts, n)?, n)?;
     let msgs = sched.begin_layer(&eit, policy)?;
@@ -731,6 +757,16 @@ pub fn schedule_layer_fl(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ids(v: &[u8]) -> Vec<ChipletId> {
+        v.iter().map(|&c| ChipletId(c)).collect()
+    }
+    fn exs(v: &[u16]) -> Vec<ExpertId> {
+        v.iter().map(|&e| ExpertId(e)).collect()
+    }
+    const fn c(x: u8) -> ChipletId {
+        ChipletId(x)
+    }
 
     #[test]
     fn stage_counts() {
@@ -742,31 +778,31 @@ mod tests {
 
     #[test]
     fn snake_and_ring() {
-        assert_eq!(snake_order(2, 2), vec![0, 1, 3, 2]);
-        assert_eq!(snake_order(3, 3), vec![0, 1, 2, 5, 4, 3, 6, 7, 8]);
-        assert_eq!(ring_fl(0b1011, 2, 2), vec![0, 1, 3]);
-        assert_eq!(next_hop_fl(0b1011, 3, 2, 2), Some(0));
-        assert_eq!(next_hop_fl(0b0100, 2, 2, 2), None);
+        assert_eq!(snake_order(2, 2), ids(&[0, 1, 3, 2]));
+        assert_eq!(snake_order(3, 3), ids(&[0, 1, 2, 5, 4, 3, 6, 7, 8]));
+        assert_eq!(ring_fl(0b1011, 2, 2), ids(&[0, 1, 3]));
+        assert_eq!(next_hop_fl(0b1011, c(3), 2, 2), Some(c(0)));
+        assert_eq!(next_hop_fl(0b0100, c(2), 2, 2), None);
         // Loader of micro-slice k starts at the grant's start chiplet.
-        assert_eq!(loader_fl(0b1011, 1, 0, 2, 2), Some(1));
-        assert_eq!(loader_fl(0b1011, 1, 2, 2, 2), Some(0));
+        assert_eq!(loader_fl(0b1011, c(1), 0, 2, 2), Some(c(1)));
+        assert_eq!(loader_fl(0b1011, c(1), 2, 2, 2), Some(c(0)));
         // Stations of a micro-slice loaded by 1: 1 → 3 → 0, then none.
-        assert_eq!(next_station_fl(0b1011, 1, 1, 2, 2), Some(3));
-        assert_eq!(next_station_fl(0b1011, 1, 3, 2, 2), Some(0));
-        assert_eq!(next_station_fl(0b1011, 1, 0, 2, 2), None);
+        assert_eq!(next_station_fl(0b1011, c(1), c(1), 2, 2), Some(c(3)));
+        assert_eq!(next_station_fl(0b1011, c(1), c(3), 2, 2), Some(c(0)));
+        assert_eq!(next_station_fl(0b1011, c(1), c(0), 2, 2), None);
         // Sharded: helper 2 (snake 0,1,3,2) feeds member 0 first, then 1; 1 is last.
-        assert_eq!(shard_loader_fl(3, 2, 2), 2);
-        assert_eq!(shard_next_station_fl(0b0011, 2, 2, 2, 2), Some(0));
-        assert_eq!(shard_next_station_fl(0b0011, 2, 0, 2, 2), Some(1));
-        assert_eq!(shard_next_station_fl(0b0011, 2, 1, 2, 2), None);
-        assert_eq!(shard_next_station_fl(0b0001, 3, 3, 2, 2), Some(0));
-        assert_eq!(shard_next_station_fl(0b0001, 3, 0, 2, 2), None);
+        assert_eq!(shard_loader_fl(3, 2, 2), c(2));
+        assert_eq!(shard_next_station_fl(0b0011, c(2), c(2), 2, 2), Some(c(0)));
+        assert_eq!(shard_next_station_fl(0b0011, c(2), c(0), 2, 2), Some(c(1)));
+        assert_eq!(shard_next_station_fl(0b0011, c(2), c(1), 2, 2), None);
+        assert_eq!(shard_next_station_fl(0b0001, c(3), c(3), 2, 2), Some(c(0)));
+        assert_eq!(shard_next_station_fl(0b0001, c(3), c(0), 2, 2), None);
     }
 
     #[test]
     fn paired_interleave() {
-        assert_eq!(paired_fl(&[5, 4, 3, 2, 1]), vec![5, 1, 4, 2, 3]);
-        assert_eq!(paired_fl(&[5, 4, 3, 2]), vec![5, 2, 4, 3]);
-        assert_eq!(paired_fl(&[]), Vec::<u16>::new());
+        assert_eq!(paired_fl(&exs(&[5, 4, 3, 2, 1])), exs(&[5, 1, 4, 2, 3]));
+        assert_eq!(paired_fl(&exs(&[5, 4, 3, 2])), exs(&[5, 2, 4, 3]));
+        assert_eq!(paired_fl(&[]), Vec::<ExpertId>::new());
     }
 }

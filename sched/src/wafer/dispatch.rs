@@ -6,6 +6,7 @@
 //! communication domain of the all-to-all (paper §IV-A) and keeps the FL decision a pure
 //! function of the mapping that the CL dispatch unit can table-look-up.
 
+use super::routing::Routing;
 use super::{MapError, Mapping};
 use serde::Serialize;
 
@@ -47,13 +48,13 @@ impl A2aXfer {
 /// `src == dst` are kept (local, 0 hops) so every (token, expert) pair has exactly one record.
 ///
 /// Panics on malformed input (see [`try_dispatch_plan`] for the checked version).
-pub fn dispatch_plan(m: &Mapping, hosts: &[Vec<u32>], routing: &[Vec<Vec<u16>>]) -> Vec<A2aXfer> {
+pub fn dispatch_plan(m: &Mapping, hosts: &[Vec<u32>], routing: &Routing) -> Vec<A2aXfer> {
     try_dispatch_plan(m, hosts, routing).unwrap_or_else(|e| panic!("dispatch_plan: {e}"))
 }
 
 /// [`dispatch_plan`] with its input checks as errors: more routing groups than `dp`, an expert
 /// id without hosts, a host outside the mesh.
-pub fn try_dispatch_plan(m: &Mapping, hosts: &[Vec<u32>], routing: &[Vec<Vec<u16>>]) -> Result<Vec<A2aXfer>, MapError> {
+pub fn try_dispatch_plan(m: &Mapping, hosts: &[Vec<u32>], routing: &Routing) -> Result<Vec<A2aXfer>, MapError> {
     if routing.len() > m.dp as usize {
         return Err(MapError::new("routing", format!("{} groups but the mapping has dp = {}", routing.len(), m.dp)));
     }
@@ -67,7 +68,7 @@ pub fn try_dispatch_plan(m: &Mapping, hosts: &[Vec<u32>], routing: &[Vec<Vec<u16
     for (g, toks) in routing.iter().enumerate() {
         for (t, experts) in toks.iter().enumerate() {
             for &e in experts {
-                let hs = hosts.get(e as usize).filter(|h| !h.is_empty()).ok_or_else(|| {
+                let hs = hosts.get(e.idx()).filter(|h| !h.is_empty()).ok_or_else(|| {
                     MapError::new("routing", format!("group {g} token {t}: expert {e} has no host ({} experts placed)", hosts.len()))
                 })?;
                 let slice = t as u32 % m.tp;
@@ -79,7 +80,7 @@ pub fn try_dispatch_plan(m: &Mapping, hosts: &[Vec<u32>], routing: &[Vec<Vec<u16
                         (best_h, best_src, best_d) = (h, src, d);
                     }
                 }
-                out.push(A2aXfer { group: g as u32, token: t as u32, expert: e as u32, src: best_src, dst: best_h });
+                out.push(A2aXfer { group: g as u32, token: t as u32, expert: e.0 as u32, src: best_src, dst: best_h });
             }
         }
     }

@@ -33,6 +33,7 @@ pub use collective::{allreduce_plan, execute_fl, ChunkId, CollectivePlan, Xfer};
 pub use dispatch::{dispatch_plan, expert_hosts, try_dispatch_plan, A2aXfer};
 pub use gpu::GpuSystem;
 pub use mapping::{map, Mapping};
+pub use routing::Routing;
 
 /// A set of dies, one bit per die id of the system (FTD areas, die groups). A `u64` mask would
 /// stop at 64 dies; a wafer has up to 256 and a multi-wafer system up to 1,024.

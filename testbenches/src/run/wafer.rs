@@ -21,7 +21,7 @@ use super::limits;
 use super::{contained, ensure_parent, Error, Part, Parts, Result, RunOptions, WaveSink};
 
 /// Routing of one layer: `[group][token]` → top-k experts.
-pub type Routing = Vec<Vec<Vec<u16>>>;
+pub use sched::wafer::Routing;
 
 /// A `CxR` grid flag as parsed, with the text it was given as (errors quote it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,7 +222,7 @@ pub fn run_program(c: &WaferCfg, mp: &Mapping, map_cycles: u64, prog: &LayerProg
 }
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.
-pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &[Vec<Vec<u16>>], functional: bool, opts: &RunOptions) -> Result<(WaferResult, LayerProgram)> {
+pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &Routing, functional: bool, opts: &RunOptions) -> Result<(WaferResult, LayerProgram)> {
     let (mp, map_cycles) = run_mapping_ctrl(c)?;
     let prog = build(c, m, &mp, routing);
     let r = run_program(c, &mp, map_cycles, &prog, functional, opts)?;
@@ -254,7 +254,7 @@ impl WaferLayer {
             map(k, cfg.geom(), cfg.tp, cfg.dp, cfg.all_gather).map_err(|e| Error::input(format!("--mapping {}", k.name()), e.to_string()))?;
         }
         input.check()?;
-        Ok(WaferLayer { cfg, model, mappings, functional, routing: Vec::new() })
+        Ok(WaferLayer { cfg, model, mappings, functional, routing: Routing::default() })
     }
 
     /// Reads or generates the layer's routing (a trace file is read here).

@@ -1906,7 +1906,7 @@ use super::chiplet_twin::{apply_config, apply_inputs};
 use crate::cosim::{record, PortTrace};
 use crate::export::{boxed, BlockDef, ParamSet};
 use crate::RtlError;
-use hw::pkg::chiplet::{CtrlIn, CtrlSched};
+use hw::pkg::chiplet::{ChipletId, CtrlIn, CtrlSched, ExpertId};
 use hw::pkg::ring::SlotTag;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -1924,7 +1924,7 @@ pub fn export_params() -> ChipletCtrlParams {
 fn record_chiplet_ctrl<const S: usize, const E: usize, const Q: usize>(module: &str, p: ChipletCtrlParams, cycles: usize, seed: u64) -> Result<PortTrace, RtlError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let n = p.rows * p.cols;
-    let tag = |rng: &mut Xoshiro256PlusPlus| SlotTag { expert: rng.gen_range(0..E as u16), k: rng.gen_range(0..12), loader: rng.gen_range(0..n as u8) };
+    let tag = |rng: &mut Xoshiro256PlusPlus| SlotTag { expert: ExpertId(rng.gen_range(0..E as u16)), k: rng.gen_range(0..12), loader: ChipletId(rng.gen_range(0..n as u8)) };
     record(module, ChipletCtrlRtl::<S, E, Q>::new(&p), cycles, |u| &mut u.clock, move |c, u| {
         let phase = c % 2000;
         if c == 0 {
@@ -1937,7 +1937,7 @@ fn record_chiplet_ctrl<const S: usize, const E: usize, const Q: usize>(module: &
         } else {
             let mut i = CtrlIn { ddr_ready: rng.gen_bool(0.8), tx_ready: rng.gen_bool(0.7), ..CtrlIn::default() };
             let mask = rng.gen_range(1..(1u16 << n));
-            let expert = rng.gen_range(0..E as u16);
+            let expert = ExpertId(rng.gen_range(0..E as u16));
             i.sched = match rng.gen_range(0..20) {
                 0 => Some(CtrlSched::Preload { expert, mask }),
                 1 => Some(CtrlSched::Grant { expert, mask }),
@@ -1951,7 +1951,7 @@ fn record_chiplet_ctrl<const S: usize, const E: usize, const Q: usize>(module: &
             i.rx_head = rng.gen_bool(0.2).then(|| tag(&mut rng));
             i.handoff = rng.gen_bool(0.03).then(|| tag(&mut rng));
             i.load = rng.gen_bool(0.05).then(|| tag(&mut rng));
-            i.tokens_arrived = rng.gen_bool(0.05).then(|| (rng.gen_range(0..E as u16), rng.gen_range(1..5)));
+            i.tokens_arrived = rng.gen_bool(0.05).then(|| (ExpertId(rng.gen_range(0..E as u16)), rng.gen_range(1..5)));
             apply_inputs(u, &i);
             u.rd_slot.next = (rng.gen_range(0..p.slots) as u64).into();
         }

@@ -34,7 +34,7 @@ pub struct ChipletCtrlStandIn {
 
 /// [`hw::pkg::chiplet::CtrlFactory`] of the stand-in.
 pub fn chiplet_ctrl_factory(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> Result<Box<dyn ChipletCtrlModel>, String> {
-    let twin = ChipletCtrlTwin::new(id, rows, cols, slots, experts, knobs).map_err(|e| e.to_string())?;
+    let twin = ChipletCtrlTwin::new(id.0, rows, cols, slots, experts, knobs).map_err(|e| e.to_string())?;
     Ok(Box::new(ChipletCtrlStandIn {
         id,
         slots,
@@ -50,7 +50,7 @@ impl ChipletCtrlModel for ChipletCtrlStandIn {
     fn step(&mut self, inp: &CtrlIn, _traj: &dyn Trajectory) -> CtrlOut {
         let out = self.twin.step(inp);
         if let Some(CtrlSched::Grant { expert, .. }) = inp.sched {
-            if let Some(g) = self.granted.get_mut(expert as usize) {
+            if let Some(g) = self.granted.get_mut(expert.idx()) {
                 *g = true;
             }
         }
@@ -114,7 +114,7 @@ impl ChipletCtrlModel for ChipletCtrlStandIn {
                     "waits for DDR"
                 }
             } else if st.computed >> s & 1 == 0 {
-                if self.granted.get(t.expert as usize).copied().unwrap_or(false) {
+                if self.granted.get(t.expert.idx()).copied().unwrap_or(false) {
                     "waits for the PE array"
                 } else {
                     "waits for the expert's grant"
@@ -157,7 +157,7 @@ impl Probe for ChipletCtrlStandIn {
         let st = &self.twin.state;
         out.extend([st.occ as u64, st.head as u64, st.tail as u64]);
         for i in 0..self.slots as usize {
-            out.extend([st.live >> i & 1, self.tags[i].expert as u64, self.tags[i].k as u64]);
+            out.extend([st.live >> i & 1, self.tags[i].expert.0 as u64, self.tags[i].k as u64]);
         }
         hw::pkg::chiplet::sample_ctrl(&self.twin.out, &self.twin.stats, st.pending, out);
     }

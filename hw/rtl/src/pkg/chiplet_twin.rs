@@ -7,7 +7,7 @@
 
 use rust_hdl::prelude::*;
 
-use hw::pkg::chiplet::{CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, CtrlStats};
+use hw::pkg::chiplet::{ChipletId, CtrlIn, CtrlKnobs, CtrlOut, CtrlSched, CtrlStats, ExpertId};
 use hw::pkg::ring::SlotTag;
 use hw::pkg::rule5::FreeReport;
 
@@ -93,7 +93,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<
 
     fn outputs(&self) -> CtrlRtlOut {
         let u = &self.uut;
-        let tag = |e: u64, k: u64, l: u64| SlotTag { expert: e as u16, k: k as u16, loader: l as u8 };
+        let tag = |e: u64, k: u64, l: u64| SlotTag { expert: ExpertId(e as u16), k: k as u16, loader: ChipletId(l as u8) };
         let out = CtrlOut {
             ddr_req: u.ddr_req_valid.val().then(|| {
                 (u.ddr_req_slot.val().to_u64() as u32, tag(u.ddr_req_expert.val().to_u64(), u.ddr_req_k.val().to_u64(), u.ddr_req_loader.val().to_u64()))
@@ -102,11 +102,11 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<
             pe_start: u.pe_start_valid.val().then(|| {
                 (u.pe_start_slot.val().to_u64() as u32, tag(u.pe_start_expert.val().to_u64(), u.pe_start_k.val().to_u64(), u.pe_start_loader.val().to_u64()))
             }),
-            tx_start: u.tx_start_valid.val().then(|| (u.tx_start_slot.val().to_u64() as u32, u.tx_start_dest.val().to_u64() as u8)),
+            tx_start: u.tx_start_valid.val().then(|| (u.tx_start_slot.val().to_u64() as u32, ChipletId(u.tx_start_dest.val().to_u64() as u8))),
             done: u.done.val(),
-            expert_done: u.expert_done_valid.val().then(|| u.expert_done.val().to_u64() as u16),
+            expert_done: u.expert_done_valid.val().then(|| ExpertId(u.expert_done.val().to_u64() as u16)),
             handoff: u.handoff_valid.val().then(|| {
-                (tag(u.handoff_expert.val().to_u64(), u.handoff_k.val().to_u64(), u.handoff_loader.val().to_u64()), u.handoff_dest.val().to_u64() as u8)
+                (tag(u.handoff_expert.val().to_u64(), u.handoff_k.val().to_u64(), u.handoff_loader.val().to_u64()), ChipletId(u.handoff_dest.val().to_u64() as u8))
             }),
             free: u
                 .free_valid
@@ -148,7 +148,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<
         self.uut.rd_slot.next = (slot as u64).into();
         settle_block(&mut self.uut);
         let u = &self.uut;
-        (SlotTag { expert: u.rd_expert.val().to_u64() as u16, k: u.rd_k.val().to_u64() as u16, loader: u.rd_loader.val().to_u64() as u8 }, u.rd_granted.val())
+        (SlotTag { expert: ExpertId(u.rd_expert.val().to_u64() as u16), k: u.rd_k.val().to_u64() as u16, loader: ChipletId(u.rd_loader.val().to_u64() as u8) }, u.rd_granted.val())
     }
 
     fn slots(&self) -> u32 {
@@ -164,20 +164,20 @@ pub fn apply_inputs<const S: usize, const E: usize, const Q: usize>(u: &mut Chip
     let (sv, sg, se, sm) = match i.sched {
         Some(CtrlSched::Preload { expert, mask }) => (true, false, expert, mask),
         Some(CtrlSched::Grant { expert, mask }) => (true, true, expert, mask),
-        None => (false, false, 0, 0),
+        None => (false, false, ExpertId(0), 0),
     };
     u.sched_valid.next = sv;
     u.sched_grant.next = sg;
-    u.sched_expert.next = (se as u64).into();
+    u.sched_expert.next = (se.0 as u64).into();
     u.sched_mask.next = (sm as u64).into();
     u.ddr_ready.next = i.ddr_ready;
     u.ddr_landed_valid.next = i.ddr_landed.is_some();
     u.ddr_landed_slot.next = (i.ddr_landed.unwrap_or(0) as u64).into();
     let h = i.rx_head.unwrap_or_default();
     u.rx_head_valid.next = i.rx_head.is_some();
-    u.rx_head_expert.next = (h.expert as u64).into();
+    u.rx_head_expert.next = (h.expert.0 as u64).into();
     u.rx_head_k.next = (h.k as u64).into();
-    u.rx_head_loader.next = (h.loader as u64 & 15).into();
+    u.rx_head_loader.next = (h.loader.0 as u64 & 15).into();
     u.rx_landed_valid.next = i.rx_landed.is_some();
     u.rx_landed_slot.next = (i.rx_landed.unwrap_or(0) as u64).into();
     u.pe_done_valid.next = i.pe_done.is_some();
@@ -185,20 +185,20 @@ pub fn apply_inputs<const S: usize, const E: usize, const Q: usize>(u: &mut Chip
     u.tx_done_valid.next = i.tx_done.is_some();
     u.tx_done_slot.next = (i.tx_done.unwrap_or(0) as u64).into();
     u.tx_ready.next = i.tx_ready;
-    let (te, tn) = i.tokens_arrived.unwrap_or((0, 0));
+    let (te, tn) = i.tokens_arrived.unwrap_or((ExpertId(0), 0));
     u.tok_valid.next = i.tokens_arrived.is_some();
-    u.tok_expert.next = (te as u64).into();
+    u.tok_expert.next = (te.0 as u64).into();
     u.tok_n.next = (tn as u64).into();
     let ho = i.handoff.unwrap_or_default();
     u.handoff_in_valid.next = i.handoff.is_some();
-    u.handoff_in_expert.next = (ho.expert as u64).into();
+    u.handoff_in_expert.next = (ho.expert.0 as u64).into();
     u.handoff_in_k.next = (ho.k as u64).into();
-    u.handoff_in_loader.next = (ho.loader as u64 & 15).into();
+    u.handoff_in_loader.next = (ho.loader.0 as u64 & 15).into();
     let ld = i.load.unwrap_or_default();
     u.load_valid.next = i.load.is_some();
-    u.load_expert.next = (ld.expert as u64).into();
+    u.load_expert.next = (ld.expert.0 as u64).into();
     u.load_k.next = (ld.k as u64).into();
-    u.load_loader.next = (ld.loader as u64 & 15).into();
+    u.load_loader.next = (ld.loader.0 as u64 & 15).into();
     u.clock.next = false.into();
 }
 

@@ -275,7 +275,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieSchedu
         let snake = sched::pkg::iodie::snake_order(p.rows, p.cols);
         let mut snake_rev = 0u64;
         for (q, &c) in snake.iter().rev().enumerate() {
-            snake_rev |= (c as u64) << (4 * q);
+            snake_rev |= (c.0 as u64) << (4 * q);
         }
         let all = if n >= 16 { 0xffff } else { (1u64 << n) - 1 };
         Self {

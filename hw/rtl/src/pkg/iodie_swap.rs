@@ -101,9 +101,9 @@ impl IoDieModel for IoDieRtlModel {
         let stamp = self.clk.cycle_of(now) as u32;
         let o = *self.drv.edge(IoDieIn { stamp, done: m, ..IoDieIn::default() });
         self.sent = if o.preload_valid {
-            Some(SchedMsg::Preload { expert: o.preload_expert as u16, mask: o.eit_rd_mask })
+            Some(SchedMsg::preload(o.preload_expert as u16, o.eit_rd_mask))
         } else if o.grant_valid {
-            Some(SchedMsg::Grant { expert: o.grant_expert as u16, mask: o.grant_mask, start: o.grant_start })
+            Some(SchedMsg::grant(o.grant_expert as u16, o.grant_mask, o.grant_start))
         } else {
             None
         };

@@ -7,6 +7,7 @@
 
 use rust_hdl::prelude::*;
 use sched::pkg::iodie::{eit_fl, layer_counts_fl, EitEntryFl, RequestGatingFl};
+use sched::{ChipletId, ExpertId, ReqId};
 
 use hw::pkg::iodie::IoDieStats;
 
@@ -315,7 +316,7 @@ impl IoDieDriver {
         let x = stream.get(a).copied().unwrap_or_default();
         let mut g = GateIn { gate_mask: x.mask, gate_count: x.count, ..GateIn::default() };
         if let Some(r) = self.src.reqs.get(o.req_idx as usize) {
-            g.req_slot = r.slot as u8;
+            g.req_slot = r.slot.0 as u8;
             g.req_set = self.src.sets[o.req_idx as usize];
             g.req_last = o.req_idx as usize + 1 == self.src.reqs.len();
         }
@@ -439,8 +440,8 @@ pub fn random_eit(rng: &mut impl rand::Rng, n: usize, e: usize) -> Vec<EitEntryF
 pub fn random_reqs(rng: &mut impl rand::Rng, n: usize, e: usize, slots: u32) -> Vec<RequestGatingFl> {
     (0..rng.gen_range(1..10))
         .map(|_| RequestGatingFl {
-            slot: rng.gen_range(0..slots),
-            counts: (0..rng.gen_range(1..5)).map(|_| (rng.gen_range(0..e) as u16, rng.gen_range(0..n) as u8, rng.gen_range(1..4))).collect(),
+            slot: ReqId(rng.gen_range(0..slots)),
+            counts: (0..rng.gen_range(1..5)).map(|_| (ExpertId(rng.gen_range(0..e) as u16), ChipletId(rng.gen_range(0..n) as u8), rng.gen_range(1..4u32))).collect(),
         })
         .collect()
 }

@@ -35,8 +35,9 @@ impl NextHopParams {
     pub fn tables(&self) -> (u64, u64) {
         let (mut snake, mut pos) = (0u64, 0u64);
         for (q, c) in sched::pkg::iodie::snake_order(self.rows, self.cols).into_iter().take(16).enumerate() {
-            snake |= (c as u64 & 15) << (4 * q);
-            pos |= (q as u64 & 15) << (4 * (c as u64 & 15));
+            let c = c.0 as u64;
+            snake |= (c & 15) << (4 * q);
+            pos |= (q as u64 & 15) << (4 * (c & 15));
         }
         (snake, pos)
     }

@@ -265,6 +265,7 @@ pub type RingBuffer8Rtl = RingBufferRtl<8>;
 /// Reset in cycle 0.
 pub fn record_ring_buffer_8(module: &str, cycles: usize, seed: u64) -> Result<crate::cosim::PortTrace, crate::RtlError> {
     use hw::pkg::ring::{RingBufferCl, SlotTag};
+    use sched::{ChipletId, ExpertId};
     use rand::{Rng, SeedableRng};
     const S: usize = 8;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -272,7 +273,7 @@ pub fn record_ring_buffer_8(module: &str, cycles: usize, seed: u64) -> Result<cr
     // (reset, release mask, alloc, tag, rd_slot) per cycle.
     let stim: Vec<(bool, u64, bool, SlotTag, u64)> = (0..cycles)
         .map(|c| {
-            let tag = SlotTag { expert: rng.gen(), k: rng.gen(), loader: rng.gen_range(0..16) };
+            let tag = SlotTag { expert: ExpertId(rng.gen::<u16>()), k: rng.gen(), loader: ChipletId(rng.gen_range(0..16u8)) };
             let rd = rng.gen_range(0..S as u64 + 2);
             if c == 0 {
                 return (true, 0, false, tag, rd);
@@ -301,9 +302,9 @@ pub fn record_ring_buffer_8(module: &str, cycles: usize, seed: u64) -> Result<cr
             u.reset.next = reset;
             u.release_mask.next = rel.into();
             u.alloc.next = alloc;
-            u.alloc_expert.next = (tag.expert as u64).into();
+            u.alloc_expert.next = (tag.expert.0 as u64).into();
             u.alloc_k.next = (tag.k as u64).into();
-            u.alloc_loader.next = (tag.loader as u64).into();
+            u.alloc_loader.next = (tag.loader.0 as u64).into();
             u.rd_slot.next = rd.into();
         },
     )
