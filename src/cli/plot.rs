@@ -698,7 +698,7 @@ mod tests {
         let n = 4usize;
         let per = CycleBreakdown { compute: latency / 2, fill: latency / 10, ddr_wait: latency / 8, d2d_wait: latency / 10, sched_wait: latency / 20, tail: 0 };
         let per = CycleBreakdown { tail: latency.saturating_sub(per.total()), ..per };
-        let chiplets: Vec<ChipletResult> = (0..n).map(|i| ChipletResult { id: i as u8, pe_busy_cycles: per.compute, cycles: per, ..Default::default() }).collect();
+        let chiplets: Vec<ChipletResult> = (0..n).map(|i| ChipletResult { id: sched::ChipletId(i as u8), pe_busy_cycles: per.compute, cycles: per, ..Default::default() }).collect();
         let mut cycles = CycleBreakdown::default();
         chiplets.iter().for_each(|c| cycles.add(&c.cycles));
         let timeline = bins.map(|bins| Timeline {
