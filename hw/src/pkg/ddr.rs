@@ -498,7 +498,7 @@ impl DdrChannelCl {
         t
     }
 
-    /// The edge of [`Self::next_cycle`]; idle, the next refresh (the channel is woken for
+    /// The edge of `next_cycle`; idle, the next refresh (the channel is woken for
     /// it, so refresh timing is exact whichever edges are skipped).
     pub fn next_event(&self) -> Cycle {
         let c = self.next_c;

@@ -1,6 +1,6 @@
 //! The input of one package run: one MoE layer (each token's experts, the expert
 //! dimensions) and, under token buffering (A5), the requests of its tokens — and what
-//! Algorithm 2's FL twin decides from them at the layer boundary ([`Buffering`], checked
+//! Algorithm 2's FL twin decides from them at the layer boundary (`Buffering`, checked
 //! against the IO die at the end of the run). The session (`session.rs`) produces these
 //! layer after layer.
 

@@ -240,7 +240,7 @@ pub enum OrderPolicy {
     ById,
 }
 
-/// Applies the paired-load interleave to a hot-first list: s[0], s[K−1], s[1], s[K−2], …
+/// Applies the paired-load interleave to a hot-first list: `s[0], s[K−1], s[1], s[K−2], …`
 pub fn paired_fl(sorted: &[ExpertId]) -> Vec<ExpertId> {
     let mut out = Vec::with_capacity(sorted.len());
     let (mut i, mut j) = (0usize, sorted.len());

@@ -20,7 +20,7 @@ use sched::wafer::{map, Mapping, MappingKind};
 use super::limits;
 use super::{contained, ensure_parent, Error, Part, Parts, Result, RunOptions, WaveSink};
 
-/// Routing of one layer: `[group][token]` → top-k experts.
+/// Routing of one layer: `[group][token]` → top-k [`ExpertId`](sched::ExpertId)s (`sched::wafer::Routing`, serialised as the bare nested lists).
 pub use sched::wafer::Routing;
 
 /// A `CxR` grid flag as parsed, with the text it was given as (errors quote it).

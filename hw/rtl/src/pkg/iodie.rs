@@ -19,7 +19,7 @@
 //!   synchronous SRAM, without a look-ahead address path.
 //! * **Bitonic sorter** ([`super::sorter`]) — one stage per cycle, the CL's `Sort` state.
 //! * **Paired-load sequencer** — the CL builds the whole order list in its one `Order` cycle.
-//!   Materialising the interleave hot[0], hot[K−1], hot[1], … in one cycle costs a K-way mux
+//!   Materialising the interleave `hot[0], hot[K−1], hot[1], …` in one cycle costs a K-way mux
 //!   per entry, so the RTL builds it during `Preload` instead: a head and a tail pointer into
 //!   the sorted lanes, entry m taken from the tail when m is odd (paired) and written into
 //!   the order list as it is preloaded. Every entry is in place before the first `Scan`, and
