@@ -178,7 +178,7 @@ impl PlannedLayer {
         // their tokens keep their homes but compute nothing in this run.
         let tb_cfg = cfg.token_buffer_cfg(strategy)?;
         let buffering = match &layer.requests {
-            Some(rq) if tb_cfg.theta_min > 0 => Some(Buffering::decide(layer, rq, &tb_cfg, n).map_err(PkgError::Input)?),
+            Some(rq) if tb_cfg.theta_min > 0 => Some(Buffering::decide(layer, rq, &tb_cfg, n).map_err(|e| PkgError::Input(e.to_string()))?),
             _ => None,
         };
         let routing: Vec<Vec<u16>> = match &buffering {

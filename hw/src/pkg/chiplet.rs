@@ -206,7 +206,7 @@ pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
 /// `slots` ring slots of `slot_bytes` (functional mode; 0 in timing mode), the strategy's
 /// knobs. The package's CL model is [`ChipletCtrlCl::new`]; stand-ins are built by one of
 /// these.
-pub type CtrlFactory = fn(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> Result<Box<dyn ChipletCtrlModel>, String>;
+pub type CtrlFactory = fn(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> crate::Result<Box<dyn ChipletCtrlModel>>;
 
 impl ChipletCtrlModel for ChipletCtrlCl {
     fn step(&mut self, inp: &CtrlIn, traj: &dyn Trajectory) -> CtrlOut {

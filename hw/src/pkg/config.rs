@@ -52,7 +52,7 @@ impl Strategy {
     }
 
     /// Parses a CLI name (`ep`, `hydra`, `a1`…`a5`, `fse-dp` = a3).
-    pub fn parse(s: &str) -> Result<Strategy, String> {
+    pub fn parse(s: &str) -> crate::Result<Strategy> {
         let s = s.trim().to_ascii_lowercase();
         Ok(match s.as_str() {
             "ep" => Strategy::Ep,
@@ -62,7 +62,7 @@ impl Strategy {
             "a3" | "fse-dp" | "fsedp" => Strategy::A3,
             "a4" => Strategy::A4,
             "a5" => Strategy::A5,
-            other => return Err(format!("unknown strategy `{other}` (expected ep, hydra, a1, a2, a3, a4, a5; fse-dp = a3)")),
+            other => return Err(crate::Error::Msg(format!("unknown strategy `{other}` (expected ep, hydra, a1, a2, a3, a4, a5; fse-dp = a3)"))),
         })
     }
 
@@ -416,6 +416,6 @@ mod tests {
         for s in Strategy::ALL {
             assert_eq!(Strategy::parse(s.name()).unwrap(), s);
         }
-        assert!(Strategy::parse("xx").unwrap_err().contains("a5"));
+        assert!(Strategy::parse("xx").unwrap_err().to_string().contains("a5"));
     }
 }

@@ -859,7 +859,7 @@ pub enum LayerStart {
 
 /// Builds a stand-in scheduler for an R×C package (the RTL swap). It receives what the CL
 /// model receives: its configuration, clock, ports and the layer's start at edge 0.
-pub type IoDieFactory = fn(rows: usize, cols: usize, cfg: &IoDieCfg, clk: DomainClock, ports: IoDiePorts, start: &LayerStart) -> Result<Box<dyn IoDieModel>, String>;
+pub type IoDieFactory = fn(rows: usize, cols: usize, cfg: &IoDieCfg, clk: DomainClock, ports: IoDiePorts, start: &LayerStart) -> crate::Result<Box<dyn IoDieModel>>;
 
 /// Declares the scheduler's traced signals (the CL's [`Probe`] order; stand-ins declare the
 /// same so their waveforms compare equal).

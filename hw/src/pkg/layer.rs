@@ -49,12 +49,12 @@ impl Buffering {
     /// Algorithm 2's FL twin at this layer boundary: the requests' gating records (expert,
     /// home chiplet, tokens), in order of first appearance, and which of them are deferred
     /// (an error: the input does not fit the IO die's bank).
-    pub(super) fn decide(layer: &LayerInput, rq: &LayerRequests, tb: &TokenBufferCfgFl, n: usize) -> Result<Buffering, String> {
+    pub(super) fn decide(layer: &LayerInput, rq: &LayerRequests, tb: &TokenBufferCfgFl, n: usize) -> crate::Result<Buffering> {
         if rq.slot_of_token.len() != layer.routing.len() {
-            return Err(format!("{} request slots for {} tokens", rq.slot_of_token.len(), layer.routing.len()));
+            return Err(crate::Error::Msg(format!("{} request slots for {} tokens", rq.slot_of_token.len(), layer.routing.len())));
         }
         if rq.bank.cfg != *tb {
-            return Err(format!("QoS bank built for {:?}, the IO die has {:?}", rq.bank.cfg, tb));
+            return Err(crate::Error::Msg(format!("QoS bank built for {:?}, the IO die has {:?}", rq.bank.cfg, tb)));
         }
         let home = LayerPlan::homes(layer.routing.len(), n);
         let mut index: HashMap<u32, usize> = HashMap::new();

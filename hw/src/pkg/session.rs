@@ -85,8 +85,8 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// `tb`: the IO die's token-buffering parameters (`PkgCfg::token_buffer_cfg`).
-    pub fn new(trace: &'a Trace, shared: usize, d_model: u32, d_ffn: u32, tb: TokenBufferCfgFl) -> Result<Self, String> {
-        let bank = TokenBufferFl::new(tb.clone()).map_err(|e| e.to_string())?;
+    pub fn new(trace: &'a Trace, shared: usize, d_model: u32, d_ffn: u32, tb: TokenBufferCfgFl) -> crate::Result<Self> {
+        let bank = TokenBufferFl::new(tb.clone()).map_err(sched::Error::from)?;
         let mut reqs: Vec<Request> = Vec::new();
         let mut index = std::collections::HashMap::new();
         for (w, (_, range)) in trace.iterations().into_iter().enumerate() {
@@ -164,16 +164,16 @@ impl<'a> Session<'a> {
 
     /// The package's answer for the last batch: the batch positions deferred and the QoS bank
     /// after the layer boundary (`None`: token buffering off, nothing deferred).
-    pub fn commit(&mut self, outcome: Option<(Vec<usize>, TokenBufferFl)>) -> Result<(), String> {
-        let b = self.pending.take().ok_or("session: commit without a batch")?;
+    pub fn commit(&mut self, outcome: Option<(Vec<usize>, TokenBufferFl)>) -> crate::Result<()> {
+        let b = self.pending.take().ok_or_else(|| crate::Error::block("session", "commit without a batch"))?;
         let layers = self.trace.header.layers as usize;
         let mut deferred_req = vec![false; self.reqs.len()];
         if let Some((tokens, bank)) = outcome {
             if bank.cfg != self.tb {
-                return Err("session: QoS bank of another configuration".into());
+                return Err(crate::Error::block("session", "QoS bank of another configuration"));
             }
             for i in tokens {
-                let &(r, _) = b.members.get(i).ok_or("session: deferred token outside the batch")?;
+                let &(r, _) = b.members.get(i).ok_or_else(|| crate::Error::block("session", "deferred token outside the batch"))?;
                 if !deferred_req[r] {
                     deferred_req[r] = true;
                     self.stats.deferrals += 1;
@@ -200,7 +200,7 @@ impl<'a> Session<'a> {
                         // The next pass starts no earlier than the next iteration.
                         next.avail = next.avail.max(g + 1);
                         if slot != 0 {
-                            self.bank.forward_pass_done(ReqId(slot)).map_err(|e| e.to_string())?;
+                            self.bank.forward_pass_done(ReqId(slot)).map_err(sched::Error::from)?;
                         }
                     }
                     None => {

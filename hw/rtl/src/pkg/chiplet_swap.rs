@@ -33,8 +33,8 @@ pub struct ChipletCtrlStandIn {
 }
 
 /// [`hw::pkg::chiplet::CtrlFactory`] of the stand-in.
-pub fn chiplet_ctrl_factory(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> Result<Box<dyn ChipletCtrlModel>, String> {
-    let twin = ChipletCtrlTwin::new(id.0, rows, cols, slots, experts, knobs).map_err(|e| e.to_string())?;
+pub fn chiplet_ctrl_factory(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> hw::Result<Box<dyn ChipletCtrlModel>> {
+    let twin = ChipletCtrlTwin::new(id.0, rows, cols, slots, experts, knobs).map_err(|e| hw::Error::Msg(e.to_string()))?;
     Ok(Box::new(ChipletCtrlStandIn {
         id,
         slots,

@@ -58,14 +58,14 @@ pub fn params_for(rows: usize, cols: usize, cfg: &IoDieCfg, clk: DomainClock, po
 }
 
 /// [`hw::pkg::iodie::IoDieFactory`] of the RTL scheduler.
-pub fn iodie_factory(rows: usize, cols: usize, cfg: &IoDieCfg, clk: DomainClock, ports: IoDiePorts, start: &LayerStart) -> Result<Box<dyn IoDieModel>, String> {
-    let p = params_for(rows, cols, cfg, clk, &ports)?;
+pub fn iodie_factory(rows: usize, cols: usize, cfg: &IoDieCfg, clk: DomainClock, ports: IoDiePorts, start: &LayerStart) -> hw::Result<Box<dyn IoDieModel>> {
+    let p = params_for(rows, cols, cfg, clk, &ports).map_err(|e| hw::Error::block("iodie_scheduler rtl", e))?;
     // Without token buffering (θ_min = 0) the QoS bank is never read or written: the block is
     // built with a 4-slot bank then (the package's 256 slots cost 512 registers of simulation
     // per edge for nothing).
     let slots = if cfg.token_buffer.theta_min == 0 { 4 } else { cfg.token_buffer.slots as usize };
     let block = build_block(&p, slots, cfg.done_fifo as usize)
-        .ok_or(format!("no RTL build with {slots} QoS slots and a {}-entry done FIFO (built: 256 or 64 slots with 32 entries)", cfg.done_fifo))?;
+        .ok_or_else(|| hw::Error::Msg(format!("no RTL build with {slots} QoS slots and a {}-entry done FIFO (built: 256 or 64 slots with 32 entries)", cfg.done_fifo)))?;
     let n = rows * cols;
     let mut drv = IoDieDriver::new(block, n, p.experts);
     match start {
