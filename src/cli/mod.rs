@@ -231,10 +231,5 @@ pub fn check_run_outputs(json: Option<&std::path::Path>, vcd: Option<&std::path:
 /// Refuses a comma-separated list that names an item twice (`--strategy ep,ep`): it would
 /// run the same thing twice and report it as two results.
 pub fn no_duplicates<T: PartialEq>(flag: &str, items: &[T], name: impl Fn(&T) -> String) -> CliResult<()> {
-    for (i, x) in items.iter().enumerate() {
-        if items[..i].contains(x) {
-            return Err(format!("{flag}: {} given twice", name(x)));
-        }
-    }
-    Ok(())
+    testbenches::run::limits::check_distinct(flag, items, name).map_err(|e| e.to_string())
 }

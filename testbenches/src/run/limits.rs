@@ -24,6 +24,15 @@ pub fn check_f64(field: &str, x: f64, r: RangeInclusive<f64>) -> Result<f64> {
     }
 }
 
+/// Each of `items` once, or an input error naming `field` and the first repeated item ("X given
+/// twice"): the one duplicate check of strategy, mapping and balancer lists.
+pub fn check_distinct<T: PartialEq>(field: &str, items: &[T], name: impl Fn(&T) -> String) -> Result<()> {
+    match items.iter().enumerate().find(|(i, x)| items[..*i].contains(x)) {
+        Some((_, x)) => Err(Error::input(field, format!("{} given twice", name(x)))),
+        None => Ok(()),
+    }
+}
+
 /// `x` within `r`, or an input error naming `field`.
 pub fn check_u64(field: &str, x: u64, r: RangeInclusive<u64>) -> Result<u64> {
     if r.contains(&x) {

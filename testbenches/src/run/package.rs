@@ -184,11 +184,7 @@ impl PackageRun {
         if strategies.is_empty() {
             return Err(Error::input("--strategy", "give at least one of ep, hydra, a1..a5"));
         }
-        for (i, s) in strategies.iter().enumerate() {
-            if strategies[..i].contains(s) {
-                return Err(Error::input("--strategy", format!("{} given twice", s.name())));
-            }
-        }
+        limits::check_distinct("--strategy", &strategies, |s| s.name().to_string())?;
         cfg.validate().map_err(Error::from)?;
         cfg.validate_for(work.d_ffn).map_err(Error::from)?;
         // Config errors are the input's, the same for every strategy: refused before the first.
@@ -332,11 +328,7 @@ pub fn parse_strategies(s: &str, field: &str) -> Result<Vec<Strategy>> {
     if v.is_empty() {
         return Err(Error::input(field, "give at least one of ep, hydra, a1..a5"));
     }
-    for (i, x) in v.iter().enumerate() {
-        if v[..i].contains(x) {
-            return Err(Error::input(field, format!("{} given twice", x.name())));
-        }
-    }
+    limits::check_distinct(field, &v, |s| s.name().to_string())?;
     Ok(v)
 }
 
