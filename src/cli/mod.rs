@@ -10,6 +10,7 @@ mod package;
 mod pe;
 mod plot;
 mod regress;
+mod reproduce;
 mod run;
 mod semmoe;
 mod sweep;
@@ -66,6 +67,8 @@ pub enum Cmd {
     Gps(Box<gps::GpsArgs>),
     /// Sem-MoE token-expert co-scheduling vs round-robin and load-only placement: local activation rate, then measured on the wafer mesh.
     Semmoe(Box<semmoe::SemMoeArgs>),
+    /// Each paper's claims under the paper's own setup and under ours: claims.json, claims.md.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
@@ -85,6 +88,7 @@ pub fn dispatch(cli: Cli) -> CliResult<ExitCode> {
         Cmd::Balance(a) => balance::run(*a),
         Cmd::Gps(a) => gps::run(*a),
         Cmd::Semmoe(a) => semmoe::run(*a),
+        Cmd::Reproduce(a) => reproduce::run(a),
     }
 }
 

@@ -46,6 +46,7 @@ pub mod limits;
 pub mod balance;
 pub mod gps;
 pub mod package;
+pub mod reproduce;
 pub mod scenario;
 pub mod semmoe;
 pub mod sweep;
