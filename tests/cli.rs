@@ -387,9 +387,9 @@ fn issue5_unwritable_output_is_refused_before_simulating() {
         assert_refused(&r, &["cannot"]);
         assert!(r.stderr().contains(&d.join("f").display().to_string()), "names the path\n{}", r.describe());
     }
-    let r = run(&["bench", "--k", "2", "--repeat", "1", "--json", b], None);
+    let r = run(&["bench", "noc", "--k", "2", "--repeat", "1", "--json", b], None);
     assert_refused(&r, &["cannot"]);
-    let r = run(&["bench", "--k", "2", "--repeat", "0"], None);
+    let r = run(&["bench", "noc", "--k", "2", "--repeat", "0"], None);
     assert_refused(&r, &["--repeat 0"]);
 }
 
@@ -558,7 +558,7 @@ fn issue5_near_zero_load_is_too_few_packets_not_saturated() {
 fn issue5_bench_ratio_only_on_reference_config() {
     let d = tmp("bench");
     let j = d.join("b.json");
-    let r = run(&["bench", "--k", "2", "--rate", "0.1", "--repeat", "1", "--threads", "1", "--json", j.to_str().unwrap()], None);
+    let r = run(&["bench", "noc", "--k", "2", "--rate", "0.1", "--repeat", "1", "--threads", "1", "--json", j.to_str().unwrap()], None);
     assert!(r.out.status.success(), "{}", r.describe());
     assert!(r.stdout().contains("no ratio"), "{}", r.describe());
     let v = std::fs::read_to_string(&j).unwrap();

@@ -241,8 +241,9 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--k", NUMS), ("--rate", FRACS), ("--threads", &["1", "2", "1,2", "0", "", "3,1", "4294967295"]), ("--repeat", NUMS), ("--json", OUT),
                 ("--model", &["functional", "qwen3-30b-a3b", "nosuch"]), ("--tokens", NUMS), ("--array", &["2x2", "3x3", "0x0", "x"]),
                 ("--strategy", &["a3", "ep", "ep,a3", "zz"]), ("--waves", &["true", "false", "maybe"]), ("--wave-dir", OUT),
+                ("--save", OUT), ("--compare", OUT),
             ],
-            &["package", "noc", "--help"],
+            &["package", "noc", "all", "--quick", "--help"],
         ),
         "pe" => (
             &[

@@ -1,6 +1,10 @@
-//! `waferstream bench [noc|package]`: simulation speed.
+//! `waferstream bench [all|noc|package]`: simulation speed.
 //!
-//! * `noc` (default): measured the way the BookSim2 reference was (reference/booksim
+//! * `all` (default): the whole speed suite of `testbenches::run::bench` (noc, package,
+//!   package traced, wafer, balance, a sweep's points per minute) in one table, with the
+//!   run-to-run noise of each figure; `--save FILE` keeps it, `--compare FILE` flags every
+//!   figure that moved by more than the noise either run measured.
+//! * `noc`: measured the way the BookSim2 reference was (reference/booksim
 //!   "Speed": 8x8 mesh, 1-flit packets, uniform 0.30, one deterministic run, min/median/max
 //!   wall time of repeated runs).
 //! * `package`: one MoE layer on the chiplet package (issue 7: Qwen3-30B-A3B, 256 tokens,
@@ -26,8 +30,10 @@ pub const BOOKSIM_CYCLES_PER_S: f64 = 6550.0;
 /// What to measure.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BenchTarget {
-    /// The mesh NoC against BookSim2's reference.
+    /// The whole suite, one table (`--save`, `--compare`).
     #[default]
+    All,
+    /// The mesh NoC against BookSim2's reference.
     Noc,
     /// One MoE layer on the chiplet package.
     Package,
@@ -35,8 +41,19 @@ pub enum BenchTarget {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    #[arg(value_enum, default_value = "noc")]
+    #[arg(value_enum, default_value = "all")]
     pub target: BenchTarget,
+    /// All: save the measured suite (JSON) for a later `--compare`.
+    #[arg(long)]
+    pub save: Option<std::path::PathBuf>,
+    /// All: compare with a saved suite; exit 1 when a figure got worse by more than the
+    /// noise either run measured.
+    #[arg(long)]
+    pub compare: Option<std::path::PathBuf>,
+    /// All: small points and two repetitions (seconds; checks the plumbing, the figures
+    /// mean nothing).
+    #[arg(long)]
+    pub quick: bool,
     /// Package: model of the measured layer.
     #[arg(long, default_value = limits::DEFAULT_MODEL)]
     pub model: String,
@@ -91,8 +108,15 @@ struct BenchRow {
 }
 
 pub fn run(mut a: BenchArgs) -> CliResult<ExitCode> {
-    if a.target == BenchTarget::Package {
-        return bench_package(a);
+    if a.target != BenchTarget::All {
+        if let Some((_, flag)) = [(a.save.is_some(), "--save"), (a.compare.is_some(), "--compare"), (a.quick, "--quick")].into_iter().find(|(set, _)| *set) {
+            return Err(format!("{flag}: a flag of the whole suite (`bench` or `bench all`), not of `bench {}`", if a.target == BenchTarget::Noc { "noc" } else { "package" }));
+        }
+    }
+    match a.target {
+        BenchTarget::Package => return bench_package(a),
+        BenchTarget::All => return bench_all(a),
+        BenchTarget::Noc => {}
     }
     if a.threads.is_empty() {
         a.threads = vec![1, 2];
@@ -156,6 +180,43 @@ pub fn run(mut a: BenchArgs) -> CliResult<ExitCode> {
         std::fs::write(p, serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The whole suite (`testbenches::run::bench::suite`), one table; save and compare.
+fn bench_all(a: BenchArgs) -> CliResult<ExitCode> {
+    use testbenches::run::bench::{compare, load, save, suite, SuiteOptions};
+    // Read the saved suite and check the output before the minutes of measuring.
+    let noc_flag = [(a.k != 8, "--k"), ((a.rate - 0.30).abs() > 0.0, "--rate"), (!a.threads.is_empty(), "--threads"), (a.repeat.is_some(), "--repeat"), (a.json.is_some(), "--json")]
+        .into_iter()
+        .chain([(a.model != limits::DEFAULT_MODEL, "--model"), (a.tokens != limits::DEFAULT_TOKENS, "--tokens"), (a.array != "2x2", "--array"), (a.strategy != "a3", "--strategy"), (a.waves.is_some(), "--waves")])
+        .find(|(set, _)| *set);
+    if let Some((_, flag)) = noc_flag {
+        return Err(format!("{flag}: a flag of `bench noc` / `bench package`; the whole suite (`bench`, `bench all`) takes --save, --compare, --quick and --wave-dir"));
+    }
+    let old = a.compare.as_deref().map(load).transpose().map_err(|e| format!("--compare: {e}"))?;
+    if let Some(p) = &a.save {
+        super::check_writable(p)?;
+    }
+    let o = SuiteOptions { quick: a.quick, wave_dir: a.wave_dir.clone() };
+    println!("{:<22} {:>14} {:>14} {:>14} {:>7}  {}", "figure", "median", "best", "worst", "noise", "what");
+    let s = suite(&o, |f| println!("{:<22} {:>14.4e} {:>14.4e} {:>14.4e} {:>6.1}%  {} ({})", f.name, f.value, f.best, f.worst, f.noise * 100.0, f.what, f.unit)).map_err(|e| e.to_string())?;
+    if let Some(p) = &a.save {
+        save(&s, p).map_err(|e| e.to_string())?;
+        println!("wrote {}", p.display());
+    }
+    let Some(old) = old else { return Ok(ExitCode::SUCCESS) };
+    let (moved, notes) = compare(&old, &s);
+    for n in &notes {
+        println!("note: {n}");
+    }
+    if moved.is_empty() {
+        println!("compare: no figure moved beyond its noise (floor {:.0} %)", testbenches::run::bench::NOISE_FLOOR * 100.0);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for m in &moved {
+        println!("{} {:<22} {:.4e} -> {:.4e} ({:+.1} %, noise {:.1} %)", if m.regression { "SLOWER" } else { "faster" }, m.name, m.old, m.new, m.change * 100.0, m.threshold * 100.0);
+    }
+    Ok(if moved.iter().any(|m| m.regression) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// The process's peak resident memory, bytes (Linux `VmHWM`; 0 where unknown).

@@ -44,6 +44,7 @@
 pub mod limits;
 
 pub mod balance;
+pub mod bench;
 pub mod gps;
 pub mod package;
 pub mod reproduce;
