@@ -9,16 +9,16 @@ cd "$(dirname "$0")/.."
 # nextpnr-ice40 (+ fpga-icestorm) is optional: it adds the Fmax column of
 # scripts/verilog-check.sh's yosys report; without it the column says n/a.
 missing=()
-for t in iverilog vvp verilator yosys python3 nextpnr-ice40 icetime; do
+for t in iverilog vvp verilator yosys python3 parallel nextpnr-ice40 icetime; do
   command -v "$t" >/dev/null 2>&1 || missing+=("$t")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "scripts/test.sh: installing iverilog verilator yosys nextpnr-ice40 fpga-icestorm (missing: ${missing[*]})"
+  echo "scripts/test.sh: installing iverilog verilator yosys parallel nextpnr-ice40 fpga-icestorm (missing: ${missing[*]})"
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq iverilog verilator yosys python3 >/dev/null
+  $SUDO apt-get install -y -qq iverilog verilator yosys python3 parallel >/dev/null
   $SUDO apt-get install -y -qq nextpnr-ice40 fpga-icestorm >/dev/null \
     || echo "scripts/test.sh: nextpnr-ice40/fpga-icestorm not installable here; Fmax will be n/a"
 fi

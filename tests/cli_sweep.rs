@@ -153,3 +153,83 @@ fn bad_grids_and_flags_are_refused_before_running() {
     refused(None, &["--shard", "a/b"], "--shard");
     refused(None, &["--threads", "0"], "--threads");
 }
+
+/// The scale-out recipes of docs/user-guide.md ("Beyond one machine"), run as written on this
+/// machine: the GNU parallel line and the merge, and scripts/sweep-slurm.sh with SLURM's array
+/// variables set by hand; each merged file equals an unsharded run's lines in id order. GNU
+/// parallel is installed by scripts/test.sh; without it this test fails (it does not skip).
+#[test]
+fn gnu_parallel_and_slurm_recipes_merge_to_the_unsharded_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = dir("cli_sweep_scaleout");
+    let bin = env!("CARGO_BIN_EXE_waferstream");
+    let all = d.join("all.jsonl");
+    ok(sweep(&smoke(), &all, &["--threads", "2"]));
+    let unsharded = std::fs::read_to_string(&all).unwrap();
+    let mut sorted: Vec<&str> = unsharded.lines().collect();
+    sorted.sort_by_key(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_u64().unwrap());
+    let no_wall = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().retain(|k, _| k != "wall_seconds" && k != "cycles_per_second");
+                v
+            })
+            .collect()
+    };
+
+    // The two lines of the guide, verbatim but for the binary's path and the directory.
+    let guide = std::fs::read_to_string(root.join("docs/user-guide.md")).unwrap();
+    let block = guide.split("<!-- parallel-line").nth(1).expect("the guide's parallel-line block").split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let cmds: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(cmds.len(), 2, "{block}");
+    assert!(cmds[0].starts_with("parallel waferstream sweep") && cmds[1].contains("--merge"), "{block}");
+    let has_parallel = Command::new("parallel").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(has_parallel, "GNU parallel is not installed: scripts/test.sh installs it (apt-get install parallel)");
+    std::fs::create_dir_all(d.join("out/shards")).unwrap();
+    std::fs::create_dir_all(d.join("testbenches/sweeps")).unwrap();
+    std::fs::copy(smoke(), d.join("testbenches/sweeps/smoke.toml")).unwrap();
+    for c in &cmds {
+        let c = match c.strip_prefix("parallel waferstream ") {
+            Some(rest) => format!("parallel {bin} {rest}"),
+            None => format!("{bin} {}", c.strip_prefix("waferstream ").expect("a waferstream line")),
+        };
+        ok(Command::new("sh").arg("-c").arg(&c).current_dir(&d).env("RUST_LOG", "warn").output().unwrap());
+    }
+    let merged = std::fs::read_to_string(d.join("out/smoke.jsonl")).unwrap();
+    assert_eq!(no_wall(&merged), no_wall(&sorted.join("\n")), "GNU parallel shards merged");
+
+    // The SLURM array script, tasks 1..=3 of 3.
+    for i in 1..=3 {
+        ok(Command::new(root.join("scripts/sweep-slurm.sh"))
+            .args([smoke().to_str().unwrap(), d.join("slurm").to_str().unwrap()])
+            .env("SLURM_ARRAY_TASK_ID", i.to_string())
+            .env("SLURM_ARRAY_TASK_COUNT", "3")
+            .env("SLURM_CPUS_PER_TASK", "1")
+            .env("WAFERSTREAM", bin)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap());
+    }
+    let shards: Vec<String> = (1..=3).map(|i| d.join(format!("slurm/smoke-{i}of3.jsonl")).display().to_string()).collect();
+    let out = d.join("slurm.jsonl");
+    let mut args: Vec<&str> = vec!["sweep", smoke().to_str().unwrap().to_owned().leak(), "--merge"];
+    args.extend(shards.iter().map(String::as_str));
+    args.extend(["--out", out.to_str().unwrap()]);
+    ok(Command::new(bin).args(&args).env("RUST_LOG", "warn").output().unwrap());
+    assert_eq!(no_wall(&std::fs::read_to_string(&out).unwrap()), no_wall(&sorted.join("\n")), "SLURM shards merged");
+
+    // A point in two shards, or a shard cut short, is refused; a missing shard exits 3.
+    let twice = Command::new(bin).args(["sweep", smoke().to_str().unwrap(), "--merge", &shards[0], &shards[0], "--out", d.join("x.jsonl").to_str().unwrap()]).output().unwrap();
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("is also in"), "{}", String::from_utf8_lossy(&twice.stderr));
+    let partial = Command::new(bin).args(["sweep", smoke().to_str().unwrap(), "--merge", &shards[0], "--out", d.join("y.jsonl").to_str().unwrap()]).output().unwrap();
+    assert_eq!(partial.status.code(), Some(3));
+    let cut = d.join("cut.jsonl");
+    let s0 = std::fs::read_to_string(&shards[0]).unwrap();
+    std::fs::write(&cut, &s0[..s0.len() - 10]).unwrap();
+    let refused = Command::new(bin).args(["sweep", smoke().to_str().unwrap(), "--merge", cut.to_str().unwrap(), "--out", d.join("z.jsonl").to_str().unwrap()]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cut short"));
+    assert_eq!(std::fs::read_to_string(&cut).unwrap().len(), s0.len() - 10, "a merge never repairs (writes) a shard");
+}

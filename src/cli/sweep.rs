@@ -36,6 +36,11 @@ pub struct SweepArgs {
     /// No summary line, progress bar or repair note.
     #[arg(long)]
     pub quiet: bool,
+    /// Merge shard outputs of this grid (`--shard I/N` runs, e.g. from a SLURM array job or
+    /// GNU parallel) into --out, one line per point in id order; nothing runs. Exit 3 when
+    /// some points are in no shard.
+    #[arg(long, num_args = 1.., value_name = "SHARD.jsonl")]
+    pub merge: Vec<PathBuf>,
 }
 
 /// A short legend name for an axis value: a table with `rows` and `cols` as RxC (a PE
@@ -111,6 +116,24 @@ pub fn run(a: SweepArgs) -> CliResult<ExitCode> {
     }
     let out = a.out.clone().unwrap_or_else(|| engine::default_out(&a.grid, shard));
     check_writable(&out).map_err(|e| format!("--out: {e}"))?;
+    if !a.merge.is_empty() {
+        for (flag, given) in [("--shard", a.shard.is_some()), ("--plot", a.plot.is_some()), ("--threads", a.threads.is_some())] {
+            if given {
+                return Err(format!("{flag}: --merge only merges shard files; nothing runs"));
+            }
+        }
+        if a.out.is_none() {
+            return Err("--merge: give --out for the merged file".into());
+        }
+        let rep = engine::merge_shards(&points, &origin, &a.merge, &out).map_err(|e| e.to_string())?;
+        println!("merged {} shard(s): {} line(s) to {}", a.merge.len(), rep.lines, out.display());
+        if !rep.missing.is_empty() {
+            let ids: Vec<String> = rep.missing.iter().take(10).map(|i| i.to_string()).collect();
+            eprintln!("error: {} of {} points are in no shard (first: {}); the merge is partial", rep.missing.len(), points.len(), ids.join(", "));
+            return Ok(ExitCode::from(super::EXIT_PARTIAL));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(p) = &a.plot {
         check_writable(p).map_err(|e| format!("--plot: {e}"))?;
     }

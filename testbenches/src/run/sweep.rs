@@ -566,6 +566,54 @@ pub fn resume(out: &Path, points: &[Point], origin: &str, quiet: bool) -> Result
     Ok(done.into_keys().collect())
 }
 
+/// What [`merge_shards`] wrote: lines, and the grid's points found in no shard.
+#[derive(Debug, Default)]
+pub struct MergeReport {
+    pub lines: usize,
+    pub missing: Vec<usize>,
+}
+
+/// Merges shard outputs (`sweep --shard I/N` on one machine or many) into `out`, one line per
+/// point in id order — the lines of an unsharded run, sorted. Every shard is checked as a
+/// resume checks its file (each line a point of this grid, with its key and config; no point
+/// twice in a file), and across shards: a point in two shards is refused, and so is a shard
+/// whose last line was cut short (rerun that shard: its resume repairs it). The shards are
+/// only read. Points in no shard are listed in the report (the merge is then partial).
+pub fn merge_shards(points: &[Point], origin: &str, shards: &[PathBuf], out: &Path) -> Result<MergeReport> {
+    use std::io::Write;
+    let mut lines: std::collections::BTreeMap<usize, (String, usize)> = std::collections::BTreeMap::new();
+    for (si, shard) in shards.iter().enumerate() {
+        let name = shard.display();
+        if std::fs::canonicalize(shard).ok().is_some_and(|c| std::fs::canonicalize(out).ok().as_ref() == Some(&c)) {
+            return err(format!("--merge {name}: is also --out (write the merge to a new file)"));
+        }
+        let text = std::fs::read_to_string(shard).map_err(|e| Error::io(shard, format!("cannot read: {e}")))?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            return err(format!("--merge {name}: its last line is cut short (an interrupted shard): rerun that shard with the same --out to repair and finish it"));
+        }
+        // The same checks as a resume (the file is complete, so nothing is repaired).
+        resume(shard, points, origin, true).map_err(|e| Error::Run(format!("--merge {e}")))?;
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let id = serde_json::from_str::<serde_json::Value>(line).ok().and_then(|v| v.get("id").and_then(serde_json::Value::as_u64)).expect("checked by resume") as usize;
+            if let Some((_, other)) = lines.insert(id, (line.to_string(), si)) {
+                return err(format!("--merge {name}: line {}: point {id} is also in {}: shards of one grid hold disjoint points", n + 1, shards[other].display()));
+            }
+        }
+    }
+    let missing: Vec<usize> = points.iter().map(|p| p.index).filter(|i| !lines.contains_key(i)).collect();
+    let mut f = std::fs::File::create(out).map_err(|e| Error::io(out, format!("cannot write: {e}")))?;
+    let mut buf = String::new();
+    for (line, _) in lines.values() {
+        buf.push_str(line);
+        buf.push('\n');
+    }
+    f.write_all(buf.as_bytes()).map_err(|e| Error::io(out, format!("cannot write: {e}")))?;
+    Ok(MergeReport { lines: lines.len(), missing })
+}
+
 pub fn default_out(grid: &Path, shard: Option<(usize, usize)>) -> PathBuf {
     let stem = grid.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "grid".into());
     match shard {
