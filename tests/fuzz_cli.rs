@@ -29,7 +29,7 @@ const TIME: Duration = Duration::from_secs(10);
 const VMEM_KIB: u64 = 4 << 20;
 
 /// Subcommands (and sub-subcommands) the mutator may exchange.
-const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "gps", "semmoe", "balance", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "import", "sweep", "help", "nosuch"];
+const SUBCOMMANDS: &[&str] = &["noc", "run", "package", "wafer", "eplb", "gps", "semmoe", "balance", "check", "wave", "regress", "export-verilog", "bench", "pe", "trace", "stats", "diff", "gtkw", "reproduce", "import", "sweep", "help", "nosuch"];
 
 /// Flags and values spliced in by the mutator: every flag of every subcommand, plus values
 /// that sit on and beyond each range's edges.
@@ -88,7 +88,11 @@ const SEEDS: &[&str] = &[
     "regress --list",
     "regress noc --list",
     "export-verilog --out @D/out/v",
-    "bench --k 2 --rate 0.1 --repeat 1 --threads 1 --json @D/out/b.json",
+    "bench noc --k 2 --rate 0.1 --repeat 1 --threads 1 --json @D/out/b.json",
+    "wave gtkw @D/ok.vcd --out @D/out/g.gtkw",
+    "noc --k 2 --rates 0.1 --vcd @D/out/n.vcd --gtkw @D/out/n.gtkw --quiet",
+    "sweep @D/grid.toml --merge @D/out/s2.jsonl --out @D/out/m.jsonl",
+    "reproduce gps --print-setup",
     "bench package --model functional --tokens 8 --repeat 1 --waves false --json @D/out/bp.json",
     "package --functional --array 2x2 --tokens 8 --strategy ep,a3 --plot @D/out/plots --quiet",
     "pe --m 64 --k 32 --n 16 --array 8x8 --dataflow ws --timing double-buffered --json @D/out/pe.json",
@@ -203,11 +207,11 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--hotspot-nodes", &["0", "1,2", "0,1,2,3", "99", "-1", "", ","]), ("--hotspot-fraction", FRACS), ("--rates", RATES),
                 ("--seed", NUMS), ("--threads", NUMS), ("--routing-delay", NUMS), ("--va-delay", NUMS), ("--sa-delay", NUMS),
                 ("--st-delay", NUMS), ("--link-latency", NUMS), ("--credit-delay", NUMS), ("--flit-bytes", NUMS), ("--link-width", NUMS),
-                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT), ("--line-trace", GLOBS),
+                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT), ("--line-trace", GLOBS), ("--gtkw", OUT),
             ],
             &["--no-fast-forward", "--per-router", "--quiet", "--help"],
         ),
-        "run" => (&[("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT)], &["--print-default", "--quiet", "--help"]),
+        "run" => (&[("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT), ("--gtkw", OUT)], &["--print-default", "--quiet", "--help"]),
         "regress" => (&[("--junit", OUT)], &["--list", "--help"]),
         "package" => (
             &[
@@ -217,7 +221,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--d-model", NUMS), ("--d-ffn", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
                 ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),
                 ("--seed", NUMS), ("--config", &["@D/pkg.toml", "@D/bad.toml", "@D/missing.toml"]), ("--threads", NUMS),
-                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT),
+                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
                 ("--rtl", &["scheduler", "chiplet-ctrl", "nosuch", ""]),
             ],
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
@@ -259,7 +263,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--tp", NUMS), ("--dp", NUMS), ("--mapping", &["baseline", "er", "her", "baseline,er,her", "nosuch", "", ","]),
                 ("--tokens-per-group", NUMS), ("--micro-batches", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
                 ("--skew", FRACS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml", "@D/pkg.toml"]), ("--threads", NUMS),
-                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT),
+                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
             ],
             &["--no-all-gather", "--functional", "--no-fast-forward", "--quiet", "--help"],
         ),
@@ -289,7 +293,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--scenario", &["mixed", "chat", "coding", "math", "privacy", "writing", "translation", "x", ""]), ("--period", NUMS), ("--skew", &["0", "1", "2.5", "16", "17", "-1", "nan"]),
                 ("--balancer", &["none", "eplb", "topo", "topo-ni", "none,eplb,topo,topo-ni", "topo-ni,topo-ni", "x", "", ","]), ("--iters", NUMS), ("--tokens-per-group", NUMS),
                 ("--micro-batches", NUMS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml"]), ("--balance-config", &["@D/bal.toml", "@D/bad.toml", "@D/missing.toml"]),
-                ("--shadow-slots", NUMS), ("--alpha", FRACS), ("--warmup", NUMS), ("--threads", NUMS), ("--json", OUT), ("--vcd", OUT), ("--fst", OUT),
+                ("--shadow-slots", NUMS), ("--alpha", FRACS), ("--warmup", NUMS), ("--threads", NUMS), ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--gtkw", OUT),
             ],
             &["--quiet", "--help"],
         ),
@@ -303,6 +307,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
             ],
             &["--quiet", "--help"],
         ),
+        "reproduce" => (&[("--out", OUT), ("--setup", &["@D/bad.toml", "@D/missing.toml", "@D/pkg.toml"]), ("--threads", NUMS), ("--compare", OUT)], &["--quick", "--print-setup", "--help", "fsedp", "all", "nosuch"]),
         "wave" | "trace" => (
             &[
                 ("--json", OUT), ("--out", OUT), ("--format", &["warp", "counts", "x"]), ("--counts-model", &["olmoe", "mixtral", "mistral", "x", ""]),
@@ -593,6 +598,9 @@ fn bound(args: Vec<String>) -> Vec<String> {
                 a[i] = "false".into();
             }
         }
+    }
+    if sub == "reproduce" && !a.iter().any(|x| x == "--print-setup") {
+        a.push("--print-setup".into()); // a reproduction runs for minutes (tests/reproduce.rs runs them)
     }
     if sub == "bench" && !a.iter().any(|x| x == "--k") {
         a.extend(["--k".to_string(), "2".to_string()]);

@@ -85,6 +85,10 @@ pub struct BalanceArgs {
     pub vcd: Option<PathBuf>,
     #[arg(long)]
     pub fst: Option<PathBuf>,
+    /// GTKWave save file for the dump: signals grouped by block (router, chiplet, IO die,
+    /// die, link); NAME-decision.gtkw beside it for the decision unit's dump.
+    #[arg(long)]
+    pub gtkw: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
 }
@@ -128,6 +132,10 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
                 check_writable(&f).map_err(|e| format!("{flag}: {e}"))?;
             }
         }
+    }
+    super::check_gtkw(a.gtkw.as_deref(), a.vcd.is_some() || a.fst.is_some(), &[""])?;
+    if let Some(g) = &a.gtkw {
+        check_writable(&decision_path(g)).map_err(|e| format!("--gtkw: {e}"))?;
     }
     let wave = match (&a.vcd, &a.fst) {
         (Some(p), _) => Some(WaveSink::vcd(p)),
@@ -209,6 +217,10 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         let (written, missing): (Vec<&(PathBuf, _)>, Vec<&(PathBuf, _)>) = before.iter().partition(|(f, t)| stamp(f).is_some_and(|now| Some(now) != *t));
         if !written.is_empty() && !a.quiet {
             println!("wrote {}", written.iter().map(|(f, _)| f.display().to_string()).collect::<Vec<_>>().join(" and "));
+        }
+        if let Some(g) = &a.gtkw {
+            let pairs: Vec<(PathBuf, PathBuf)> = written.iter().map(|(f, _)| (f.clone(), if *f == before[0].0 { g.clone() } else { decision_path(g) })).collect();
+            super::write_gtkw(&pairs, a.quiet)?;
         }
         for (i, (f, _)) in before.iter().enumerate().filter(|(_, x)| missing.contains(x)) {
             let why = if i == 0 { "no migration of topo-ni was in flight in an iteration after its decision" } else { "topo-ni's trigger never fired, so its decision unit never ran" };

@@ -237,3 +237,37 @@ pub fn check_run_outputs(json: Option<&std::path::Path>, vcd: Option<&std::path:
 pub fn no_duplicates<T: PartialEq>(flag: &str, items: &[T], name: impl Fn(&T) -> String) -> CliResult<()> {
     testbenches::run::limits::check_distinct(flag, items, name).map_err(|e| e.to_string())
 }
+
+/// `--gtkw FILE`, checked before the run: it needs a waveform (`--vcd`/`--fst`), and its
+/// per-part files (`NAME-<part>.gtkw` when there are several parts) must be writable.
+pub fn check_gtkw(gtkw: Option<&std::path::Path>, has_waves: bool, parts: &[&str]) -> CliResult<()> {
+    let Some(g) = gtkw else { return Ok(()) };
+    if !has_waves {
+        return Err("--gtkw: a GTKWave save file lays out a dump; give --vcd or --fst too".into());
+    }
+    check_per_part("--gtkw", g, parts)
+}
+
+/// After the run: a GTKWave save file for each waveform the run wrote, `pairs` of (dump,
+/// save file); a dump that was not written (a part that failed) gets none.
+pub fn write_gtkw(pairs: &[(std::path::PathBuf, std::path::PathBuf)], quiet: bool) -> CliResult<()> {
+    for (dump, g) in pairs {
+        if !dump.is_file() {
+            continue;
+        }
+        ensure_parent(g)?;
+        let s = waves::write_gtkw(dump, g).map_err(|e| format!("--gtkw {}: {e}", g.display()))?;
+        if !quiet {
+            println!("wrote {} ({} blocks, {} signals laid out)", g.display(), s.groups, s.signals);
+        }
+    }
+    Ok(())
+}
+
+/// The (dump, save file) pairs of a multi-part run's `--gtkw`.
+pub fn gtkw_pairs(wave: Option<&std::path::Path>, gtkw: Option<&std::path::Path>, parts: &[&str]) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    match (wave, gtkw) {
+        (Some(w), Some(g)) => parts.iter().map(|p| (package::wave_path(w, p, parts.len() > 1), package::wave_path(g, p, parts.len() > 1))).collect(),
+        _ => Vec::new(),
+    }
+}

@@ -98,6 +98,10 @@ pub struct WaveArgs {
     /// Cycle window to trace, e.g. 1000..5000 (default: the whole run).
     #[arg(long)]
     pub window: Option<String>,
+    /// GTKWave save file for the dump: signals grouped by block (router, chiplet, IO die,
+    /// die, link), one per waveform file (NAME-<part>.gtkw when there are several).
+    #[arg(long)]
+    pub gtkw: Option<PathBuf>,
 }
 
 /// Most rates one sweep may hold: each is a full simulation, so a longer list is a typo
@@ -440,6 +444,7 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     for p in [&a.json, &a.plot, &a.waves.vcd, &a.waves.fst].into_iter().flatten() {
         super::check_writable(p)?;
     }
+    super::check_gtkw(a.waves.gtkw.as_deref(), a.waves.vcd.is_some() || a.waves.fst.is_some(), &[""])?;
     let line = match &a.line_trace {
         Some(glob) => {
             let window = match &a.waves.window {
@@ -488,6 +493,7 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     }
     if let Some(w) = &waves {
         println!("wrote {}", w.path.display());
+        super::write_gtkw(&super::gtkw_pairs(Some(&w.path), a.waves.gtkw.as_deref(), &[""]), false)?;
     }
     if let Some(p) = &a.plot {
         ensure_parent(p)?;

@@ -90,6 +90,10 @@ pub struct PackageArgs {
     /// As --vcd, in FST (default: none).
     #[arg(long)]
     pub fst: Option<PathBuf>,
+    /// GTKWave save file for the dump: signals grouped by block (router, chiplet, IO die,
+    /// die, link), one per waveform file (NAME-<part>.gtkw when there are several).
+    #[arg(long)]
+    pub gtkw: Option<PathBuf>,
     /// Write plots (SVG) into this directory: per-chiplet activity timeline per strategy,
     /// PE utilization over time, on-chip memory, cycle breakdown (default: no plots).
     #[arg(long)]
@@ -231,6 +235,7 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
     // run must not be lost to an unwritable file.
     let names: Vec<&str> = strategies.iter().map(|s| s.name()).collect();
     super::check_run_outputs(a.json.as_deref(), a.vcd.as_deref(), a.fst.as_deref(), &names)?;
+    super::check_gtkw(a.gtkw.as_deref(), a.vcd.is_some() || a.fst.is_some(), &names)?;
     let mut cfg = match &a.config {
         Some(p) => load_cfg(p)?,
         None => PkgCfg::default(),
@@ -309,6 +314,8 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
             println!("wrote {}", p.display());
         }
     }
+    let names: Vec<&str> = run.strategies().iter().map(|s| s.name()).collect();
+    super::write_gtkw(&super::gtkw_pairs(a.vcd.as_deref().or(a.fst.as_deref()), a.gtkw.as_deref(), &names), a.quiet)?;
     if let Some(d) = &a.plot {
         let title = format!("{} {} tokens, {}x{}", model.name, ntok, cfg.rows, cfg.cols);
         let files = super::plot::package_plots(d, &title, &results)?;

@@ -50,7 +50,9 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
         fst: w.fst.clone().or(o.fst.clone()),
         trace: if w.trace.is_empty() { o.trace.clone() } else { w.trace.clone() },
         window: w.window.clone().or(o.window.clone()),
+        gtkw: w.gtkw.clone(),
     })?;
+    super::check_gtkw(w.gtkw.as_deref(), waves.is_some(), &[""])?;
     for p in [json.as_ref(), waves.as_ref().map(|w| &w.path)].into_iter().flatten() {
         super::check_writable(p)?;
     }
@@ -92,6 +94,7 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     }
     if let Some(w) = &waves {
         println!("wrote {}", w.path.display());
+        super::write_gtkw(&super::gtkw_pairs(Some(&w.path), a.waves.gtkw.as_deref(), &[""]), false)?;
     }
     if let Some(e) = late_error {
         return Err(e);

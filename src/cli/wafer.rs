@@ -69,6 +69,10 @@ pub struct WaferArgs {
     pub vcd: Option<PathBuf>,
     #[arg(long)]
     pub fst: Option<PathBuf>,
+    /// GTKWave save file for the dump: signals grouped by block (router, chiplet, IO die,
+    /// die, link), one per waveform file (NAME-<part>.gtkw when there are several).
+    #[arg(long)]
+    pub gtkw: Option<PathBuf>,
     /// Directory for the per-phase link heatmaps (SVG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -120,6 +124,7 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     // One waveform per mapping (NAME-<mapping>.EXT when several): every one checked now.
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     super::check_run_outputs(a.json.as_deref(), a.vcd.as_deref(), a.fst.as_deref(), &names)?;
+    super::check_gtkw(a.gtkw.as_deref(), a.vcd.is_some() || a.fst.is_some(), &names)?;
     if let Some(d) = &a.plot {
         super::package::check_plot_dir(d)?;
     }
@@ -143,6 +148,10 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
             let c = layer.cfg_of(k);
             if let (Some(p), false) = (wave_file, a.quiet) {
                 println!("wrote {}", p.display());
+            }
+            if let (Some(p), Some(g)) = (wave_file, &a.gtkw) {
+                let g = super::package::wave_path(g, k.name(), several);
+                super::write_gtkw(&[(p.to_path_buf(), g)], a.quiet).map_err(|e| testbenches::Error::Run(e))?;
             }
             if let (Some(f), false) = (&r.functional, a.quiet) {
                 println!("functional ({}): {} all-reduce chunks, {} dispatched tokens, {} expert outputs equal to the FL reference", r.mapping, f.chunks_checked, f.tokens_checked, f.outputs_checked);

@@ -18,6 +18,15 @@ pub enum WaveCmd {
     /// those whose signals the dump lacks (`skip`); exit code 1 if one fails. A dump without
     /// value changes is refused.
     Check { file: PathBuf },
+    /// Writes a GTKWave save file for a dump (VCD or FST): its signals grouped by block
+    /// (IO die, link, router, chiplet, die, NI), each group collapsed, ready to open with
+    /// `gtkwave -a OUT`.
+    Gtkw {
+        file: PathBuf,
+        /// The save file (default: the dump's path with `.gtkw`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 pub fn run(c: WaveCmd) -> CliResult<ExitCode> {
@@ -44,6 +53,15 @@ pub fn run(c: WaveCmd) -> CliResult<ExitCode> {
                 println!("skip {name}: {why}");
             }
             Ok(if rs.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        WaveCmd::Gtkw { file, out } => {
+            let out = out.unwrap_or_else(|| file.with_extension("gtkw"));
+            super::check_writable(&out).map_err(|e| format!("--out: {e}"))?;
+            if !file.is_file() {
+                return Err(format!("{}: no such dump", file.display()));
+            }
+            super::write_gtkw(&[(file, out)], false)?;
+            Ok(ExitCode::SUCCESS)
         }
         WaveCmd::Stats { file } => {
             let s = waves::stats(&file).map_err(|e| format!("{}: {e}", file.display()))?;

@@ -21,6 +21,7 @@ mod filter;
 mod reader;
 mod vcd_check;
 mod fst_check;
+pub mod gtkw;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use check::{check_dump, check_package, CheckReport, CheckResult};
 pub use filter::{CompiledFilter, WaveFilter};
 pub use reader::{diff, list_scopes, stats, DiffResult, WaveDiff, WaveSummary};
 pub use writer::WaveWriter;
+pub use gtkw::write_gtkw;
 
 /// The names most users need: `use waves::prelude::*;`.
 pub mod prelude {

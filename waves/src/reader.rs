@@ -24,7 +24,7 @@ fn map_err(path: &Path, e: WellenError) -> WaveError {
 
 /// wellen `expect`s that the file opens; check first so a missing or unreadable file is an
 /// error naming the path, not a panic.
-fn check_readable(path: &Path) -> Result<()> {
+pub(crate) fn check_readable(path: &Path) -> Result<()> {
     std::fs::File::open(path).map(drop).map_err(|e| WaveError::Parse { path: path.to_path_buf(), what: format!("cannot open: {e}") })
 }
 
@@ -71,7 +71,7 @@ const NAME_SLACK: u64 = 1 << 24;
 /// `MAX_WIDTH` bits wide (the reader stores each change at full width; an FST's widths are
 /// in its compressed hierarchy, so only the parsed header shows them), scopes at most
 /// `MAX_DEPTH` deep, and all full signal names together proportional to the file.
-fn bound_header(path: &Path) -> Result<()> {
+pub(crate) fn bound_header(path: &Path) -> Result<()> {
     use crate::vcd_check::{MAX_DEPTH, MAX_WIDTH};
     let file_len = std::fs::metadata(path)?.len();
     let header = wellen::viewers::read_header_from_file(path, &LoadOptions::default()).map_err(|e| map_err(path, e))?;
