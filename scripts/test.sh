@@ -23,6 +23,18 @@ if [ ${#missing[@]} -gt 0 ]; then
     || echo "scripts/test.sh: nextpnr-ice40/fpga-icestorm not installable here; Fmax will be n/a"
 fi
 
+# --- cocotb (each exported module's Python test, hw/rtl/tests/rtl_cocotb.rs): from PyPI
+if ! python3 -c "import cocotb" >/dev/null 2>&1; then
+  echo "scripts/test.sh: installing cocotb (pip)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip >/dev/null
+  fi
+  python3 -m pip install --quiet "cocotb>=1.8,<2" 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages "cocotb>=1.8,<2"
+fi
+
 # Release build for everything: the simulations in the tests are cycle-level and run
 # 20-50x faster optimised; one build serves tests, regressions and the smoke runs (the same
 # feature set everywhere: a `cargo run` without the test's features rebuilt the binary and

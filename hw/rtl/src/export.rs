@@ -572,6 +572,11 @@ pub fn record_set(
 /// block has a recorder), `manifest.json` and the verilator waiver file into `out_dir`
 /// (created if missing). The filter is checked and the directory probed for writability
 /// before anything is recorded or written. Returns the manifest that was written.
+/// The cocotb runner written beside the Verilog: every module's `test_<module>.py` under
+/// Icarus (cocotb's Python runner), one PASS/FAIL line per module, exit 1 on a failure.
+pub const COCOTB_RUNNER: &str = "run_cocotb.py";
+const COCOTB_RUNNER_PY: &str = include_str!("run_cocotb.py");
+
 pub fn export_all(out_dir: &Path, filter: &ExportFilter) -> Result<Manifest, RtlError> {
     let selected = select(filter)?;
     let io = |path: PathBuf| move |source| RtlError::Io { path, source };
@@ -592,6 +597,8 @@ pub fn export_all(out_dir: &Path, filter: &ExportFilter) -> Result<Manifest, Rtl
     }
     let waivers = out_dir.join(WAIVER_FILE);
     fs::write(&waivers, VERILATOR_WAIVERS).map_err(io(waivers.clone()))?;
+    let runner = out_dir.join(COCOTB_RUNNER);
+    fs::write(&runner, COCOTB_RUNNER_PY).map_err(io(runner.clone()))?;
     let manifest = Manifest {
         generator: format!(
             "waferstream-rtl {} (rust-hdl 0.46.0)",
