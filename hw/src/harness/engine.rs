@@ -161,33 +161,212 @@ pub fn run_partitions<P: Partition, C: Control>(
         }
     }
 
+    run_parallel(parts, shared, ctx, start, control, threads, Adapt::Measure)
+}
+
+/// How the parallel stepper chooses, epoch by epoch, between its threads and one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Adapt {
+    /// Measure the wall time per step of each mode and run the faster; re-measure the other
+    /// now and then.
+    Measure,
+    /// Switch mode at every epoch boundary (tests: every switch path, deterministically).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Alternate,
+}
+
+/// Steps per epoch: the unit the mode is chosen for (long enough that the switch — a park
+/// and a wake of the helper threads — is noise; short enough to follow a machine whose load
+/// changes).
+const EPOCH: usize = 1024;
+/// The mode not chosen runs one probe epoch after this many epochs, to notice that the
+/// machine changed (a core freed or taken); each probe that confirms the choice doubles the
+/// interval, up to [`PROBE_MAX`] (a losing mode's probe costs up to an epoch of its
+/// slowness), and one that reverses it starts over.
+const PROBE_FIRST: usize = 8;
+const PROBE_MAX: usize = 512;
+
+/// The leader's (thread 0's) choice of the next epoch's mode from measured wall times.
+struct ModeChooser {
+    policy: Adapt,
+    epoch: usize,
+    epoch_start: std::time::Instant,
+    /// Measured ns per step of the last epoch run in each mode (parallel, serial).
+    ns: [Option<f64>; 2],
+    /// The mode that measured faster (what runs between probes).
+    best_serial: bool,
+    /// Epochs between probes, and the epoch of the next probe.
+    interval: usize,
+    next_probe: usize,
+}
+
+impl ModeChooser {
+    fn new(policy: Adapt) -> Self {
+        ModeChooser { policy, epoch: 0, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0 }
+    }
+
+    /// At the end of an epoch run in `serial` mode: the next epoch's mode.
+    fn next(&mut self, serial: bool) -> bool {
+        let ns = self.epoch_start.elapsed().as_nanos() as f64 / EPOCH as f64;
+        self.ns[serial as usize] = Some(ns);
+        self.epoch += 1;
+        self.epoch_start = std::time::Instant::now();
+        if self.policy == Adapt::Alternate {
+            return !serial;
+        }
+        match self.ns {
+            // Epoch 1 measures the serial mode once.
+            [Some(_), None] => true,
+            [Some(p), Some(q)] => {
+                let best = q < p;
+                if self.next_probe == 0 || best != self.best_serial {
+                    self.interval = PROBE_FIRST;
+                } else if serial != best {
+                    // This epoch was a probe, and it confirmed the choice.
+                    self.interval = (self.interval * 2).min(PROBE_MAX);
+                }
+                if self.next_probe <= self.epoch {
+                    self.next_probe = self.epoch + self.interval;
+                }
+                self.best_serial = best;
+                if self.epoch + 1 == self.next_probe {
+                    !best
+                } else {
+                    best
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The partitions, shared by the stepper threads under the stepping protocol: in parallel
+/// mode thread t evaluates only its own contiguous group; in serial mode only the leader
+/// evaluates, all of them, while the other threads are parked. Every hand-over goes through
+/// the barrier or the handoff mutex, which order the accesses.
+struct PartsPtr<P>(*mut P, usize);
+unsafe impl<P: Send> Sync for PartsPtr<P> {}
+unsafe impl<P: Send> Send for PartsPtr<P> {}
+
+impl<P> PartsPtr<P> {
+    /// # Safety
+    /// `i < len`, and no other thread touches partition `i` until the next hand-over.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self, i: usize) -> &mut P {
+        debug_assert!(i < self.1);
+        &mut *self.0.add(i)
+    }
+}
+
+/// What the leader hands the parked threads when it leaves serial mode: where the run is
+/// (cycle, control state, step count), or that the run ended.
+enum Handoff<C> {
+    Serial,
+    Resume { round: u64, now: Cycle, ctl: C, step: usize },
+    Done { now: Cycle, ctl: C },
+}
+
+/// The parallel stepper. Each thread owns a contiguous group of partitions and a replica of
+/// the control; statuses are combined in partition order after a barrier. At every
+/// [`EPOCH`] boundary all threads read the mode the leader chose (written before the barrier
+/// that ends the epoch): in serial mode the other threads park, and the leader steps every
+/// partition alone — as the one-thread loop does — until it chooses parallel again or the
+/// run stops. On a loaded machine a barrier per cycle costs more than the second thread
+/// gains (a descheduled partner turns every cycle into a wake-up), so the leader's measured
+/// wall time per step makes more threads never much slower than one. Results do not depend
+/// on the mode: every step evaluates every partition once, in any order.
+fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, ctx: &P::Ctx, start: Cycle, control: C, threads: usize, policy: Adapt) -> (Cycle, C) {
+    use std::sync::{Condvar, Mutex};
     let n_parts = parts.len();
-    let status: Vec<[AtomicStatus; 2]> =
-        (0..n_parts).map(|_| [AtomicStatus::new(), AtomicStatus::new()]).collect();
+    let status: Vec<[AtomicStatus; 2]> = (0..n_parts).map(|_| [AtomicStatus::new(), AtomicStatus::new()]).collect();
     let barrier = SpinBarrier::new(threads);
-    // Contiguous groups of partitions, as even as possible.
-    let mut groups: Vec<(usize, &mut [P])> = Vec::with_capacity(threads);
-    let mut rest = parts;
+    // Contiguous groups of partitions, as even as possible: (first, count).
+    let mut groups: Vec<(usize, usize)> = Vec::with_capacity(threads);
     let mut first = 0;
     for t in 0..threads {
         let take = (n_parts - first) / (threads - t);
-        let (g, r) = rest.split_at_mut(take);
-        groups.push((first, g));
+        groups.push((first, take));
         first += take;
-        rest = r;
     }
+    let ptr = PartsPtr(parts.as_mut_ptr(), n_parts);
+    let serial_next = AtomicBool::new(false);
+    // The handoff and how many threads are parked on it: the leader starts a serial phase
+    // only once every other thread is parked, so none can still be reading the mode flag the
+    // phase's end resets (a thread descheduled for a whole epoch would otherwise miss it).
+    let handoff: Mutex<(Handoff<C>, usize)> = Mutex::new((Handoff::Serial, 0));
+    let wake = Condvar::new();
 
-    let worker = |first: usize, group: &mut [P], mut ctl: C| -> (Cycle, C) {
+    let worker = |t: usize, mut ctl: C| -> (Cycle, C) {
+        let (first, count) = groups[t];
         let mut now = start;
         // Parity of the *step* (not the cycle: fast-forward may jump by an even number of
         // cycles, and the slot of the step before must stay untouched until everyone read it).
         let mut step = 0usize;
+        let mut chooser = (t == 0).then(|| ModeChooser::new(policy));
+        let mut round = 0u64;
         loop {
+            if step > 0 && step % EPOCH == 0 && serial_next.load(Ordering::Acquire) {
+                if let Some(ch) = chooser.as_mut() {
+                    // Wait for every other thread to park, then the leader alone, every
+                    // partition, until it picks parallel or stops.
+                    {
+                        let mut h = handoff.lock().unwrap();
+                        while h.1 < threads - 1 {
+                            h = wake.wait(h).unwrap();
+                        }
+                    }
+                    loop {
+                        let mut total = PartStatus::default();
+                        for i in 0..n_parts {
+                            // SAFETY: the other threads are parked (they passed the barrier
+                            // ending the epoch and wait for the handoff).
+                            total.merge(&unsafe { ptr.get(i) }.eval(now, shared, ctx));
+                        }
+                        step += 1;
+                        match ctl.decide(now, &total) {
+                            Step::Next(next) => now = next,
+                            Step::Stop => {
+                                *handoff.lock().unwrap() = (Handoff::Done { now, ctl: ctl.clone() }, 0);
+                                wake.notify_all();
+                                return (now, ctl);
+                            }
+                        }
+                        if step % EPOCH == 0 && !ch.next(true) {
+                            break;
+                        }
+                    }
+                    serial_next.store(false, Ordering::Release);
+                    round += 1;
+                    *handoff.lock().unwrap() = (Handoff::Resume { round, now, ctl: ctl.clone(), step }, 0);
+                    wake.notify_all();
+                } else {
+                    let mut h = handoff.lock().unwrap();
+                    h.1 += 1;
+                    wake.notify_all();
+                    loop {
+                        match &h.0 {
+                            Handoff::Resume { round: r, now: n, ctl: c, step: s } if *r > round => {
+                                (round, now, ctl, step) = (*r, *n, c.clone(), *s);
+                                break;
+                            }
+                            Handoff::Done { now: n, ctl: c } => return (*n, c.clone()),
+                            _ => h = wake.wait(h).unwrap(),
+                        }
+                    }
+                }
+            }
             let par = step & 1;
             step += 1;
-            for (i, p) in group.iter_mut().enumerate() {
-                let s = p.eval(now, shared, ctx);
-                status[first + i][par].store(&s);
+            for i in first..first + count {
+                // SAFETY: in parallel mode thread t alone evaluates its group.
+                let s = unsafe { ptr.get(i) }.eval(now, shared, ctx);
+                status[i][par].store(&s);
+            }
+            if step % EPOCH == 0 {
+                if let Some(ch) = chooser.as_mut() {
+                    // Before the barrier: every thread reads it after.
+                    serial_next.store(ch.next(false), Ordering::Release);
+                }
             }
             barrier.wait();
             let mut total = PartStatus::default();
@@ -202,16 +381,14 @@ pub fn run_partitions<P: Partition, C: Control>(
     };
 
     crossbeam::thread::scope(|s| {
-        let mut it = groups.into_iter();
-        let (f0, g0) = it.next().unwrap();
-        let handles: Vec<_> = it
-            .map(|(f, g)| {
+        let handles: Vec<_> = (1..threads)
+            .map(|t| {
                 let c = control.clone();
                 let w = &worker;
-                s.spawn(move |_| w(f, g, c))
+                s.spawn(move |_| w(t, c))
             })
             .collect();
-        let r0 = worker(f0, g0, control.clone());
+        let r0 = worker(0, control.clone());
         for h in handles {
             let r = h.join().expect("stepper thread panicked");
             debug_assert_eq!(r.0, r0.0, "threads disagreed on the stop cycle");
@@ -309,6 +486,34 @@ mod tests {
         assert!(serial.1[0].len() < 15_000, "the control must have jumped");
         assert_eq!(run(2), serial);
         assert_eq!(run(4), serial);
+    }
+
+    #[test]
+    fn mode_switches_change_nothing() {
+        // Alternate: every epoch boundary switches between the threads and the leader alone,
+        // through every hand-over path (park, resume, a stop in either mode).
+        for (threads, parts, end) in [(2usize, 2usize, 5 * EPOCH as u64 + 17), (3, 6, 4 * EPOCH as u64), (2, 4, 2 * EPOCH as u64 - 1)] {
+            let n = 12;
+            let run = |serial: bool| {
+                let sh = Ring { links: (0..n).map(|i| Link::new(1 + (i % 3) as u32)).collect() };
+                let mut ps: Vec<RingPart> = (0..parts)
+                    .map(|p| {
+                        let ids: Vec<usize> = (0..n).filter(|i| i * parts / n == p).collect();
+                        RingPart { acc: vec![0; ids.len()], ids }
+                    })
+                    .collect();
+                let (last, _) = if serial { run_partitions(&mut ps, &sh, &(), 0, Until(end), 1) } else { run_parallel(&mut ps, &sh, &(), 0, Until(end), threads, Adapt::Alternate) };
+                (last, ps.into_iter().flat_map(|p| p.acc).collect::<Vec<_>>())
+            };
+            assert_eq!(run(false), run(true), "threads={threads} parts={parts} end={end}");
+        }
+        // Jumps of the control across mode switches.
+        let mut ps: Vec<Counter> = (0..4).map(|id| Counter { seen: vec![], id }).collect();
+        let (end, _) = run_parallel(&mut ps, &(), &(), 0, Jumpy(40_000), 2, Adapt::Alternate);
+        let alt = (end, ps.into_iter().map(|p| p.seen).collect::<Vec<_>>());
+        let mut ps: Vec<Counter> = (0..4).map(|id| Counter { seen: vec![], id }).collect();
+        let (end, _) = run_partitions(&mut ps, &(), &(), 0, Jumpy(40_000), 1);
+        assert_eq!(alt, (end, ps.into_iter().map(|p| p.seen).collect::<Vec<_>>()));
     }
 
     #[test]
