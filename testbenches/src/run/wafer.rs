@@ -358,3 +358,29 @@ impl WaferLayer {
         Ok(parts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper knobs' overrides: each refusal names its flag, and the values land in the
+    /// config (tokens per group = per die × TP; fp16 = 2-byte dispatch; the split as given).
+    #[test]
+    fn paper_knob_overrides() {
+        let o = WaferOverrides { tp: Some(8), tokens_per_die: Some(32), comm_dtype: Some(CommDtype::Fp16), replica_split: Some(hw::wafer::config::ReplicaSplit::Even), ..Default::default() };
+        let c = wafer_cfg(WaferCfg::default(), &o).unwrap();
+        assert_eq!((c.tokens_per_group, c.dp, c.dispatch_elem_bytes, c.combine_elem_bytes), (256, 2, 2, 2));
+        assert_eq!(c.replica_split, hw::wafer::config::ReplicaSplit::Even);
+        let both = WaferOverrides { tokens_per_group: Some(8), tokens_per_die: Some(2), ..Default::default() };
+        assert!(wafer_cfg(WaferCfg::default(), &both).unwrap_err().to_string().contains("--tokens-per-die"));
+        let big = WaferOverrides { tp: Some(16), tokens_per_die: Some(u32::MAX), ..Default::default() };
+        assert!(wafer_cfg(WaferCfg::default(), &big).unwrap_err().to_string().contains("--tokens-per-die"));
+        let zero = WaferOverrides { tokens_per_die: Some(0), ..Default::default() };
+        assert!(wafer_cfg(WaferCfg::default(), &zero).unwrap_err().to_string().contains("--tokens-per-die"));
+        assert!("bf16".parse::<CommDtype>().unwrap_err().to_string().contains("--comm-dtype"));
+        // Defaults: today's config, and its serialized form has no replica_split key.
+        let d = wafer_cfg(WaferCfg::default(), &WaferOverrides::default()).unwrap();
+        assert_eq!(d, WaferCfg::default());
+        assert!(!serde_json::to_string(&d).unwrap().contains("replica_split"));
+    }
+}
