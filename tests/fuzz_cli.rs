@@ -262,6 +262,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--wafer", &["2x2", "4x4", "3x2", "1x1", "0x4", "8x8", "65x1", "x", "2x"]), ("--wafers", &["1x1", "2x1", "2x2", "0x1", "x", "70x1"]),
                 ("--tp", NUMS), ("--dp", NUMS), ("--mapping", &["baseline", "er", "her", "baseline,er,her", "nosuch", "", ","]),
                 ("--tokens-per-group", NUMS), ("--micro-batches", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
+                ("--tokens-per-die", NUMS), ("--comm-dtype", &["int8", "fp16", "bf16", ""]), ("--replica-split", &["nearest", "even", "x", ""]),
                 ("--skew", FRACS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml", "@D/pkg.toml"]), ("--threads", NUMS),
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
             ],
@@ -292,7 +293,8 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--wafer", &["4x4", "2x2", "4x2", "1x1", "3x3", "8x8", "0x4", "x"]), ("--tp", NUMS), ("--dp", NUMS), ("--mapping", &["er", "baseline", "her", "x", ""]),
                 ("--scenario", &["mixed", "chat", "coding", "math", "privacy", "writing", "translation", "x", ""]), ("--period", NUMS), ("--skew", &["0", "1", "2.5", "16", "17", "-1", "nan"]),
                 ("--balancer", &["none", "eplb", "topo", "topo-ni", "none,eplb,topo,topo-ni", "topo-ni,topo-ni", "x", "", ","]), ("--iters", NUMS), ("--tokens-per-group", NUMS),
-                ("--micro-batches", NUMS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml"]), ("--balance-config", &["@D/bal.toml", "@D/bad.toml", "@D/missing.toml"]),
+                ("--micro-batches", NUMS), ("--comm-dtype", &["int8", "fp16", "x"]), ("--replica-split", &["nearest", "even", "x"]),
+                ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml"]), ("--balance-config", &["@D/bal.toml", "@D/bad.toml", "@D/missing.toml"]),
                 ("--shadow-slots", NUMS), ("--alpha", FRACS), ("--warmup", NUMS), ("--threads", NUMS), ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--gtkw", OUT),
             ],
             &["--quiet", "--help"],
@@ -487,7 +489,7 @@ fn bound(args: Vec<String>) -> Vec<String> {
                 }
             }
         }
-        if !a.iter().any(|x| x == "--tokens-per-group") {
+        if !a.iter().any(|x| x == "--tokens-per-group" || x == "--tokens-per-die") {
             a.extend(["--tokens-per-group".to_string(), "8".to_string()]);
         }
         // Every cycle of a multi-wafer layer without fast-forward is seconds of stepping: one
@@ -497,7 +499,7 @@ fn bound(args: Vec<String>) -> Vec<String> {
                 a[i] = "1x1".into();
             }
         }
-        for (flag, max) in [("--tokens-per-group", 16), ("--micro-batches", 4), ("--threads", 4)] {
+        for (flag, max) in [("--tokens-per-group", 16), ("--tokens-per-die", 4), ("--micro-batches", 4), ("--threads", 4)] {
             for i in value_after(&a, flag).collect::<Vec<_>>() {
                 if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
                     a[i] = (v % max + 1).to_string();

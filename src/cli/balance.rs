@@ -54,6 +54,12 @@ pub struct BalanceArgs {
     /// Micro-batches per layer (default 1 without --config).
     #[arg(long)]
     pub micro_batches: Option<u32>,
+    /// Element of the dispatch: int8 (default) or fp16 (the paper's FP16 communication).
+    #[arg(long)]
+    pub comm_dtype: Option<String>,
+    /// Replica a token goes to: nearest (default) or even (Algorithm 1's Load_e/Num_e).
+    #[arg(long)]
+    pub replica_split: Option<String>,
     /// Routing trace (SPEC §8) instead of the scenario: iteration i of the run takes the
     /// trace's iteration i (cyclically), first layer.
     #[arg(long)]
@@ -112,7 +118,7 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
         None => (a.tokens_per_group.or(Some(2048)), a.micro_batches.or(Some(1))),
         Some(_) => (a.tokens_per_group, a.micro_batches),
     };
-    let wa = WaferArgs { model: a.model.clone(), wafer: a.wafer.clone(), tp: a.tp, dp: a.dp, tokens_per_group: tpg, micro_batches: mbs, seed: a.seed, config: a.config.clone(), ..Default::default() };
+    let wa = WaferArgs { model: a.model.clone(), wafer: a.wafer.clone(), tp: a.tp, dp: a.dp, tokens_per_group: tpg, micro_batches: mbs, seed: a.seed, config: a.config.clone(), comm_dtype: a.comm_dtype.clone(), replica_split: a.replica_split.clone(), ..Default::default() };
     let c = WaferCfg { mapping, ..wafer_cfg(&wa)? };
     c.validate().map_err(|e| e.to_string())?;
     check_fits(&c, &model).map_err(|e| e.to_string())?;

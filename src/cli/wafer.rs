@@ -34,11 +34,23 @@ pub struct WaferArgs {
     pub mapping: String,
     #[arg(long)]
     pub tokens_per_group: Option<u32>,
+    /// Tokens per die: tokens per TP group = this × TP, so the layer's tokens grow with TP
+    /// (MoEntwine Fig. 13(c)); not with --tokens-per-group.
+    #[arg(long)]
+    pub tokens_per_die: Option<u32>,
     #[arg(long)]
     pub micro_batches: Option<u32>,
     /// Drop the all-gather half of the all-reduce (the paper keeps it).
     #[arg(long)]
     pub no_all_gather: bool,
+    /// Element of the dispatch: int8 (default config) or fp16 (the paper's "FP16 for all
+    /// communications"); the combine and all-reduce are FP16 either way.
+    #[arg(long)]
+    pub comm_dtype: Option<String>,
+    /// Replica of a replicated expert a token goes to: nearest (to its holder; default) or
+    /// even (Algorithm 1's Load_e/Num_e share per replica).
+    #[arg(long)]
+    pub replica_split: Option<String>,
     /// Real values through the collectives (all-reduce chunks, dispatched tokens, expert
     /// outputs), checked against the FL reference after the run; timing is unchanged.
     #[arg(long)]
@@ -97,8 +109,11 @@ pub fn wafer_cfg(a: &WaferArgs) -> CliResult<WaferCfg> {
         tp: a.tp,
         dp: a.dp,
         tokens_per_group: a.tokens_per_group,
+        tokens_per_die: a.tokens_per_die,
         micro_batches: a.micro_batches,
         no_all_gather: a.no_all_gather,
+        comm_dtype: a.comm_dtype.as_deref().map(|s| s.parse::<run::wafer::CommDtype>().map_err(|e| e.to_string())).transpose()?,
+        replica_split: a.replica_split.as_deref().map(|s| s.parse::<hw::wafer::config::ReplicaSplit>().map_err(|e| format!("--replica-split: {e}"))).transpose()?,
         seed: a.seed,
     };
     run::wafer::wafer_cfg(base, &o).map_err(|e| e.to_string())

@@ -414,6 +414,10 @@ const TARGETS: &[Target] = &[
             b"[router]\nvcs = 12\n",
             b"migration_vc = true\n",
             b"migration_idle_cycles = 4294967295\n",
+            b"dispatch_elem_bytes = 2\n",
+            b"dispatch_elem_bytes = 3\n",
+            b"replica_split = \"even\"\n",
+            b"replica_split = \"nosuch\"\n",
             b"bogus = 1\n",
             b"0",
             b"9",
@@ -516,7 +520,10 @@ fn scenario_check(_: &Path, bytes: &[u8]) -> Result<(), String> {
 fn wafer_configs(_: &Path) -> Vec<Vec<u8>> {
     let small = WaferCfg { die_cols: 2, die_rows: 2, tp: 2, dp: 2, tokens_per_group: 4, micro_batches: 2, ..WaferCfg::default() };
     let her = WaferCfg { wafers_x: 2, mapping: hw::wafer::config::MappingKind::Her, tp: 2, dp: 4, ..small.clone() };
-    let mut out: Vec<Vec<u8>> = [WaferCfg::default(), small, her].iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
+    // FP16 dispatch and the even replica split (MoEntwine's setup; olmoe's 64 experts on
+    // fewer dies keep one host each, so `even` matters on the bigger grids the mutations make).
+    let paper = WaferCfg { dispatch_elem_bytes: 2, replica_split: hw::wafer::config::ReplicaSplit::Even, ..small.clone() };
+    let mut out: Vec<Vec<u8>> = [WaferCfg::default(), small, her, paper].iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
     out.push(b"die_cols = 3\ndie_rows = 1\ntp = 1\ndp = 3\nall_gather = false\n".to_vec());
     out.push(Vec::new());
     out

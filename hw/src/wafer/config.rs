@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::cfg::{err, CfgError};
 use crate::noc::RouterCfg;
 
-pub use sched::wafer::MappingKind;
+pub use sched::wafer::{MappingKind, ReplicaSplit};
 
 /// The compute die (B200-class): a roofline engine per die (docs/wafer.md "Die").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,6 +116,12 @@ pub struct WaferCfg {
     /// Bytes per activation element dispatched to the experts (int8) and combined back (FP16).
     pub dispatch_elem_bytes: u32,
     pub combine_elem_bytes: u32,
+    /// Which replica of a replicated expert serves a token: the one nearest the token's
+    /// holder (default) or an even Load_e/Num_e share per replica (MoEntwine Algorithm 1's
+    /// heats; `sched::wafer::dispatch::ReplicaSplit`). Left out of the serialized config
+    /// at its default, so the JSON of a default run is what it always was.
+    #[serde(skip_serializing_if = "ReplicaSplit::is_nearest")]
+    pub replica_split: ReplicaSplit,
     /// A link is hot in a phase when it carried at least this fraction of the phase's busiest
     /// link's flits (docs/wafer.md "Hot and cold links").
     pub hot_fraction: f64,
@@ -155,6 +161,7 @@ impl Default for WaferCfg {
             kv_bytes_per_token: 2048,
             dispatch_elem_bytes: 1,
             combine_elem_bytes: 2,
+            replica_split: ReplicaSplit::Nearest,
             hot_fraction: 0.75,
             migration_vc: false,
             migration_idle_cycles: 4,

@@ -18,7 +18,7 @@
 use sched::models::ModelPreset;
 use sched::wafer::collective::{allreduce_plan, ChunkId};
 use sched::wafer::dispatch::A2aXfer;
-use sched::wafer::{dispatch_plan, expert_hosts, Mapping, Routing};
+use sched::wafer::{dispatch_plan, expert_hosts, try_dispatch_plan_split, Mapping, ReplicaSplit, Routing};
 
 use super::compute::{attention_cost, experts_cost, gate_cost, Kernel, KernelKind};
 use super::config::WaferCfg;
@@ -165,14 +165,19 @@ pub fn build(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, routing: &Routi
 
 /// The FL dispatch plan of every micro-batch: `routing` (as for [`build`]) with experts on
 /// `hosts[e]` (replicas allowed; each token picks the replica nearest its holder, see
-/// [`dispatch_plan`]). Token ids in the records are the token's index in its group.
+/// [`dispatch_plan`], or with `cfg.replica_split = even` its replica in turn, an even
+/// Load_e/Num_e share per micro-batch). Token ids in the records are the token's index in
+/// its group.
 pub fn plans(cfg: &WaferCfg, map: &Mapping, hosts: &[Vec<u32>], routing: &Routing) -> Vec<Vec<A2aXfer>> {
     let (t, mbs) = (cfg.tokens_per_group, cfg.micro_batches);
     (0..mbs)
         .map(|m| {
             let range = mb_range(t, mbs, m);
             let routing_m = routing.filter_tokens(|_, ti| range.contains(&(ti as u32)));
-            dispatch_plan(map, hosts, &routing_m)
+            match cfg.replica_split {
+                ReplicaSplit::Nearest => dispatch_plan(map, hosts, &routing_m),
+                split => try_dispatch_plan_split(map, hosts, &routing_m, split).unwrap_or_else(|e| panic!("dispatch_plan: {e}")),
+            }
         })
         .collect()
 }

@@ -98,6 +98,12 @@ pub struct WaferResult {
     pub wall_seconds: f64,
     pub cycles_per_second: f64,
     pub flits_per_second: f64,
+    /// The busiest die's kernel cycles (attention + gate + experts + predictor): the layer
+    /// if the network cost nothing, on that die. `layer_cycles` minus this is the
+    /// communication the layer could not hide behind that die's compute (the `reproduce`
+    /// report's "exposed communication"). Not serialized, so the `wafer` JSON is unchanged.
+    #[serde(skip)]
+    pub busiest_die_compute_cycles: u64,
     /// Links hot in each phase, of all directed links.
     pub hot_links: PerPhase<usize>,
     pub links: Vec<LinkUse>,
@@ -129,6 +135,7 @@ impl WaferResult {
             wall_seconds: wall,
             cycles_per_second: run.layer_cycles as f64 / wall,
             flits_per_second: run.flit_hops as f64 / wall,
+            busiest_die_compute_cycles: run.die_busy.iter().map(|b| b.attention + b.gate + b.experts + b.predict).max().unwrap_or(0),
             hot_links,
             links,
         }

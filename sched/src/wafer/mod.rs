@@ -30,7 +30,7 @@ pub mod mapping;
 pub mod routing;
 
 pub use collective::{allreduce_plan, execute_fl, ChunkId, CollectivePlan, Xfer};
-pub use dispatch::{dispatch_plan, expert_hosts, try_dispatch_plan, A2aXfer};
+pub use dispatch::{dispatch_plan, expert_hosts, try_dispatch_plan, try_dispatch_plan_split, A2aXfer, ReplicaSplit};
 pub use gpu::GpuSystem;
 pub use mapping::{map, Mapping};
 pub use routing::Routing;

@@ -93,3 +93,7 @@ pub const SEMMOE_MICRO_BATCHES: RangeInclusive<u32> = 1..=64;
 
 /// Balance runs: iterations.
 pub const BALANCE_ITERS: RangeInclusive<u64> = 1..=100_000;
+
+/// Largest tokens per TP group the wafer config takes (`WaferCfg::validate`'s bound), which
+/// `--tokens-per-die` × TP must respect.
+pub const WAFER_TOKENS_PER_GROUP_MAX: u64 = 65_536;

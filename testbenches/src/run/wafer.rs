@@ -41,10 +41,57 @@ pub struct WaferOverrides {
     pub tp: Option<u32>,
     pub dp: Option<u32>,
     pub tokens_per_group: Option<u32>,
+    /// `--tokens-per-die`: tokens per TP group = this × TP (the token count grows with TP;
+    /// MoEntwine §VI-B3, moentwine.txt L254). Refused together with `tokens_per_group`.
+    pub tokens_per_die: Option<u32>,
     pub micro_batches: Option<u32>,
     /// Drop the all-gather half of the all-reduce.
     pub no_all_gather: bool,
+    /// `--comm-dtype`: the element the dispatch moves (the combine and the all-reduce move
+    /// FP16 either way).
+    pub comm_dtype: Option<CommDtype>,
+    /// `--replica-split`: which replica of a replicated expert serves a token.
+    pub replica_split: Option<hw::wafer::config::ReplicaSplit>,
     pub seed: Option<u64>,
+}
+
+/// The element type of the wafer's communication (`--comm-dtype`). `int8` is the default
+/// config: int8 dispatch (the experts' input is quantized before it leaves the holder),
+/// FP16 combine and all-reduce. `fp16` is MoEntwine's "for attention layers and all
+/// communications, we employ FP16 precision" (moentwine.txt L222): the dispatch moves FP16
+/// too, twice the bytes. Only `dispatch_elem_bytes` differs between the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommDtype {
+    Int8,
+    Fp16,
+}
+
+impl CommDtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            CommDtype::Int8 => "int8",
+            CommDtype::Fp16 => "fp16",
+        }
+    }
+    /// `dispatch_elem_bytes` of the config.
+    pub fn dispatch_elem_bytes(self) -> u32 {
+        match self {
+            CommDtype::Int8 => 1,
+            CommDtype::Fp16 => 2,
+        }
+    }
+}
+
+impl std::str::FromStr for CommDtype {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "int8" => Ok(CommDtype::Int8),
+            "fp16" => Ok(CommDtype::Fp16),
+            other => Err(Error::input("--comm-dtype", format!("unknown `{other}` (expected int8 or fp16)"))),
+        }
+    }
 }
 
 /// The config of a run: `base` (a file's, or the default), then the overrides, validated.
@@ -78,6 +125,23 @@ pub fn wafer_cfg(base: WaferCfg, o: &WaferOverrides) -> Result<WaferCfg> {
     }
     if let Some(t) = o.tokens_per_group {
         c.tokens_per_group = t;
+    }
+    if let Some(per_die) = o.tokens_per_die {
+        if o.tokens_per_group.is_some() {
+            return Err(Error::input("--tokens-per-die", "give --tokens-per-group or --tokens-per-die, not both"));
+        }
+        // In 64 bits: the product is checked against the config's range by `validate`.
+        let t = per_die as u64 * c.tp as u64;
+        if per_die == 0 || t > limits::WAFER_TOKENS_PER_GROUP_MAX {
+            return Err(Error::input("--tokens-per-die", format!("{per_die} tokens per die x TP={} must give 1..={} tokens per group", c.tp, limits::WAFER_TOKENS_PER_GROUP_MAX)));
+        }
+        c.tokens_per_group = t as u32;
+    }
+    if let Some(d) = o.comm_dtype {
+        c.dispatch_elem_bytes = d.dispatch_elem_bytes();
+    }
+    if let Some(r) = o.replica_split {
+        c.replica_split = r;
     }
     if let Some(m) = o.micro_batches {
         c.micro_batches = m;
@@ -292,5 +356,31 @@ impl WaferLayer {
             }
         }
         Ok(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper knobs' overrides: each refusal names its flag, and the values land in the
+    /// config (tokens per group = per die × TP; fp16 = 2-byte dispatch; the split as given).
+    #[test]
+    fn paper_knob_overrides() {
+        let o = WaferOverrides { tp: Some(8), tokens_per_die: Some(32), comm_dtype: Some(CommDtype::Fp16), replica_split: Some(hw::wafer::config::ReplicaSplit::Even), ..Default::default() };
+        let c = wafer_cfg(WaferCfg::default(), &o).unwrap();
+        assert_eq!((c.tokens_per_group, c.dp, c.dispatch_elem_bytes, c.combine_elem_bytes), (256, 2, 2, 2));
+        assert_eq!(c.replica_split, hw::wafer::config::ReplicaSplit::Even);
+        let both = WaferOverrides { tokens_per_group: Some(8), tokens_per_die: Some(2), ..Default::default() };
+        assert!(wafer_cfg(WaferCfg::default(), &both).unwrap_err().to_string().contains("--tokens-per-die"));
+        let big = WaferOverrides { tp: Some(16), tokens_per_die: Some(u32::MAX), ..Default::default() };
+        assert!(wafer_cfg(WaferCfg::default(), &big).unwrap_err().to_string().contains("--tokens-per-die"));
+        let zero = WaferOverrides { tokens_per_die: Some(0), ..Default::default() };
+        assert!(wafer_cfg(WaferCfg::default(), &zero).unwrap_err().to_string().contains("--tokens-per-die"));
+        assert!("bf16".parse::<CommDtype>().unwrap_err().to_string().contains("--comm-dtype"));
+        // Defaults: today's config, and its serialized form has no replica_split key.
+        let d = wafer_cfg(WaferCfg::default(), &WaferOverrides::default()).unwrap();
+        assert_eq!(d, WaferCfg::default());
+        assert!(!serde_json::to_string(&d).unwrap().contains("replica_split"));
     }
 }
