@@ -433,7 +433,9 @@ mod tests {
         }
     }
 
-    fn run_ring(threads: usize, parts: usize) -> Vec<u64> {
+    /// The ring of 12 counters in `parts` partitions, run until `end` by `run`: the end cycle
+    /// and every accumulator.
+    fn ring_with(parts: usize, end: Cycle, run: impl FnOnce(&mut [RingPart], &Ring, Until) -> Cycle) -> (Cycle, Vec<u64>) {
         let n = 12;
         let sh = Ring { links: (0..n).map(|i| Link::new(1 + (i % 3) as u32)).collect() };
         let mut ps: Vec<RingPart> = (0..parts)
@@ -442,9 +444,14 @@ mod tests {
                 RingPart { acc: vec![0; ids.len()], ids }
             })
             .collect();
-        let (end, _) = run_partitions(&mut ps, &sh, &(), 0, Until(500), threads);
+        let last = run(&mut ps, &sh, Until(end));
+        (last, ps.into_iter().flat_map(|p| p.acc).collect())
+    }
+
+    fn run_ring(threads: usize, parts: usize) -> Vec<u64> {
+        let (end, acc) = ring_with(parts, 500, |ps, sh, ctl| run_partitions(ps, sh, &(), 0, ctl, threads).0);
         assert_eq!(end, 500);
-        ps.into_iter().flat_map(|p| p.acc).collect()
+        acc
     }
 
     /// Partitions without links, under a control that jumps by 1, 2 or 4 cycles depending on
@@ -493,19 +500,9 @@ mod tests {
         // Alternate: every epoch boundary switches between the threads and the leader alone,
         // through every hand-over path (park, resume, a stop in either mode).
         for (threads, parts, end) in [(2usize, 2usize, 5 * EPOCH as u64 + 17), (3, 6, 4 * EPOCH as u64), (2, 4, 2 * EPOCH as u64 - 1)] {
-            let n = 12;
-            let run = |serial: bool| {
-                let sh = Ring { links: (0..n).map(|i| Link::new(1 + (i % 3) as u32)).collect() };
-                let mut ps: Vec<RingPart> = (0..parts)
-                    .map(|p| {
-                        let ids: Vec<usize> = (0..n).filter(|i| i * parts / n == p).collect();
-                        RingPart { acc: vec![0; ids.len()], ids }
-                    })
-                    .collect();
-                let (last, _) = if serial { run_partitions(&mut ps, &sh, &(), 0, Until(end), 1) } else { run_parallel(&mut ps, &sh, &(), 0, Until(end), threads, Adapt::Alternate) };
-                (last, ps.into_iter().flat_map(|p| p.acc).collect::<Vec<_>>())
-            };
-            assert_eq!(run(false), run(true), "threads={threads} parts={parts} end={end}");
+            let alternating = ring_with(parts, end, |ps, sh, ctl| run_parallel(ps, sh, &(), 0, ctl, threads, Adapt::Alternate).0);
+            let serial = ring_with(parts, end, |ps, sh, ctl| run_partitions(ps, sh, &(), 0, ctl, 1).0);
+            assert_eq!(alternating, serial, "threads={threads} parts={parts} end={end}");
         }
         // Jumps of the control across mode switches.
         let mut ps: Vec<Counter> = (0..4).map(|id| Counter { seen: vec![], id }).collect();
