@@ -30,7 +30,7 @@ fn functional_acceptance_command_is_bit_exact() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rs = v["results"].as_array().unwrap();
-    assert_eq!(rs.len(), 7);
+    assert_eq!(rs.len(), 9);
     for r in rs {
         assert_eq!(r["outputs_match_reference"], true, "{}", r["strategy"]);
         assert!(r.get("replays").is_some());

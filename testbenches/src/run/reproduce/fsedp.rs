@@ -229,6 +229,12 @@ fn run_all(setups: &[Setup], jobs: &[Job], threads: usize) -> Result<Vec<Point>>
     out.into_iter().map(|m| m.into_inner().expect("no poisoned job slot").unwrap_or_else(|| Err(Error::Run("fsedp: a job did not run".into())))).collect()
 }
 
+/// A claim's value rounded to 4 decimals: few enough digits that the committed JSON reads
+/// back the same f64 (the report is compared value for value).
+fn r4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
 fn lat(p: &Point, s: Strategy) -> f64 {
     p[&s].latency_cycles as f64
 }
@@ -342,7 +348,7 @@ pub fn run(o: &ReproOptions) -> Result<PaperReport> {
         let (hl, hh) = range(&h);
         let all: Vec<f64> = e.iter().chain(&h).cloned().collect();
         let g = geomean(&all);
-        Measured::new(g, format!("{g:.2}× geomean; vs {} {el:.2}–{eh:.2}×, vs {} {hl:.2}–{hh:.2}×", s.ep.name(), s.hydra.name()))
+        Measured::new(r4(g), format!("{g:.2}× geomean; vs {} {el:.2}–{eh:.2}×, vs {} {hl:.2}–{hh:.2}×", s.ep.name(), s.hydra.name()))
     };
     let (p1, s1) = (speed(ps, pm), speed(ss, sm));
     let first = &pm.points[0].2;
@@ -373,7 +379,7 @@ pub fn run(o: &ReproOptions) -> Result<PaperReport> {
         let hi = *s.cfg.tokens.iter().max().expect("tokens");
         let gain = |t: u32| geomean(&m.points.iter().filter(|x| x.1 == t).map(|(_, _, p)| lat(p, s.unpaired) / lat(p, s.fsedp)).collect::<Vec<_>>());
         let (gl, gh) = (gain(lo), gain(hi));
-        (gl, gh, Measured::new(gl, format!("{} / {}: {gl:.3}× at {lo} tok, {gh:.3}× at {hi} tok", s.unpaired.name(), s.fsedp.name())))
+        (gl, gh, Measured::new(r4(gl), format!("{} / {}: {gl:.3}× at {lo} tok, {gh:.3}× at {hi} tok", s.unpaired.name(), s.fsedp.name())))
     };
     let (gl, gh, p2) = paired(ps, pm);
     let (_, _, s2) = paired(ss, sm);
@@ -406,7 +412,7 @@ pub fn run(o: &ReproOptions) -> Result<PaperReport> {
         let (fl, fh) = range(&f);
         let (el, eh) = range(&e);
         let (rl, rh) = range(&ratio);
-        (g, fh, Measured::new(g, format!("FSE-DP {fl:.1}–{fh:.1} MB vs EP/Hydra {el:.1}–{eh:.1} MB: {rl:.2}–{rh:.2} of it (geomean {g:.2})")))
+        (g, fh, Measured::new(r4(g), format!("FSE-DP {fl:.1}–{fh:.1} MB vs EP/Hydra {el:.1}–{eh:.1} MB: {rl:.2}–{rh:.2} of it (geomean {g:.2})")))
     };
     let (r3, fmax, p3) = memory(ps, pm);
     let (_, _, s3) = memory(ss, sm);
@@ -447,7 +453,7 @@ pub fn run(o: &ReproOptions) -> Result<PaperReport> {
         let v: Vec<f64> = m.points.iter().map(|(_, _, p)| lat(p, s.ep) / lat(p, s.hydra)).collect();
         let g = geomean(&v);
         let (l, h) = range(&v);
-        (g, Measured::new(g, format!("{} over {}: {g:.3}× geomean ({l:.2}–{h:.2}×)", s.hydra.name(), s.ep.name())))
+        (g, Measured::new(r4(g), format!("{} over {}: {g:.3}× geomean ({l:.2}–{h:.2}×)", s.hydra.name(), s.ep.name())))
     };
     let (g4, p4) = hydra(ps, pm);
     let (_, s4) = hydra(ss, sm);
