@@ -26,11 +26,11 @@ fn run(args: &[&str]) -> Output {
 fn functional_acceptance_command_is_bit_exact() {
     let d = dir("cli_pkg_func");
     let json = d.join("out/func.json");
-    let out = run(&["package", "--functional", "--array", "3x3", "--ber", "1e-6", "--strategy", "ep,hydra,a1,a2,a3,a4,a5", "--json", json.to_str().unwrap()]);
+    let out = run(&["package", "--functional", "--array", "3x3", "--ber", "1e-6", "--strategy", "ep,ep-paper,hydra,hydra-oracle,a1,a2,a3,a4,a5", "--json", json.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rs = v["results"].as_array().unwrap();
-    assert_eq!(rs.len(), 7);
+    assert_eq!(rs.len(), 9);
     for r in rs {
         assert_eq!(r["outputs_match_reference"], true, "{}", r["strategy"]);
         assert!(r.get("replays").is_some());

@@ -77,7 +77,7 @@ const SEEDS: &[&str] = &[
     "run noc-sweep --quiet",
     "package --functional --array 2x2 --tokens 8 --strategy ep,a3 --quiet",
     "package --functional --array 3x3 --ber 1e-6 --tokens 8 --strategy a1,a2,a4,a5 --json @D/out/f.json --quiet",
-    "package --model functional --tokens 16 --array 2x2 --strategy hydra --micro-slices 4 --ring-slots 6 --vcd @D/out/p.vcd --quiet",
+    "package --model functional --tokens 16 --array 2x2 --strategy hydra-oracle --micro-slices 4 --ring-slots 6 --vcd @D/out/p.vcd --quiet",
     "package --trace @D/t.jsonl --model functional --array 2x2 --strategy ep,a3 --iters 0..1 --layers 1..2 --json @D/out/t.json --quiet",
     "package --config @D/pkg.toml --model functional --tokens 8 --threads 2 --no-fast-forward --quiet",
     "run @D/scenario.toml --json @D/out/r.json --vcd @D/out/r.vcd --trace top.mesh.r_0_0 --window 0..30 --quiet",
@@ -216,7 +216,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
         "package" => (
             &[
                 ("--model", &["functional", "qwen3-30b-a3b", "deepseek-moe-16b", "gpt-5", ""]), ("--tokens", NUMS),
-                ("--array", &["2x2", "3x3", "4x4", "0x2", "5x5", "2x3", "x", "17x1"]), ("--strategy", &["ep", "hydra,a1", "a2,a3,a4,a5", "fse-dp", "zz", "", ","]),
+                ("--array", &["2x2", "3x3", "4x4", "0x2", "5x5", "2x3", "x", "17x1"]), ("--strategy", &["ep", "hydra-oracle,a1", "a2,a3,a4,a5", "fse-dp", "zz", "", ","]),
                 ("--ber", &["0", "1e-6", "1e-3", "1", "1.5", "-0.1", "nan", "inf"]), ("--micro-slices", NUMS), ("--ring-slots", NUMS),
                 ("--d-model", NUMS), ("--d-ffn", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
                 ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),

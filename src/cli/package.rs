@@ -29,7 +29,7 @@ pub struct PackageArgs {
     /// Chiplet array RxC (square: 2x2, 3x3, 4x4) (default: 2x2, or the --config file's).
     #[arg(long)]
     pub array: Option<String>,
-    /// Strategies, comma-separated: ep, hydra, a1..a5 (fse-dp = a3).
+    /// Strategies, comma-separated: ep, ep-paper, hydra, hydra-oracle, a1..a5 (fse-dp = a3)
     #[arg(long, default_value = limits::DEFAULT_STRATEGIES)]
     pub strategy: String,
     /// Real int8 data through the dataflow, outputs checked against the dense reference
@@ -165,14 +165,16 @@ pub fn split(parts: testbenches::run::Parts<Strategy, PkgResult>) -> (Vec<PkgRes
 /// The comparison table; a failed strategy gets a row with its reason (the speedup is
 /// against the first finished strategy).
 pub fn print_results(results: &[PkgResult], failed: &[(Strategy, String)]) {
+    // The name column fits the longest name (8 wide for the short ones, as always).
+    let w = results.iter().map(|r| r.strategy.name().len()).chain(failed.iter().map(|(s, _)| s.name().len())).max().unwrap_or(0).max(8);
     println!(
-        "{:<8} {:>12} {:>7} {:>11} {:>9} {:>12} {:>12} {:>10} {:>9}",
+        "{:<w$} {:>12} {:>7} {:>11} {:>9} {:>12} {:>12} {:>10} {:>9}",
         "strategy", "latency_cyc", "util%", "roofline", "ratio", "peak_w_MB", "ddr_MB", "d2d_MB", "speedup"
     );
     let base = results.first().map(|r| r.latency_cycles).unwrap_or(1) as f64;
     for r in results {
         println!(
-            "{:<8} {:>12} {:>7.1} {:>11} {:>9.2} {:>12.2} {:>12.2} {:>10.2} {:>8.2}x{}",
+            "{:<w$} {:>12} {:>7.1} {:>11} {:>9.2} {:>12.2} {:>12.2} {:>10.2} {:>8.2}x{}",
             r.strategy.name(),
             r.latency_cycles,
             r.utilization * 100.0,
@@ -190,7 +192,7 @@ pub fn print_results(results: &[PkgResult], failed: &[(Strategy, String)]) {
         );
     }
     for (s, e) in failed {
-        println!("{:<8} FAILED: {}", s.name(), super::reason(e).trim_start_matches(&format!("{}: ", s.name())));
+        println!("{:<w$} FAILED: {}", s.name(), super::reason(e).trim_start_matches(&format!("{}: ", s.name())));
     }
 }
 

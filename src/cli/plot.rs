@@ -91,9 +91,11 @@ fn err(path: &Path, x: impl Display) -> String {
 /// A strategy keeps its colour in every plot (index in `Strategy::ALL`); names outside it
 /// (a sweep line of a future strategy) take the spare colours.
 fn strategy_color(name: &str) -> RGBColor {
-    const KNOWN: [RGBColor; 7] = [
+    const KNOWN: [RGBColor; 9] = [
         RGBColor(31, 119, 180),  // ep
-        RGBColor(148, 103, 189), // hydra
+        RGBColor(23, 80, 120),   // ep-paper
+        RGBColor(197, 176, 213), // hydra
+        RGBColor(148, 103, 189), // hydra-oracle (the colour `hydra` had before)
         RGBColor(140, 86, 75),   // a1
         RGBColor(255, 127, 14),  // a2
         RGBColor(44, 160, 44),   // a3

@@ -16,7 +16,7 @@ use super::{ensure_parent, CliResult};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Scenario config (TOML), or an embedded scenario's name (default, noc-sweep) (default:
+    /// Scenario config (TOML), or an embedded scenario's name (default, noc-sweep, fsedp-paper) (default:
     /// the embedded `default`, a package scenario).
     pub config: Option<PathBuf>,
     /// Override: JSON stats output (default: the file's output.json).
@@ -122,16 +122,20 @@ fn run_package(sc: &ScenarioCfg, json: Option<&std::path::Path>, plots: Option<&
     }
     let (cfg, model, work) = (run.cfg(), run.model(), run.workload());
     let iters = if w.iters > 1 { format!("{} iterations x ", w.iters) } else { String::new() };
-    println!("{iters}{} tokens of {} on {}x{} chiplets, strategies {}", w.tokens, model.name, cfg.rows, cfg.cols, w.strategies.join(", "));
+    let layers = if work.layers() > 1 { format!(", {} layers (latencies are their sum)", work.layers()) } else { String::new() };
+    println!("{iters}{} tokens of {} on {}x{} chiplets, strategies {}{layers}", w.tokens, model.name, cfg.rows, cfg.cols, w.strategies.join(", "));
     let opts = RunOptions { progress: !quiet, verbose: !quiet, waves: waves.map(|o| testbenches::run::WaveSink { path: o.path.clone(), format: o.format }), ..Default::default() };
     let (results, failed) = split(run.run(&opts));
     if results.is_empty() {
         return parts_outcome(strategies.len() > 1, &failed).map(|c| c.unwrap_or(ExitCode::from(2)));
     }
     print_results(&results, &failed);
+    if let Some(n) = &sc.scenario.note {
+        println!("{n}");
+    }
     if let Some(p) = json {
         // `tokens` as `package` and `sweep` count them: token lines run, every iteration.
-        write_json(p, cfg, &model.name, work.tokens(), 1, &results, &failed)?;
+        write_json(p, cfg, &model.name, work.tokens(), work.layers(), &results, &failed)?;
         println!("wrote {}", p.display());
     }
     if let Some(d) = plots {

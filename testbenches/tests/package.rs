@@ -86,7 +86,7 @@ fn skew_is_checked_against_the_generators_bound() {
 #[test]
 fn an_unknown_scenario_name_lists_the_embedded_ones() {
     let e = testbenches::run::scenario::load(Some(std::path::Path::new("nosuch"))).unwrap_err().to_string();
-    assert!(e.starts_with("cannot read nosuch: ") && e.ends_with("not an embedded scenario either (embedded: default, noc-sweep)"), "{e}");
+    assert!(e.starts_with("cannot read nosuch: ") && e.ends_with("not an embedded scenario either (embedded: default, noc-sweep, fsedp-paper)"), "{e}");
     let sc = testbenches::run::scenario::load(Some(std::path::Path::new("noc-sweep"))).unwrap();
     assert_eq!(sc.scenario.kind, testbenches::run::scenario::ScenarioKind::NocSweep);
 }

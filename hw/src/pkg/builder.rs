@@ -46,7 +46,17 @@ impl Package {
 
     /// As [`Package::new`], with the RTL stand-ins of `rtl` in place of their CL models.
     pub fn new_with_blocks(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool, rtl: PkgRtl) -> Result<Package, PkgError> {
+        Self::new_predicted(cfg, strategy, layer, None, functional, rtl)
+    }
+
+    /// As [`Package::new_with_blocks`], with the experts' token counts `predicted` for this
+    /// layer from earlier layer batches of the run (`hw::pkg::session::Session::predicted`),
+    /// which the paper's Hydra places by ([`Strategy::Hydra`]; ignored by the others).
+    pub fn new_predicted(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, predicted: Option<&[u64]>, functional: bool, rtl: PkgRtl) -> Result<Package, PkgError> {
         cfg.validate()?;
+        // The machine of the strategy (the paper's EP: whole-expert slices; the config
+        // itself for every other strategy).
+        let cfg = &*cfg.for_strategy(strategy);
         cfg.validate_for(layer.d_ffn)?;
         check_layer(layer, functional)?;
         let n = cfg.chiplets() as usize;
@@ -54,7 +64,7 @@ impl Package {
         // --- clocks: core, UCIe, DDR, and every link latency in ticks (checked by validate)
         let timing = cfg.timing()?;
         let (core, ucie, ddr) = (timing.core, timing.ucie, timing.ddr);
-        let planned = PlannedLayer::of(cfg, strategy, layer, n)?;
+        let planned = PlannedLayer::of(cfg, strategy, layer, predicted, n)?;
         let slices = Slices::of(cfg, layer)?;
         let links = PkgLinks::alloc(cfg, &timing, n);
         // Sharded loading (FSE-DP strategies): every chiplet loads and forwards, so the
@@ -148,7 +158,7 @@ fn check_layer(layer: &LayerInput, functional: bool) -> Result<(), PkgError> {
     Ok(())
 }
 
-/// The layer as this run computes it: EP/Hydra placement, token buffering's decision (A5)
+/// The layer as this run computes it: the EP-family placement, token buffering's decision (A5)
 /// and the layer plan over the tokens not deferred.
 struct PlannedLayer {
     tb_cfg: TokenBufferCfgFl,
@@ -159,11 +169,18 @@ struct PlannedLayer {
 }
 
 impl PlannedLayer {
-    fn of(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, n: usize) -> Result<Self, PkgError> {
-        // The layer plan: placement for EP/Hydra.
+    fn of(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, predicted: Option<&[u64]>, n: usize) -> Result<Self, PkgError> {
+        // The layer plan: placement for the EP family.
+        let ep = || sched::pkg::placement::ep_placement_fl(layer.experts, n).map_err(|e| PkgError::Input(e.to_string()));
         let owner = match strategy {
-            Strategy::Ep => Some(sched::pkg::placement::ep_placement_fl(layer.experts, n).map_err(|e| PkgError::Input(e.to_string()))?),
-            Strategy::Hydra => {
+            Strategy::Ep | Strategy::EpPaper => Some(ep()?),
+            // The paper's Hydra: balance the predicted load; with no history, EP's placement.
+            Strategy::Hydra => match predicted {
+                Some(p) if p.len() == layer.experts => Some(sched::pkg::placement::hydra_placement_fl(p, n).map_err(|e| PkgError::Input(e.to_string()))?),
+                Some(p) => return Err(PkgError::Input(format!("{} predicted expert counts for {} experts", p.len(), layer.experts))),
+                None => Some(ep()?),
+            },
+            Strategy::HydraOracle => {
                 let mut load = vec![0u64; layer.experts];
                 for es in &layer.routing {
                     for &e in es {

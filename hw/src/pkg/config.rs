@@ -21,8 +21,20 @@ pub enum Strategy {
     /// Expert parallelism: experts partitioned over chiplets (expert e on chiplet e mod N),
     /// tokens dispatched all-to-all to their experts' chiplets and combined back.
     Ep,
-    /// EP with popularity-driven expert placement (greedy balance of token load).
+    /// The paper's EP (§VI-A, expert-streaming.txt L255, L282–284): whole experts, one
+    /// resident per chiplet, loaded from DDR and then computed — EP on the same machine with
+    /// one micro-slice per expert (the whole expert) and a ring whose DDR side holds one
+    /// slot ([`PkgCfg::for_strategy`]). Placement and dispatch as [`Strategy::Ep`].
+    EpPaper,
+    /// The paper's Hydra (L257, L275): the paper's EP ([`Strategy::EpPaper`]'s whole-expert
+    /// machine — the paper isolates Hydra's placement on top of its EP) whose placement
+    /// balances the experts' token load *predicted* from earlier layer batches of the same
+    /// run (never the counts of the layer being run; see `hw::pkg::session` for the
+    /// predictor). No history: EP's placement.
     Hydra,
+    /// EP placed by the exact token counts of the layer being run (greedy balance): an
+    /// oracle, the upper bound of any popularity-driven placement. (Named `hydra` before.)
+    HydraOracle,
     /// Naive FSE-DP: one slice per trajectory chiplet, store-and-forward, no eager use,
     /// experts in id order.
     A1,
@@ -37,12 +49,14 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 7] = [Strategy::Ep, Strategy::Hydra, Strategy::A1, Strategy::A2, Strategy::A3, Strategy::A4, Strategy::A5];
+    pub const ALL: [Strategy; 9] = [Strategy::Ep, Strategy::EpPaper, Strategy::Hydra, Strategy::HydraOracle, Strategy::A1, Strategy::A2, Strategy::A3, Strategy::A4, Strategy::A5];
 
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Ep => "ep",
+            Strategy::EpPaper => "ep-paper",
             Strategy::Hydra => "hydra",
+            Strategy::HydraOracle => "hydra-oracle",
             Strategy::A1 => "a1",
             Strategy::A2 => "a2",
             Strategy::A3 => "a3",
@@ -51,25 +65,31 @@ impl Strategy {
         }
     }
 
-    /// Parses a CLI name (`ep`, `hydra`, `a1`…`a5`, `fse-dp` = a3).
+    /// Parses a CLI name (`ep`, `ep-paper`, `hydra`, `hydra-oracle`, `a1`…`a5`, `fse-dp` =
+    /// a3).
     pub fn parse(s: &str) -> crate::Result<Strategy> {
         let s = s.trim().to_ascii_lowercase();
         Ok(match s.as_str() {
             "ep" => Strategy::Ep,
+            "ep-paper" | "ep_paper" => Strategy::EpPaper,
             "hydra" => Strategy::Hydra,
+            "hydra-oracle" | "hydra_oracle" => Strategy::HydraOracle,
             "a1" | "naive" => Strategy::A1,
             "a2" => Strategy::A2,
             "a3" | "fse-dp" | "fsedp" => Strategy::A3,
             "a4" => Strategy::A4,
             "a5" => Strategy::A5,
-            other => return Err(crate::Error::Msg(format!("unknown strategy `{other}` (expected ep, hydra, a1, a2, a3, a4, a5; fse-dp = a3)"))),
+            other => return Err(crate::Error::Msg(format!("unknown strategy `{other}` (expected {}; fse-dp = a3)", Strategy::LIST))),
         })
     }
 
+    /// Every strategy's name, comma-separated (the parse lists and help texts).
+    pub const LIST: &'static str = "ep, ep-paper, hydra, hydra-oracle, a1, a2, a3, a4, a5";
+
     /// Experts travel as micro-slices along trajectories (FSE-DP), rather than staying on
-    /// their owner with tokens moving (EP, Hydra).
+    /// their owner with tokens moving (EP, the paper's EP, Hydra, Hydra's oracle).
     pub fn streams_experts(self) -> bool {
-        !matches!(self, Strategy::Ep | Strategy::Hydra)
+        !matches!(self, Strategy::Ep | Strategy::EpPaper | Strategy::Hydra | Strategy::HydraOracle)
     }
 
     /// Controller knobs of the preset.
@@ -143,6 +163,19 @@ pub struct PkgCfg {
 }
 
 impl PkgCfg {
+    /// The machine a strategy runs on: this config, except for the paper's EP and Hydra
+    /// ([`Strategy::EpPaper`], [`Strategy::Hydra`]), whose expert is one micro-slice (the whole expert) in a ring of
+    /// two whole-expert slots of which Rule 4 keeps one for D2D arrivals — which EP never
+    /// has — so DDR fills one slot: one whole expert resident per chiplet, its load then its
+    /// compute, the next load only once the slot is released. Every other strategy gets the
+    /// config unchanged (the same bytes, so their results are too).
+    pub fn for_strategy(&self, strategy: Strategy) -> std::borrow::Cow<'_, PkgCfg> {
+        match strategy {
+            Strategy::EpPaper | Strategy::Hydra => std::borrow::Cow::Owned(PkgCfg { micro_slices: 1, ring_slots: 2, ddr_reserve: 1, ..self.clone() }),
+            _ => std::borrow::Cow::Borrowed(self),
+        }
+    }
+
     /// Token buffering (Algorithm 2) parameters of the IO die under `strategy`: on for A5
     /// (θ_min = `theta_min`, N_threshold from the slack), off (θ_min = 0) otherwise.
     pub fn token_buffer_cfg(&self, strategy: Strategy) -> Result<sched::pkg::iodie::TokenBufferCfgFl, CfgError> {

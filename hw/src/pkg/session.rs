@@ -12,6 +12,13 @@
 //! the iteration the trace gives it or later, never earlier. The run ends when every request
 //! has finished its passes — the deferred work is done, not dropped.
 //!
+//! The tracker also keeps the expert popularity the run has seen, the input of the paper's
+//! Hydra ([`Session::predicted`]): for the batch of layer l it predicts each expert's token
+//! count as the counts of layer l summed over the earlier iterations' batches, and, before
+//! any iteration has run layer l, the counts of the batch run just before (the previous
+//! layer: "cross-layer expert popularity", expert-streaming.txt L257). The batch being run
+//! never enters its own prediction.
+//!
 //! The tracker also owns the requests' QoS-bank slots (admit on a request's first batch,
 //! `forward_pass_done` when it leaves its last layer, the slot freed after its last pass;
 //! with every slot taken a request shares slot 0, whose timer never earns, so it is never
@@ -61,6 +68,8 @@ pub struct SessionStats {
 #[derive(Debug, Clone)]
 struct Batch {
     layer: usize,
+    /// Token count per expert of the batch (routed and shared), for the popularity history.
+    counts: Vec<u64>,
     /// (request, trace token) per batch position.
     members: Vec<(usize, usize)>,
 }
@@ -80,6 +89,12 @@ pub struct Session<'a> {
     g: u64,
     layer: usize,
     pending: Option<Batch>,
+    /// Per layer, each expert's tokens over the committed batches of that layer.
+    seen: Vec<Vec<u64>>,
+    /// Each expert's tokens in the last committed batch.
+    last: Option<Vec<u64>>,
+    /// The prediction for the pending batch (see [`Session::predicted`]).
+    pred: Option<Vec<u64>>,
     pub stats: SessionStats,
 }
 
@@ -105,7 +120,15 @@ impl<'a> Session<'a> {
         let live = reqs.len();
         // Slot 0 is the shared never-deferred slot; hand out the others lowest first.
         let free_slots = (1..tb.slots).rev().collect();
-        Ok(Session { trace, shared, d_model, d_ffn, tb, bank, free_slots, reqs, live, g: 0, layer: 0, pending: None, stats: SessionStats::default() })
+        let seen = vec![Vec::new(); trace.header.layers as usize];
+        Ok(Session { trace, shared, d_model, d_ffn, tb, bank, free_slots, reqs, live, g: 0, layer: 0, pending: None, seen, last: None, pred: None, stats: SessionStats::default() })
+    }
+
+    /// Each expert's token count predicted for the batch [`Self::next_layer`] handed out,
+    /// from earlier batches only: layer l's counts over the earlier iterations, else the
+    /// previous batch's counts, else (the run's first batch) `None`.
+    pub fn predicted(&self) -> Option<&[u64]> {
+        self.pred.as_deref()
     }
 
     /// The next layer batch, or `None` when every request has finished. Each batch must be
@@ -139,7 +162,7 @@ impl<'a> Session<'a> {
                     self.reqs[r].slot = Some(s);
                 }
             }
-            let routing = members
+            let routing: Vec<Vec<u16>> = members
                 .iter()
                 .map(|&(_, t)| {
                     let mut es = self.trace.tokens[t].layers[l].to_vec();
@@ -148,7 +171,12 @@ impl<'a> Session<'a> {
                 })
                 .collect();
             let slot_of_token = members.iter().map(|&(r, _)| self.reqs[r].slot.expect("admitted above")).collect();
-            self.pending = Some(Batch { layer: l, members });
+            let mut counts = vec![0u64; experts + self.shared];
+            for &e in routing.iter().flatten() {
+                counts[e as usize] += 1;
+            }
+            self.pred = if self.seen[l].iter().any(|&c| c > 0) { Some(self.seen[l].clone()) } else { self.last.clone() };
+            self.pending = Some(Batch { layer: l, counts, members });
             self.stats.layer_runs += 1;
             self.stats.iterations = g + 1;
             return Some(LayerInput {
@@ -167,6 +195,15 @@ impl<'a> Session<'a> {
     pub fn commit(&mut self, outcome: Option<(Vec<usize>, TokenBufferFl)>) -> crate::Result<()> {
         let b = self.pending.take().ok_or_else(|| crate::Error::block("session", "commit without a batch"))?;
         let layers = self.trace.header.layers as usize;
+        self.pred = None;
+        let seen = &mut self.seen[b.layer];
+        if seen.is_empty() {
+            *seen = vec![0; b.counts.len()];
+        }
+        for (s, c) in seen.iter_mut().zip(&b.counts) {
+            *s += c;
+        }
+        self.last = Some(b.counts.clone());
         let mut deferred_req = vec![false; self.reqs.len()];
         if let Some((tokens, bank)) = outcome {
             if bank.cfg != self.tb {

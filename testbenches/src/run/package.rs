@@ -66,7 +66,18 @@ impl Workload {
 /// the flag (`--iters`, `--layers`); callers with other names replace it.
 #[allow(clippy::too_many_arguments)]
 pub fn workload_from(m: &ModelPreset, tokens: u32, skew: f64, seed: u64, trace: Option<&Trace>, iters: Option<Range<usize>>, layers: Option<Range<usize>>, d_model: u32, d_ffn: u32) -> Result<Workload> {
+    let shape = GenCfg { tokens_per_iter: tokens, skew, seed, ..Default::default() };
+    workload_shaped(m, &shape, trace, iters, layers, d_model, d_ffn)
+}
+
+/// As [`workload_from`], the generated routing shaped by `shape` (its `tokens_per_iter`,
+/// `skew`, `seed` and request fields — prompt and decode lengths, `max_decode_frac`,
+/// `prefill_chunk`, `decode_tokens`, `coherence`, `request_experts`; the model, experts,
+/// top-k, layers and iterations come from `m` and `iters`/`layers`). A bad field is refused
+/// naming it (`config field `FIELD``).
+pub fn workload_shaped(m: &ModelPreset, shape: &GenCfg, trace: Option<&Trace>, iters: Option<Range<usize>>, layers: Option<Range<usize>>, d_model: u32, d_ffn: u32) -> Result<Workload> {
     let shared = m.shared_experts as usize;
+    let tokens = shape.tokens_per_iter;
     let mut t = match trace {
         None => {
             let n_iters = iters.as_ref().map_or(1, |r| r.end);
@@ -78,7 +89,7 @@ pub fn workload_from(m: &ModelPreset, tokens: u32, skew: f64, seed: u64, trace: 
             if n_iters as u64 * tokens as u64 > sched::workload::MAX_GEN_TOKENS {
                 return Err(Error::input("--iters", format!("{n_iters} iterations of {tokens} tokens is more than {} token lines", sched::workload::MAX_GEN_TOKENS)));
             }
-            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: n_layers as u32, tokens_per_iter: tokens, iters: n_iters as u32, skew, seed, ..Default::default() };
+            let g = GenCfg { model: Some(m.name.clone()), experts: m.experts, top_k: m.top_k, layers: n_layers as u32, iters: n_iters as u32, ..shape.clone() };
             generate(&g).map_err(|e| Error::Run(e.to_string()))?
         }
         Some(t) => t.clone(),
@@ -182,7 +193,7 @@ impl PackageRun {
     /// the workload's d_ffn, and each strategy's token-buffering parameters.
     pub fn new(cfg: PkgCfg, model: ModelPreset, work: Workload, strategies: Vec<Strategy>, functional: bool, rtl: PkgRtl) -> Result<PackageRun> {
         if strategies.is_empty() {
-            return Err(Error::input("--strategy", "give at least one of ep, hydra, a1..a5"));
+            return Err(Error::input("--strategy", format!("give at least one of {}", Strategy::LIST)));
         }
         limits::check_distinct("--strategy", &strategies, |s| s.name().to_string())?;
         cfg.validate().map_err(Error::from)?;
@@ -280,7 +291,7 @@ impl PackageRun {
             if i >= bar.length().unwrap_or(0) {
                 bar.set_length(i + 1);
             }
-            let mut p = Package::new_with_blocks(cfg, s, &l, self.functional, self.rtl).map_err(|e| Error::Run(e.to_string()))?;
+            let mut p = Package::new_predicted(cfg, s, &l, session.predicted(), self.functional, self.rtl).map_err(|e| Error::Run(e.to_string()))?;
             let r = match o.waves.as_ref().filter(|_| i == 0) {
                 Some(sink) => {
                     let path = sink.part_path(s.name(), several);
@@ -326,7 +337,7 @@ pub fn results_json(cfg: &PkgCfg, model: &str, tokens: usize, layers: usize, res
 pub fn parse_strategies(s: &str, field: &str) -> Result<Vec<Strategy>> {
     let v: Vec<Strategy> = s.split(',').filter(|x| !x.trim().is_empty()).map(Strategy::parse).collect::<std::result::Result<_, _>>().map_err(|e| Error::input(field, e))?;
     if v.is_empty() {
-        return Err(Error::input(field, "give at least one of ep, hydra, a1..a5"));
+        return Err(Error::input(field, format!("give at least one of {}", Strategy::LIST)));
     }
     limits::check_distinct(field, &v, |s| s.name().to_string())?;
     Ok(v)

@@ -15,14 +15,18 @@ use sched::models::ModelPreset;
 use serde::{Deserialize, Serialize};
 
 use super::limits;
-use super::package::{parse_strategies, workload_from, PackageRun, Workload};
+use super::package::{parse_strategies, workload_shaped, PackageRun, Workload};
 use crate::error::{Error, Result};
 
 /// The embedded default scenario.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../configs/default.toml");
 
 /// Embedded named scenarios (`waferstream run NAME`).
-pub const NAMED: [(&str, &str); 2] = [("default", DEFAULT_SCENARIO), ("noc-sweep", include_str!("../../configs/noc_sweep.toml"))];
+pub const NAMED: [(&str, &str); 3] = [
+    ("default", DEFAULT_SCENARIO),
+    ("noc-sweep", include_str!("../../configs/noc_sweep.toml")),
+    ("fsedp-paper", include_str!("../../papers/fsedp-paper.toml")),
+];
 
 /// A scenario file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +52,9 @@ pub struct ScenarioHeader {
     /// Injection rates to sweep (flits/node/cycle); the config's traffic.rate if empty.
     #[serde(default)]
     pub rates: Vec<f64>,
+    /// A line printed under a package scenario's table: what it tests and where the rest is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +91,69 @@ pub struct WorkloadCfg {
     /// Iterations of generated routing (`tokens` each), run in turn: token buffering (A5)
     /// acts across iterations.
     pub iters: u32,
+    /// MoE layers per iteration, run in turn (their results add up: a latency over all
+    /// layers, divided by `layers` the layer average); 0 = every layer of the model.
+    #[serde(skip_serializing_if = "is_one")]
+    pub layers: u32,
+    /// Request structure of the generated routing (sched::workload): prompt lengths and
+    /// decode steps of a request (`[min, max]`), chunked prefill (most tokens of one prompt
+    /// per iteration; 0 = unchunked), most decode tokens per iteration (0 = half the
+    /// iteration, the generator's default share), and how strongly a request's tokens pick
+    /// from the request's own preferred experts (`coherence` in [0, 1], sets of
+    /// `request_experts`, 0 = 2 · top_k).
+    // (Written only when set, so a sweep line of a workload without them keeps its bytes.)
+    #[serde(skip_serializing_if = "is_default_prompt")]
+    pub prompt_len: [u32; 2],
+    #[serde(skip_serializing_if = "is_default_decode")]
+    pub decode_steps: [u32; 2],
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prefill_chunk: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decode_tokens: u32,
+    #[serde(skip_serializing_if = "is_zero_f")]
+    pub coherence: f64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub request_experts: u32,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+fn is_zero_f(v: &f64) -> bool {
+    *v == 0.0
+}
+fn is_default_prompt(v: &[u32; 2]) -> bool {
+    *v == sched::workload::GenCfg::default().prompt_len
+}
+fn is_default_decode(v: &[u32; 2]) -> bool {
+    *v == sched::workload::GenCfg::default().decode_steps
+}
+
+impl WorkloadCfg {
+    /// The generator's shape of this workload (tokens, skew, seed, request structure).
+    pub fn shape(&self) -> sched::workload::GenCfg {
+        let d = sched::workload::GenCfg::default();
+        sched::workload::GenCfg {
+            tokens_per_iter: self.tokens,
+            skew: self.skew,
+            seed: self.seed.max(1),
+            prompt_len: self.prompt_len,
+            decode_steps: self.decode_steps,
+            prefill_chunk: self.prefill_chunk,
+            decode_tokens: (self.decode_tokens > 0).then_some(self.decode_tokens),
+            coherence: self.coherence,
+            request_experts: self.request_experts,
+            ..d
+        }
+    }
+
+    /// Layers to generate for `model` (`layers`, or all of the model's with 0).
+    pub fn layers_for(&self, model: &ModelPreset) -> u32 {
+        if self.layers == 0 { model.layers } else { self.layers }
+    }
 }
 
 impl Default for WorkloadCfg {
@@ -96,6 +166,13 @@ impl Default for WorkloadCfg {
             seed: 1,
             functional: false,
             iters: 1,
+            layers: 1,
+            prompt_len: sched::workload::GenCfg::default().prompt_len,
+            decode_steps: sched::workload::GenCfg::default().decode_steps,
+            prefill_chunk: 0,
+            decode_tokens: 0,
+            coherence: 0.0,
+            request_experts: 0,
         }
     }
 }
@@ -166,16 +243,21 @@ pub fn check_package(sc: &ScenarioCfg) -> Result<(ModelPreset, Vec<Strategy>)> {
     if w.iters == 0 {
         return Err(Error::input("config field `workload.iters`", "at least 1 iteration"));
     }
+    // The request structure, checked by the generator's own rules before anything runs.
+    let g = sched::workload::GenCfg { model: Some(model.name.clone()), experts: model.experts, top_k: model.top_k, layers: w.layers_for(&model), iters: w.iters, ..w.shape() };
+    g.validate().map_err(|e| Error::input(format!("config field `workload.{}`", e.field), e.reason))?;
     let strategies = parse_strategies(&w.strategies.join(","), "config field `workload.strategies`")?;
     Ok((model, strategies))
 }
 
 /// The generated routing of a checked package scenario: `workload.iters` iterations of
-/// `workload.tokens` tokens, one layer (the same [`workload_from`] as `package`).
+/// `workload.tokens` tokens, `workload.layers` layers, shaped by the request fields (the
+/// same [`workload_shaped`] as `package`).
 pub fn package_workload(sc: &ScenarioCfg, model: &ModelPreset) -> Result<Workload> {
     let w = &sc.workload;
-    workload_from(model, w.tokens, w.skew, w.seed.max(1), None, Some(0..w.iters as usize), None, model.d_model, model.d_ffn)
-        .map_err(|e| Error::Run(e.to_string().replace("--iters", "config field `workload.iters`")))
+    let layers = (w.layers != 1).then(|| 0..w.layers_for(model) as usize);
+    workload_shaped(model, &w.shape(), None, Some(0..w.iters as usize), layers, model.d_model, model.d_ffn)
+        .map_err(|e| Error::Run(e.to_string().replace("--iters", "config field `workload.iters`").replace("--layers", "config field `workload.layers`")))
 }
 
 /// A `kind = "package"` scenario as a checked run: [`check_package`], [`package_workload`],

@@ -256,7 +256,7 @@ impl Grid {
                 }
                 if a.path == STRATEGY_AXIS {
                     for v in &a.values {
-                        let s = v.as_str().ok_or_else(|| format!("{origin}: {field}: {v} is not a strategy name (ep, hydra, a1..a5)"))?;
+                        let s = v.as_str().ok_or_else(|| format!("{origin}: {field}: {v} is not a strategy name ({})", Strategy::LIST))?;
                         Strategy::parse(s).map_err(|e| format!("{origin}: {field}: {e}"))?;
                     }
                 }
