@@ -15,7 +15,7 @@ OUT="$(realpath "$OUT")"
 # Each line: a name, then the arguments (run from the output folder; $ROOT for repo inputs).
 cmds=(
   "noc|noc --k 4 --rates 0.1,0.3 --seed 3 --json noc.json --vcd noc.vcd --quiet"
-  "pkg|package --functional --tokens 16 --array 2x2 --strategy ep,hydra,a3,a4 --json pkg.json --vcd pkg.vcd"
+  "pkg|package --functional --tokens 16 --array 2x2 --strategy ep,hydra-oracle,a3,a4 --json pkg.json --vcd pkg.vcd"
   "pkgfst|package --tokens 32 --array 2x2 --strategy a3 --json pkgfst.json --fst pkg.fst"
   "run|run --json run.json"
   "wafer|wafer --model deepseek-v3 --wafer 4x4 --tp 4 --mapping baseline,er --json wafer.json --vcd wafer.vcd"
