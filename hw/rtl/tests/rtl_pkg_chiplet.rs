@@ -299,7 +299,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
 }
 
 fn knobs(eager: bool, fwc: bool, reserve: u32, rule5: bool, helpers: bool) -> CtrlKnobs {
-    CtrlKnobs { eager, forward_with_compute: fwc, ddr_reserve: reserve, rule5, helpers }
+    CtrlKnobs { eager, forward_with_compute: fwc, ddr_reserve: reserve, rule5, helpers, shard_reserve: false }
 }
 
 /// Every strategy preset's knobs (A1 naive, A2/A3, A4 Rule 5, sharded loading, EP tokens)
