@@ -1172,7 +1172,7 @@ mod tests {
                 }
             };
             for i in 0..n {
-                let head = heads[i].front().filter(|h| h.0 <= t).map(|h| h.1);
+                let head = heads[i].front().filter(|h| h.0 <= t).map(|h| h.1 .1);
                 if let Some((_, (_, tag, _, helper))) = heads[i].front().filter(|h| h.0 <= t) {
                     if *helper {
                         assert!(c[i].reserved_slot(*tag).is_some(), "t={t}: helper send of {tag:?} reached chiplet {i} without a reserved slot");
