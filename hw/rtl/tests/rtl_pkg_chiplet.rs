@@ -337,3 +337,14 @@ proptest! {
         lockstep(&c, 10_000, seed);
     }
 }
+
+/// Sharded loading's flow control (`shard_flow = "reserve"`) is CL-only: the twin refuses it
+/// when built, naming the config field (docs/rtl.md), so `--rtl chiplet-ctrl` never runs a
+/// protocol the RTL does not implement.
+#[test]
+fn chiplet_ctrl_refuses_shard_flow_reserve() {
+    let k = CtrlKnobs { shard_reserve: true, ..knobs(true, true, 1, false, true) };
+    let e = ChipletCtrlTwin::new(1, 2, 2, 8, 16, k).err().expect("refused");
+    assert!(e.to_string().contains("shard_flow = \"reserve\""), "{e}");
+    assert!(ChipletCtrlTwin::new(1, 2, 2, 8, 16, knobs(true, true, 1, false, true)).is_ok());
+}
