@@ -99,3 +99,23 @@ fn reserve_without_sharded_loading_is_refused() {
     let t: PkgCfg = toml::from_str("loaders = \"all\"\nshard_flow = \"reserve\"").unwrap();
     assert_eq!((t.loaders, t.shard_flow), (Loaders::All, ShardFlow::Reserve));
 }
+
+/// The protocol's sideband messages land where fast-forward and the partitions expect them:
+/// results are identical stepping every edge or not, on one thread or three.
+#[test]
+fn flow_control_results_do_not_depend_on_stepping_or_threads() {
+    let l = layer(48, 16, 2, 64, 48, 3);
+    for s in [Strategy::A3, Strategy::A4] {
+        let mut keys = Vec::new();
+        for (ff, th) in [(false, 1), (true, 1), (true, 3)] {
+            let mut c = cfg(3, ShardFlow::Reserve);
+            c.ring_slots = 5;
+            c.sim.fast_forward = ff;
+            c.sim.threads = th;
+            let r = Package::new(&c, s, &l, true).unwrap().run(None).unwrap();
+            assert_eq!(r.outputs_match_reference, Some(true));
+            keys.push(format!("{} {} {} {:?}", r.latency_cycles, r.ddr_bytes, r.d2d_bytes, r.chiplets));
+        }
+        assert!(keys.windows(2).all(|w| w[0] == w[1]), "{}: {keys:#?}", s.name());
+    }
+}
