@@ -16,6 +16,11 @@
 //!   kept for D2D arrivals, so preloads alone cannot fill the ring and starve a trajectory).
 //! * **Rule 5** (optional) is decided at the IO die (which chiplet loads a micro-slice), not
 //!   here.
+//! * **Sharded loading's flow control** (`shard_reserve`): a helper off the trajectory sends
+//!   a granted micro-slice only against a credit from its member, which reserves a ring slot
+//!   first (slot request → reservation → credit → send into the reserved slot); under Rule 5
+//!   the member fetches the slice from the chiplet whose channel holds it. Without it the
+//!   helper pushes and the member's deadlock escape makes room.
 //!
 //! Only granted experts are computed or sent: the IO die's grant programs the next-hop table
 //! (the expert's trajectory mask) — a preloaded micro-slice of an ungranted expert waits in
