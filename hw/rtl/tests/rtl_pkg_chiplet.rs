@@ -299,7 +299,7 @@ fn lockstep(c: &Case, cycles: u64, seed: u64) -> u32 {
 }
 
 fn knobs(eager: bool, fwc: bool, reserve: u32, rule5: bool, helpers: bool) -> CtrlKnobs {
-    CtrlKnobs { eager, forward_with_compute: fwc, ddr_reserve: reserve, rule5, helpers }
+    CtrlKnobs { eager, forward_with_compute: fwc, ddr_reserve: reserve, rule5, helpers, shard_reserve: false }
 }
 
 /// Every strategy preset's knobs (A1 naive, A2/A3, A4 Rule 5, sharded loading, EP tokens)
@@ -336,4 +336,15 @@ proptest! {
         let c = Case { rows, cols, id: id_pick % (rows * cols) as u8, slots, experts, knobs: knobs(eager, fwc, reserve, rule5, helpers), tokens: tok };
         lockstep(&c, 10_000, seed);
     }
+}
+
+/// Sharded loading's flow control (`shard_flow = "reserve"`) is CL-only: the twin refuses it
+/// when built, naming the config field (docs/rtl.md), so `--rtl chiplet-ctrl` never runs a
+/// protocol the RTL does not implement.
+#[test]
+fn chiplet_ctrl_refuses_shard_flow_reserve() {
+    let k = CtrlKnobs { shard_reserve: true, ..knobs(true, true, 1, false, true) };
+    let e = ChipletCtrlTwin::new(1, 2, 2, 8, 16, k).err().expect("refused");
+    assert!(e.to_string().contains("shard_flow = \"reserve\""), "{e}");
+    assert!(ChipletCtrlTwin::new(1, 2, 2, 8, 16, knobs(true, true, 1, false, true)).is_ok());
 }

@@ -12,7 +12,7 @@ use sched::pkg::iodie::{eit_fl, TokenBufferCfgFl};
 use sched::pkg::moe::ExpertWeights;
 
 use super::chiplet::{ChipletCtrlCl, ChipletCtrlModel, ChipletId, CtrlKnobs, ExpertId};
-use super::config::{Loaders, PkgCfg, PkgTiming, Strategy};
+use super::config::{Loaders, PkgCfg, PkgTiming, ShardFlow, Strategy};
 use super::ddr::{DdrChannelCl, DdrPorts, DdrReq, DdrResp};
 use super::iodie::{IoDieCfg, IoDieFactory, IoDieModel, IoDiePorts, IoDieSchedulerCl, LayerStart, OrderPolicy, SchedMsgCl};
 use super::layer::{Buffering, LayerInput};
@@ -72,7 +72,7 @@ impl Package {
         let sharded = cfg.loaders == Loaders::All && strategy.streams_experts();
         let io = build_iodie(rows, cols, strategy, layer, &timing, &links, &planned, sharded, rtl.iodie)?;
         // --- chiplets
-        let knobs = CtrlKnobs { helpers: sharded, ..strategy.knobs(cfg.ddr_reserve) };
+        let knobs = CtrlKnobs { helpers: sharded, shard_reserve: sharded && cfg.shard_flow == ShardFlow::Reserve, ..strategy.knobs(cfg.ddr_reserve) };
         let m = cfg.micro_slices as usize;
         let m_of: Vec<u16> = (0..layer.experts).map(|e| if planned.plan.tokens(e) > 0 { m as u16 } else { 0 }).collect();
         let mut tiles = Vec::with_capacity(n);
@@ -244,6 +244,8 @@ struct PkgLinks {
     ddr_req: LinkArena<DdrReq>,
     ddr_resp: LinkArena<DdrResp>,
     handoff: LinkArena<SlotTag>,
+    fetch: LinkArena<SlotTag>,
+    slot_req: LinkArena<SlotTag>,
     status: LinkArena<FreeReport>,
     loads: LinkArena<SlotTag>,
     /// Per chiplet and router port: flit and credit inputs, and the adapter input of a
@@ -260,6 +262,9 @@ struct PkgLinks {
     ddr_resp_l: Vec<LinkId>,
     /// handoff_l[src][dst]
     handoff_l: Vec<Vec<LinkId>>,
+    /// fetch_l[src][dst]: the same sideband for flow control's fetches.
+    fetch_l: Vec<Vec<LinkId>>,
+    slot_req_l: Vec<Vec<LinkId>>,
     status_l: Vec<LinkId>,
     load_l: Vec<LinkId>,
     /// Landing offsets of core-edge sends (see [`PkgPart::core_wake`]); the DDR request's
@@ -309,6 +314,10 @@ impl PkgLinks {
         let ddr_resp_l: Vec<LinkId> = (0..n).map(|_| ddr_resp.add_cdc(1, core.div as u32)).collect();
         let mut handoff = LinkArena::<SlotTag>::new();
         let handoff_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| handoff.add(cl(2))).collect()).collect();
+        let mut fetch = LinkArena::<SlotTag>::new();
+        let fetch_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| fetch.add(cl(2))).collect()).collect();
+        let mut slot_req = LinkArena::<SlotTag>::new();
+        let slot_req_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| slot_req.add(cl(2))).collect()).collect();
         let mut status = LinkArena::<FreeReport>::new();
         let mut loads = LinkArena::<SlotTag>::new();
         let status_l: Vec<LinkId> = (0..n).map(|_| status.add(cl(2))).collect();
@@ -322,6 +331,8 @@ impl PkgLinks {
             ddr_req,
             ddr_resp,
             handoff,
+            fetch,
+            slot_req,
             status,
             loads,
             flit_in,
@@ -334,6 +345,8 @@ impl PkgLinks {
             ddr_req_l,
             ddr_resp_l,
             handoff_l,
+            fetch_l,
+            slot_req_l,
             status_l,
             load_l,
             core_wake,
@@ -342,8 +355,8 @@ impl PkgLinks {
 
     /// The arenas, shared by the partitions.
     fn into_wires(self, pools: PayloadPools) -> PkgWires {
-        let PkgLinks { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, status, loads, .. } = self;
-        PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, status, loads, pools }
+        let PkgLinks { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, fetch, slot_req, status, loads, .. } = self;
+        PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, fetch, slot_req, status, loads, pools }
     }
 
     /// Chiplet `i`'s ends of the control links.
@@ -356,6 +369,10 @@ impl PkgLinks {
             ddr_resp_in: self.ddr_resp_l[i],
             handoff_out: self.handoff_l[i].clone(),
             handoff_in: (0..n).filter(|&j| j != i).map(|j| self.handoff_l[j][i]).collect(),
+            fetch_out: self.fetch_l[i].clone(),
+            fetch_in: (0..n).filter(|&j| j != i).map(|j| self.fetch_l[j][i]).collect(),
+            slot_req_out: self.slot_req_l[i].clone(),
+            slot_req_in: (0..n).filter(|&j| j != i).map(|j| self.slot_req_l[j][i]).collect(),
             status_out: self.status_l[i],
             load_in: self.load_l[i],
         }

@@ -16,6 +16,11 @@
 //!   kept for D2D arrivals, so preloads alone cannot fill the ring and starve a trajectory).
 //! * **Rule 5** (optional) is decided at the IO die (which chiplet loads a micro-slice), not
 //!   here.
+//! * **Sharded loading's flow control** (`shard_reserve`): a helper off the trajectory sends
+//!   a granted micro-slice only against a credit from its member, which reserves a ring slot
+//!   first (slot request → reservation → credit → send into the reserved slot); under Rule 5
+//!   the member fetches the slice from the chiplet whose channel holds it. Without it the
+//!   helper pushes and the member's deadlock escape makes room.
 //!
 //! Only granted experts are computed or sent: the IO die's grant programs the next-hop table
 //! (the expert's trajectory mask) — a preloaded micro-slice of an ungranted expert waits in
@@ -70,11 +75,19 @@ pub struct CtrlKnobs {
     /// Sharded loading: this chiplet also loads its share of experts whose trajectory it
     /// is not on, and forwards those micro-slices into the trajectory without computing.
     pub helpers: bool,
+    /// Sharded loading with flow control (`shard_flow = "reserve"`): a helper holding a
+    /// granted micro-slice asks its first member for room (`slot_req`); the member reserves
+    /// a ring slot and answers with a credit (`fetch`); only then does the helper send, into
+    /// the reserved slot — no helper pushes a slice into a ring without room. Under Rule 5
+    /// the arbiter's assignment is the reservation and the member fetches the slice from the
+    /// chiplet whose DDR channel holds it. False: helpers push (today's; the receiver's
+    /// deadlock escape makes room).
+    pub shard_reserve: bool,
 }
 
 impl Default for CtrlKnobs {
     fn default() -> Self {
-        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false, helpers: false }
+        CtrlKnobs { eager: true, forward_with_compute: true, ddr_reserve: 1, rule5: false, helpers: false, shard_reserve: false }
     }
 }
 
@@ -121,6 +134,14 @@ pub struct CtrlIn {
     pub handoff: Option<SlotTag>,
     /// Rule 5: load this micro-slice (assigned by the IO die's load arbiter).
     pub load: Option<SlotTag>,
+    /// Flow control (`shard_reserve`), a credit: a member reserved a slot for this
+    /// micro-slice. A helper holding it sends it to its next station; otherwise (Rule 5)
+    /// load it from this chiplet's DDR channel and send it to `tag.loader` (control
+    /// sideband, as `handoff`).
+    pub fetch: Option<SlotTag>,
+    /// Flow control: a helper holds this granted micro-slice for this member and asks for a
+    /// slot.
+    pub slot_req: Option<SlotTag>,
 }
 
 /// Outputs of one cycle.
@@ -143,6 +164,11 @@ pub struct CtrlOut {
     pub handoff: Option<(SlotTag, ChipletId)>,
     /// Rule 5: free ring slots changed (reported to the load arbiter).
     pub free: Option<FreeReport>,
+    /// Flow control: a slot is reserved here for this micro-slice — the credit to the helper
+    /// that asked, or (Rule 5) the fetch to the chiplet whose DDR channel holds it.
+    pub fetch: Option<(SlotTag, ChipletId)>,
+    /// Flow control: a helper asks this member for a slot for this micro-slice.
+    pub slot_req: Option<(SlotTag, ChipletId)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -153,6 +179,11 @@ struct SlotCtl {
     sent: bool,
     next: Option<ChipletId>,
     from_d2d: bool,
+    /// Flow control: reserved for a micro-slice a credit or fetch was sent for (it lands
+    /// over D2D).
+    remote: bool,
+    /// Flow control: a helper's slice, sent to this member only against its credit.
+    fwd: Option<ChipletId>,
 }
 
 /// Event counters.
@@ -174,6 +205,11 @@ pub struct CtrlStats {
     pub reloads: u64,
     /// Sharded loading: micro-slices this chiplet loaded off its trajectories and forwarded.
     pub forwards: u64,
+    /// Flow control: credits and fetches sent (each with a slot reserved here), slot
+    /// requests sent by helpers, fetches served by loading (Rule 5).
+    pub fetches_out: u64,
+    pub slot_reqs: u64,
+    pub fetches_in: u64,
 }
 
 /// What the package needs from a chiplet controller: the CL model, or an RTL stand-in
@@ -297,6 +333,16 @@ pub struct ChipletCtrlCl {
     assigned_q: VecDeque<SlotTag>,
     /// Rule 5: the free-slot report last sent.
     reported: FreeReport,
+    /// Flow control: fetches received, served in order (a member's slot waits for each).
+    fetch_q: VecDeque<SlotTag>,
+    /// Flow control: slots reserved for micro-slices not yet landed; at most half the ring.
+    remote_inflight: u32,
+    /// Flow control, helper side: granted slices whose slot request is not sent yet, and
+    /// those waiting for their credit.
+    req_out_q: VecDeque<u32>,
+    held: Vec<u32>,
+    /// Flow control, member side: slot requests not answered yet, in arrival order.
+    req_in_q: VecDeque<SlotTag>,
     /// Last cycle's outputs (for traces).
     pub out: CtrlOut,
     pub stats: CtrlStats,
@@ -333,6 +379,11 @@ impl ChipletCtrlCl {
             reload_q: VecDeque::new(),
             assigned_q: VecDeque::new(),
             reported: FreeReport::default(),
+            fetch_q: VecDeque::new(),
+            remote_inflight: 0,
+            req_out_q: VecDeque::new(),
+            held: Vec::new(),
+            req_in_q: VecDeque::new(),
             out: CtrlOut::default(),
             stats: CtrlStats::default(),
         }
@@ -369,7 +420,7 @@ impl ChipletCtrlCl {
 
     /// Nothing in flight: no live slot, no pending work, nothing left to load.
     pub fn quiescent(&self) -> bool {
-        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none() && self.reload_q.is_empty() && self.assigned_q.is_empty()
+        self.ring.live_count() == 0 && self.pending == 0 && self.load_seq.is_empty() && self.pe_slot.is_none() && self.reload_q.is_empty() && self.assigned_q.is_empty() && self.fetch_q.is_empty() && self.req_in_q.is_empty()
     }
 
     pub fn pe_slot(&self) -> Option<u32> {
@@ -422,16 +473,37 @@ impl ChipletCtrlCl {
         if let Some(s) = inp.ddr_landed {
             let c = &mut self.slot[s as usize];
             c.landed = true;
-            if self.granted[self.ring.tag(s).expert.idx()] {
+            if let Some(d) = c.fwd {
+                // Loaded for a fetch: the member reserved its slot, so send it now. (A
+                // helper's own slice reloaded after the escape was counted when granted.)
+                c.computed = true;
+                c.next = Some(d);
+                self.tx_q.push_back((s, d));
+                if self.ring.tag(s).loader != self.id {
+                    self.stats.forwards += 1;
+                }
+            } else if self.granted[self.ring.tag(s).expert.idx()] {
                 self.loaded_and_granted(s, traj);
             } else {
                 self.local_wait.push(s);
             }
         }
         if let Some(s) = inp.rx_landed {
-            self.slot[s as usize].landed = true;
-            self.rx_ready.push_back(s);
+            let c = &mut self.slot[s as usize];
+            c.landed = true;
             self.stats.receives += 1;
+            if c.remote {
+                // Into its reserved slot: computed as a received one once its expert is
+                // granted (Rule 1), else (a Rule-5 pre-load) it waits like one.
+                self.remote_inflight -= 1;
+                if self.granted[self.ring.tag(s).expert.idx()] {
+                    self.rx_ready.push_back(s);
+                } else {
+                    self.local_wait.push(s);
+                }
+            } else {
+                self.rx_ready.push_back(s);
+            }
         }
         if let Some(s) = inp.pe_done {
             debug_assert_eq!(self.pe_slot, Some(s));
@@ -467,8 +539,30 @@ impl ChipletCtrlCl {
             debug_assert_eq!(tag.loader, self.id, "load assigned to another chiplet");
             self.assigned_q.push_back(tag);
         }
-        // --- D2D arrival: a slot for the waiting head (the receiver's ring is the credit)
-        if let Some(tag) = inp.rx_head {
+        if let Some(tag) = inp.fetch {
+            // A credit for a slice held here is sent at once; else a fetch to load.
+            match self.held.iter().position(|&s| self.ring.tag(s) == tag) {
+                Some(i) => {
+                    let s = self.held.swap_remove(i);
+                    let next = self.slot[s as usize].fwd.expect("held slices have a member");
+                    self.tx_q.push_back((s, next));
+                }
+                None => self.fetch_q.push_back(tag),
+            }
+        }
+        if let Some(tag) = inp.slot_req {
+            self.req_in_q.push_back(tag);
+        }
+        // --- D2D arrival: a slot for the waiting head (the receiver's ring is the credit);
+        // a slice sent against a credit takes the slot reserved for it.
+        let reserved = match inp.rx_head {
+            Some(tag) if self.knobs.shard_reserve => self.reserved_slot(tag),
+            _ => None,
+        };
+        if let Some(s) = reserved {
+            self.slot[s as usize].from_d2d = true;
+            out.rx_slot = Some(s);
+        } else if let Some(tag) = inp.rx_head {
             if self.ring.free() == 0 {
                 self.evict(&mut out, traj);
             }
@@ -517,8 +611,61 @@ impl ChipletCtrlCl {
                 self.stats.sends += 1;
             }
         }
+        // --- Flow control, helper side: one slot request per cycle for a granted slice.
+        if let Some(s) = self.req_out_q.pop_front() {
+            let next = self.slot[s as usize].fwd.expect("held slices have a member");
+            out.slot_req = Some((self.ring.tag(s), next));
+            self.held.push(s);
+            self.stats.slot_reqs += 1;
+        }
+        // --- Flow control, member side: a slot for the oldest request, before Rule 4's own
+        // loads (the slice is loaded and waits). Beyond the D2D reserve — or from it when
+        // nothing in the ring can free itself (only pre-loads waiting for their grant and
+        // helper slices waiting for credits: without it two helpers could wait for each
+        // other forever). At most half the ring reserved at once.
+        if self.knobs.shard_reserve && !self.req_in_q.is_empty() && self.remote_inflight * 2 < self.ring.capacity() {
+            let free = self.ring.free();
+            if free > self.knobs.ddr_reserve || (free > 0 && self.ring_stuck()) {
+                let tag = self.req_in_q.pop_front().expect("non-empty");
+                let s = self.ring.alloc(tag).expect("free slot checked");
+                self.slot[s as usize] = SlotCtl { remote: true, ..Default::default() };
+                self.remote_inflight += 1;
+                out.fetch = Some((tag, tag.loader));
+                self.stats.fetches_out += 1;
+            } else if free == 0 && self.ring_stuck() && !self.local_wait.is_empty() {
+                // The ring is full of slices that cannot free themselves: drop a pre-load
+                // (reloaded after its grant), as the load-side escape below does.
+                let s = self.local_wait.pop().expect("non-empty");
+                self.drop_slot(s, true);
+                self.load_idle_cap = None;
+            }
+        }
+        // --- Flow control: a fetch from a member that reserved a slot (Rule 5) — load it
+        // first (the member's slot waits for it), into a slot that frees once sent.
+        // A helper's dropped slice may take a D2D-reserve slot: its member holds room for
+        // it, so the slot frees once sent (without this two 2-slot rings wait for each other).
+        let staging_room = match self.fetch_q.front() {
+            Some(t) if t.loader == self.id => 0,
+            _ => self.knobs.ddr_reserve,
+        };
+        if self.knobs.shard_reserve && inp.ddr_ready && self.ring.free() > staging_room {
+            if let Some(tag) = self.fetch_q.pop_front() {
+                // A credit for a helper slice the escape dropped names this chiplet as its
+                // loader: reload it and send it to its first member (a Rule-5 fetch names
+                // the member).
+                let dest = if tag.loader == self.id {
+                    self.stats.reloads += 1;
+                    traj.next_station(self.pre_mask[tag.expert.idx()], tag.loader, self.id).expect("a helper's slice has a member")
+                } else {
+                    tag.loader
+                };
+                self.issue_load(tag, &mut out);
+                self.slot[out.ddr_req.expect("issued").0 as usize].fwd = Some(dest);
+                self.stats.fetches_in += 1;
+            }
+        }
         // --- Rule 4: the next micro-slice of the load sequence assigned to this chiplet
-        if inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
+        if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
             // Dropped and handed-off micro-slices first (of granted experts).
             if let Some(i) = self.reload_q.iter().position(|t| self.granted[t.expert.idx()]) {
                 let tag = self.reload_q.remove(i).expect("index found");
@@ -528,8 +675,17 @@ impl ChipletCtrlCl {
         }
         if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
             // Rule 5: what the arbiter handed over, in order (it counted the room).
-            if let Some(tag) = self.assigned_q.pop_front() {
-                self.issue_load(tag, &mut out);
+            if let Some(tag) = self.assigned_q.front().copied() {
+                if self.knobs.shard_reserve && self.channel(traj, tag) != self.id {
+                    // Sharded: delivered here, loaded from the channel that holds it.
+                    if out.fetch.is_none() && self.remote_inflight * 2 < self.ring.capacity() {
+                        self.assigned_q.pop_front();
+                        self.issue_fetch(tag, traj, &mut out);
+                    }
+                } else if inp.ddr_ready {
+                    self.assigned_q.pop_front();
+                    self.issue_load(tag, &mut out);
+                }
             }
         }
         if out.ddr_req.is_none() && inp.ddr_ready && self.ring.free() > self.knobs.ddr_reserve {
@@ -537,6 +693,10 @@ impl ChipletCtrlCl {
             // more room (not granted, half the ring already pre-loaded) is passed over, so
             // granted experts further down the sequence still load.
             let cap = self.ungranted_slots() * 2 >= self.ring.capacity();
+            // Flow control: a helper's slices (which wait for credits) hold at most half the
+            // ring, so the other half keeps slices that free themselves or may be dropped.
+            let helper_cap = self.knobs.shard_reserve && self.helper_slots() * 2 >= self.ring.capacity();
+            let mut passed_helper = false;
             let mut i = if self.load_idle_cap == Some(cap) { self.load_seq.len() } else { 0 };
             while i < self.load_seq.len() {
                 let e = self.load_seq[i];
@@ -558,6 +718,11 @@ impl ChipletCtrlCl {
                     i += 1;
                     continue;
                 }
+                if helper_cap && !self.on_path(mask) {
+                    passed_helper = true;
+                    i += 1;
+                    continue;
+                }
                 self.issue_load(SlotTag { expert: e, k, loader: self.id }, &mut out);
                 self.own_left[e.idx()] -= 1;
                 if self.granted[e.idx()] {
@@ -567,7 +732,8 @@ impl ChipletCtrlCl {
                 self.load_at_own[e.idx()] = false;
                 break;
             }
-            self.load_idle_cap = if out.ddr_req.is_none() { Some(cap) } else { None };
+            // The helper cap changes without a message: no idle skip past it.
+            self.load_idle_cap = if out.ddr_req.is_none() && !passed_helper { Some(cap) } else { None };
         }
         // --- Deadlock escape on the load side: the ring is full up to the D2D reserve, part
         // of it pre-loads of experts not granted yet, and a granted expert waits for a
@@ -609,12 +775,13 @@ impl ChipletCtrlCl {
     /// is told to load it from its own DDR — a hand-off on the control sideband), (3) a
     /// granted slice not yet computed (reloaded here). The slice in the PE array, the one
     /// being sent and those still landing are never dropped; they free their slots by
-    /// themselves, so an arrival always gets a slot eventually and the mesh drains.
+    /// themselves, so an arrival always gets a slot eventually and the mesh drains. A slice
+    /// loaded for a fetch is never handed off: its member waits for it in a reserved slot.
     fn evict(&mut self, out: &mut CtrlOut, traj: &dyn Trajectory) {
         let _ = traj;
         let victim = if let Some(s) = self.local_wait.pop() {
             Some((s, false))
-        } else if let (None, Some(i)) = (out.handoff, self.tx_q.iter().position(|&(s, _)| self.slot[s as usize].computed && Some(s) != self.pe_slot)) {
+        } else if let (None, Some(i)) = (out.handoff, self.tx_q.iter().position(|&(s, _)| self.slot[s as usize].computed && self.slot[s as usize].fwd.is_none() && Some(s) != self.pe_slot)) {
             let (s, next) = self.tx_q.remove(i).expect("index found");
             out.handoff = Some((self.ring.tag(s), next));
             self.stats.handoffs_out += 1;
@@ -623,6 +790,12 @@ impl ChipletCtrlCl {
             Some((self.local_ready.remove(i).expect("index found"), false))
         } else if let Some(i) = self.rx_ready.iter().position(|&s| Some(s) != self.pe_slot) {
             Some((self.rx_ready.remove(i).expect("index found"), false))
+        } else if let Some(s) = self.held.pop() {
+            // Flow control, last resort: a helper slice whose credit has not come (the ring
+            // holds only such slices and reservations, and the arrival may be the one a
+            // reservation waits behind). Its request stands: the credit, when it comes,
+            // loads it again from DDR (a reload) and sends it.
+            Some((s, true))
         } else {
             None
         };
@@ -658,7 +831,13 @@ impl ChipletCtrlCl {
         c.next = next;
         c.sent = next.is_none();
         if let Some(n) = next {
-            self.tx_q.push_back((s, n));
+            if self.knobs.shard_reserve {
+                // Flow control: held until the member's credit (a slot reserved there).
+                c.fwd = Some(n);
+                self.req_out_q.push_back(s);
+            } else {
+                self.tx_q.push_back((s, n));
+            }
             self.stats.forwards += 1;
         } else {
             self.try_release(s);
@@ -668,7 +847,43 @@ impl ChipletCtrlCl {
     /// A micro-slice of a granted expert waits to be loaded by this chiplet (reload queue
     /// or load sequence).
     fn granted_load_waiting(&self) -> bool {
-        self.granted_own_left > 0 || self.reload_q.iter().any(|t| self.granted[t.expert.idx()])
+        self.granted_own_left > 0 || self.reload_q.iter().any(|t| self.granted[t.expert.idx()]) || self.fetch_q.iter().any(|t| self.granted[t.expert.idx()])
+    }
+
+    /// Flow control: every live slot waits for something only another chiplet's progress
+    /// brings — a grant (landed pre-loads) or a credit (a helper's slices) — so none frees
+    /// itself.
+    fn ring_stuck(&self) -> bool {
+        (self.local_wait.len() + self.held.len() + self.req_out_q.len()) as u32 == self.ring.live_count()
+    }
+
+    /// Flow control: live slots holding a helper's micro-slices (experts this chiplet is
+    /// not a member of).
+    fn helper_slots(&self) -> u32 {
+        (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.on_path(self.pre_mask[self.ring.tag(s).expert.idx()])).count() as u32
+    }
+
+    /// The chiplet whose DDR channel holds `tag`'s share (sharded loading).
+    fn channel(&self, traj: &dyn Trajectory, tag: SlotTag) -> ChipletId {
+        traj.loader(self.pre_mask[tag.expert.idx()], tag.k)
+    }
+
+    /// Flow control: reserves a slot (checked free by the caller) for `tag`, fetched from
+    /// the chiplet whose channel holds it.
+    fn issue_fetch(&mut self, tag: SlotTag, traj: &dyn Trajectory, out: &mut CtrlOut) {
+        let s = self.ring.alloc(tag).expect("free slot checked by the caller");
+        self.slot[s as usize] = SlotCtl { remote: true, ..Default::default() };
+        self.remote_inflight += 1;
+        out.fetch = Some((tag, self.channel(traj, tag)));
+        self.stats.fetches_out += 1;
+    }
+
+    /// The slot reserved for fetched micro-slice `tag`, not yet landed.
+    fn reserved_slot(&self, tag: SlotTag) -> Option<u32> {
+        (0..self.ring.capacity()).find(|&s| {
+            let c = self.slot[s as usize];
+            c.remote && !c.from_d2d && !c.landed && self.ring.is_live(s) && self.ring.tag(s) == tag
+        })
     }
 
     /// Rule 4: a free slot (checked by the caller) for `tag` and its DDR request.
@@ -708,12 +923,16 @@ impl ChipletCtrlCl {
     /// Queues and counters that keep the controller from being quiescent.
     pub fn state_summary(&self) -> String {
         format!(
-            "live slots {}, pending {}, load sequence {}, reloads {}, rule-5 loads {}, PE {}",
+            "live slots {}, pending {}, load sequence {}, reloads {}, rule-5 loads {}, fetches {}, slot requests {}/{} held {}, PE {}",
             self.ring.live_count(),
             self.pending,
             self.load_seq.len(),
             self.reload_q.len(),
             self.assigned_q.len(),
+            self.fetch_q.len(),
+            self.req_in_q.len(),
+            self.req_out_q.len(),
+            self.held.len(),
             if self.pe_slot.is_some() { "busy" } else { "idle" }
         )
     }
@@ -727,7 +946,13 @@ impl ChipletCtrlCl {
             let c = self.slot[s as usize];
             let t = self.ring.tag(s);
             let why = if !c.landed {
-                if c.from_d2d { "waits for the rest of its D2D flits" } else { "waits for DDR" }
+                if c.from_d2d {
+                    "waits for the rest of its D2D flits"
+                } else if c.remote {
+                    "reserved: waits for the micro-slice its credit was sent for"
+                } else {
+                    "waits for DDR"
+                }
             } else if !c.computed {
                 if self.granted[t.expert.idx()] { "waits for the PE array" } else { "waits for the expert's grant" }
             } else {
@@ -928,5 +1153,166 @@ mod tests {
         assert_eq!(reqs.len(), 2, "3 slots, 1 reserved");
         let o = c.step(&CtrlIn { sched: Some(CtrlSched::Grant { expert: ExpertId(0), mask: 1 }), ..Default::default() }, &ById);
         assert!(o.pe_start.is_some(), "granted: a landed preload is computed");
+    }
+    /// One run of four controllers on a 2x2 package with sharded loading and flow control
+    /// (`shard_reserve`, credits before sends): `masks[e]` the trajectory of expert e, `m` micro-slices, `slots`
+    /// ring slots, latencies of DDR, PE and a D2D send, `gap` cycles between grants. The
+    /// environment is a plain model of the neighbours: a DDR queue of depth 2, one send at a
+    /// time per chiplet that waits until the receiver gives the head a slot (back-pressure),
+    /// sideband messages (hand-off, fetch) after 2 cycles. Checked every cycle: a helper's
+    /// send (a slice held for a credit) finds a slot reserved for it at the receiver and is
+    /// accepted at once; reserved-and-not-landed slots = the controller's in-flight count =
+    /// fetches sent − fetched slices landed, at most half the ring; live + free = capacity.
+    /// At the end every member computed every micro-slice of its experts once and every
+    /// helper-loaded micro-slice was forwarded once. Returns the escape's reloads.
+    fn flow_run(masks: &[u16], m: u16, slots: u32, ddr_lat: u64, pe_lat: u64, tx_lat: u64, gap: u64) -> u64 {
+        use crate::pkg::traj::PkgTraj;
+        let traj = PkgTraj::new(2, 2).sharded();
+        let n = 4;
+        let knobs = CtrlKnobs { helpers: true, shard_reserve: true, ..Default::default() };
+        let mut c: Vec<ChipletCtrlCl> = (0..n).map(|i| ChipletCtrlCl::new(ChipletId(i as u8), masks.len(), slots, 0, knobs)).collect();
+        let m_of = vec![m; masks.len()];
+        for x in c.iter_mut() {
+            x.begin_layer(&m_of, &[]);
+        }
+        type Q<T> = Vec<VecDeque<(u64, T)>>;
+        let q = || -> Vec<VecDeque<(u64, u32)>> { vec![VecDeque::new(); n] };
+        let (mut ddr_q, mut pe_q, mut rx_land_q, mut tx_done_q) = (q(), q(), q(), q());
+        let mut hand_q: Q<SlotTag> = vec![VecDeque::new(); n];
+        let mut fetch_q: Q<SlotTag> = vec![VecDeque::new(); n];
+        let mut req_q: Q<SlotTag> = vec![VecDeque::new(); n];
+        // Heads waiting at each receiver: (from, tag, sender slot, a helper's send).
+        let mut heads: Q<(usize, SlotTag, u32, bool)> = vec![VecDeque::new(); n];
+        let mut tx_busy = vec![false; n];
+        let mut remote_landed = vec![0u64; n];
+        let pop = |v: &mut VecDeque<(u64, u32)>, t: u64| if v.front().is_some_and(|x| x.0 <= t) { v.pop_front().map(|x| x.1) } else { None };
+        let last_grant = 2 * masks.len() as u64 + gap * masks.len() as u64;
+        let mut t = 0u64;
+        loop {
+            let sched = {
+                let e = t as usize;
+                if e < masks.len() {
+                    Some(CtrlSched::Preload { expert: ExpertId(e as u16), mask: masks[e] })
+                } else if t >= masks.len() as u64 + 1 && (t - masks.len() as u64 - 1) % gap.max(1) == 0 && ((t - masks.len() as u64 - 1) / gap.max(1)) < masks.len() as u64 {
+                    let e = ((t - masks.len() as u64 - 1) / gap.max(1)) as usize;
+                    Some(CtrlSched::Grant { expert: ExpertId(e as u16), mask: masks[e] })
+                } else {
+                    None
+                }
+            };
+            for i in 0..n {
+                let head = heads[i].front().filter(|h| h.0 <= t).map(|h| h.1 .1);
+                if let Some((_, (_, tag, _, helper))) = heads[i].front().filter(|h| h.0 <= t) {
+                    if *helper {
+                        assert!(c[i].reserved_slot(*tag).is_some(), "t={t}: helper send of {tag:?} reached chiplet {i} without a reserved slot");
+                    }
+                }
+                let inp = CtrlIn {
+                    sched,
+                    ddr_ready: ddr_q[i].len() < 2,
+                    ddr_landed: pop(&mut ddr_q[i], t),
+                    rx_head: head,
+                    rx_landed: pop(&mut rx_land_q[i], t),
+                    pe_done: pop(&mut pe_q[i], t),
+                    tx_done: pop(&mut tx_done_q[i], t),
+                    tx_ready: !tx_busy[i],
+                    tokens_arrived: None,
+                    handoff: if hand_q[i].front().is_some_and(|x| x.0 <= t) { hand_q[i].pop_front().map(|x| x.1) } else { None },
+                    load: None,
+                    fetch: if fetch_q[i].front().is_some_and(|x| x.0 <= t) { fetch_q[i].pop_front().map(|x| x.1) } else { None },
+                    slot_req: if req_q[i].front().is_some_and(|x| x.0 <= t) { req_q[i].pop_front().map(|x| x.1) } else { None },
+                };
+                if let Some(s) = inp.rx_landed {
+                    if c[i].slot[s as usize].remote {
+                        remote_landed[i] += 1;
+                    }
+                }
+                if let Some(s) = inp.tx_done {
+                    tx_busy[i] = false;
+                    let _ = s;
+                }
+                let o = c[i].step(&inp, &traj);
+                if let Some(s) = o.rx_slot {
+                    let (_, (from, _, ss, helper)) = heads[i].pop_front().expect("head given a slot");
+                    rx_land_q[i].push_back((t + tx_lat, s));
+                    tx_done_q[from].push_back((t + tx_lat, ss));
+                    let _ = helper;
+                } else if let Some((_, (_, _, _, true))) = heads[i].front().filter(|h| h.0 <= t) {
+                    panic!("t={t}: chiplet {i} did not take a helper's send into its reserved slot");
+                }
+                if let Some((s, tag)) = o.ddr_req {
+                    let due = ddr_q[i].back().map_or(t, |x| x.0).max(t) + ddr_lat;
+                    ddr_q[i].push_back((due, s));
+                    let _ = tag;
+                }
+                if let Some((s, _)) = o.pe_start {
+                    pe_q[i].push_back((t + pe_lat, s));
+                }
+                if let Some((s, d)) = o.tx_start {
+                    tx_busy[i] = true;
+                    let helper = c[i].slot[s as usize].fwd.is_some();
+                    heads[d.idx()].push_back((t + 1, (i, c[i].ring.tag(s), s, helper)));
+                }
+                if let Some((tag, d)) = o.handoff {
+                    hand_q[d.idx()].push_back((t + 2, tag));
+                }
+                if let Some((tag, src)) = o.fetch {
+                    assert_ne!(src.idx(), i, "a credit goes to another chiplet");
+                    fetch_q[src.idx()].push_back((t + 2, tag));
+                }
+                if let Some((tag, d)) = o.slot_req {
+                    req_q[d.idx()].push_back((t + 2, tag));
+                }
+                // Slot conservation.
+                let x = &c[i];
+                let reserved = (0..slots).filter(|&s| x.ring.is_live(s) && x.slot[s as usize].remote && !x.slot[s as usize].landed).count() as u32;
+                assert_eq!(reserved, x.remote_inflight, "t={t} chiplet {i}");
+                assert_eq!(x.stats.fetches_out - remote_landed[i], x.remote_inflight as u64, "t={t} chiplet {i}");
+                assert!(x.remote_inflight <= slots.div_ceil(2), "t={t} chiplet {i}: {} reservations", x.remote_inflight);
+                assert_eq!(x.ring.live_count() + x.ring.free(), slots);
+            }
+            t += 1;
+            if t > last_grant && c.iter().all(|x| x.quiescent()) && heads.iter().all(|h| h.is_empty()) && fetch_q.iter().all(|f| f.is_empty()) && req_q.iter().all(|f| f.is_empty()) {
+                break;
+            }
+            assert!(t < 200_000, "no progress: {}", c.iter().map(|x| x.state_summary()).collect::<Vec<_>>().join(" | "));
+        }
+        let mut helper_slices = 0;
+        for (i, x) in c.iter().enumerate() {
+            let on: u64 = masks.iter().filter(|&&mk| mk >> i & 1 == 1).count() as u64 * m as u64;
+            assert_eq!(x.stats.rule1_computes + x.stats.rule2_computes, on, "chiplet {i}");
+            helper_slices += masks.iter().map(|&mk| (0..m).filter(|&k| traj.loader(mk, k) == ChipletId(i as u8) && mk >> i & 1 == 0).count() as u64).sum::<u64>();
+        }
+        // One request, one credit and one forward per helper-loaded slice.
+        assert_eq!(c.iter().map(|x| x.stats.forwards).sum::<u64>(), helper_slices);
+        assert_eq!(c.iter().map(|x| x.stats.slot_reqs).sum::<u64>(), helper_slices);
+        assert_eq!(c.iter().map(|x| x.stats.fetches_out).sum::<u64>(), helper_slices);
+        c.iter().map(|x| x.stats.reloads).sum()
+    }
+
+    #[test]
+    fn flow_control_single_member_trajectories() {
+        // Every expert on one chiplet: three helpers feed each of them.
+        let r = flow_run(&[0b0001, 0b0010, 0b0100, 0b1000, 0b0001], 8, 4, 5, 3, 4, 2);
+        assert_eq!(r, 0);
+    }
+
+    /// The proptest's first deadlock (slots = 2): a member's head waited at a ring holding
+    /// only a helper slice (no credit yet) and a reservation whose slice queued behind that
+    /// head; now the escape drops the helper slice as a last resort.
+    #[test]
+    fn flow_control_regression_head_of_line_with_two_slots() {
+        flow_run(&[3, 4, 12], 4, 2, 8, 2, 2, 0);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn flow_control_never_sends_without_a_reservation(
+            masks in proptest::collection::vec(1u16..16, 1..7),
+            m in 1u16..9, slots in 2u32..9, ddr_lat in 1u64..12, pe_lat in 1u64..8, tx_lat in 1u64..8, gap in 0u64..20,
+        ) {
+            flow_run(&masks, m, slots, ddr_lat, pe_lat, tx_lat, gap);
+        }
     }
 }

@@ -95,7 +95,7 @@ impl Strategy {
     /// Controller knobs of the preset.
     pub fn knobs(self, ddr_reserve: u32) -> CtrlKnobs {
         let naive = self == Strategy::A1;
-        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve, rule5: self == Strategy::A4, helpers: false }
+        CtrlKnobs { eager: !naive, forward_with_compute: !naive, ddr_reserve, rule5: self == Strategy::A4, helpers: false, shard_reserve: false }
     }
 }
 
@@ -111,6 +111,28 @@ pub enum Loaders {
     /// bytes come from all N channels ("fully sharded"); a loader off the trajectory only
     /// forwards the slice into it over D2D. EP and Hydra are unaffected (their owner loads).
     All,
+}
+
+/// How a helper of sharded loading (`loaders = "all"`) gets a micro-slice into its
+/// trajectory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardFlow {
+    /// The helper loads its share and pushes it to the first member; a full ring there
+    /// makes room with the deadlock escape (drops and reloads). Today's model, and the only
+    /// one the RTL chiplet controller implements.
+    #[default]
+    Push,
+    /// Flow control: the member reserves a ring slot, then fetches the slice from the
+    /// helper's channel; the helper loads only on a fetch and sends into the reserved slot
+    /// (docs/fsedp-reading.md, "Who loads a micro-slice").
+    Reserve,
+}
+
+impl ShardFlow {
+    fn is_push(&self) -> bool {
+        *self == ShardFlow::Push
+    }
 }
 
 /// Package-level parameters.
@@ -133,6 +155,10 @@ pub struct PkgCfg {
     pub ddr_reserve: u32,
     /// FSE-DP loaders: `trajectory` (members) or `all` (sharded over every channel).
     pub loaders: Loaders,
+    /// Sharded loading's flow control: `push` (default) or `reserve`. Left out of the
+    /// written config when `push`, so results of earlier configs stay byte-identical.
+    #[serde(skip_serializing_if = "ShardFlow::is_push")]
+    pub shard_flow: ShardFlow,
     /// Token activations and outputs per element, bytes (int8 activations; outputs returned
     /// to the token's home chiplet by EP/Hydra as bf16).
     pub act_bytes: u32,
@@ -223,6 +249,7 @@ impl Default for PkgCfg {
             ring_slots: 0,
             ddr_reserve: 1,
             loaders: Loaders::Trajectory,
+            shard_flow: ShardFlow::Push,
             act_bytes: 1,
             out_bytes: 2,
             flit_bytes: 256,
@@ -351,6 +378,9 @@ impl PkgCfg {
         let p = 1e6 / self.core_mhz;
         if (p - p.round()).abs() > 1e-6 {
             return err("core_mhz", format!("{} MHz has a period of {p:.4} ps; choose a clock whose period is a whole number of ps so every edge is exact", self.core_mhz));
+        }
+        if self.shard_flow == ShardFlow::Reserve && self.loaders != Loaders::All {
+            return err("shard_flow", "`reserve` is flow control for sharded loading: it needs loaders = \"all\"");
         }
         if self.micro_slices == 0 {
             return err("micro_slices", "an expert has at least 1 micro-slice (got 0)");

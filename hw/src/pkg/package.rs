@@ -459,6 +459,7 @@ impl Package {
                 evictions: t.ctrl.stats().evictions,
                 handoffs: t.ctrl.stats().handoffs_out,
                 reloads: t.ctrl.stats().reloads,
+                reload_bytes: t.stats.reload_bytes,
                 forwards: t.ctrl.stats().forwards,
                 rx_stall_cycles: t.ni.stats.rx_slot_wait_cycles,
                 cycles: t.activity.breakdown.finish(tk, latency),

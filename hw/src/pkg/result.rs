@@ -61,6 +61,8 @@ pub struct ChipletResult {
     pub evictions: u64,
     pub handoffs: u64,
     pub reloads: u64,
+    /// DDR bytes of those reloads (part of `ddr_bytes`): what the escape cost.
+    pub reload_bytes: u64,
     /// Sharded loading: micro-slices loaded for a trajectory this chiplet is not on and
     /// forwarded into it.
     pub forwards: u64,
@@ -113,12 +115,17 @@ pub struct PkgResult {
 }
 
 impl PkgResult {
+    /// DDR bytes the deadlock escape reloaded, over every chiplet.
+    pub fn reload_bytes(&self) -> u64 {
+        self.chiplets.iter().map(|c| c.reload_bytes).sum()
+    }
+
     /// Adds the next layer batch `r` of the same run (the same strategy on the same
     /// package) to this result: latencies, bytes, MACs, roofline cycles, replays and wall
     /// time add; peaks take the max; utilization, PE-busy fraction and mean weight bytes are
     /// latency-weighted means; the cycle breakdowns (package and per chiplet) add; outputs
     /// match only when every batch's did. What stays the first batch's: the per-chiplet
-    /// counters other than the breakdown, the `roofline` detail, the timeline (first batch
+    /// counters other than the breakdown and `reload_bytes` (which add), the `roofline` detail, the timeline (first batch
     /// only, see `timeline`) and `session` (the caller sets the whole run's).
     pub fn merge(&mut self, r: PkgResult) {
         let a = self;
@@ -128,6 +135,7 @@ impl PkgResult {
         a.cycles.add(&r.cycles);
         for (c, rc) in a.chiplets.iter_mut().zip(&r.chiplets) {
             c.cycles.add(&rc.cycles);
+            c.reload_bytes += rc.reload_bytes;
         }
         a.mean_weight_bytes = (a.mean_weight_bytes * a.latency_cycles as f64 + r.mean_weight_bytes * r.latency_cycles as f64) / lat as f64;
         a.latency_cycles = lat;

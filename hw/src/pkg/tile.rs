@@ -60,6 +60,11 @@ pub(super) struct TileLinks {
     /// Hand-off sideband: my link to each chiplet, and each other chiplet's link to me.
     pub(super) handoff_out: Vec<LinkId>,
     pub(super) handoff_in: Vec<LinkId>,
+    /// Flow control's fetches on the same sideband: out to each chiplet, in from each.
+    pub(super) fetch_out: Vec<LinkId>,
+    pub(super) fetch_in: Vec<LinkId>,
+    pub(super) slot_req_out: Vec<LinkId>,
+    pub(super) slot_req_in: Vec<LinkId>,
     /// Rule 5: free-slot reports out, load assignments in.
     pub(super) status_out: LinkId,
     pub(super) load_in: LinkId,
@@ -73,6 +78,9 @@ pub(super) struct TileGlue {
     pub(super) rx_slot_reg: Option<u32>,
     /// Hand-offs received but not yet taken by the controller (one per cycle).
     pub(super) handoff_q: VecDeque<SlotTag>,
+    /// Fetches received but not yet taken by the controller (one per cycle).
+    pub(super) fetch_q: VecDeque<SlotTag>,
+    pub(super) slot_req_q: VecDeque<SlotTag>,
     /// DDR requests in flight, and how many the channel's queue takes.
     pub(super) ddr_outstanding: u32,
     pub(super) ddr_depth: u32,
@@ -84,7 +92,7 @@ pub(super) struct TileGlue {
 
 impl TileGlue {
     pub(super) fn new(ddr_depth: u32) -> Self {
-        TileGlue { pe_job: None, rx_slot_reg: None, handoff_q: VecDeque::new(), ddr_outstanding: 0, ddr_depth, ddr_req_free_at: 0 }
+        TileGlue { pe_job: None, rx_slot_reg: None, handoff_q: VecDeque::new(), fetch_q: VecDeque::new(), slot_req_q: VecDeque::new(), ddr_outstanding: 0, ddr_depth, ddr_req_free_at: 0 }
     }
 }
 
@@ -115,6 +123,8 @@ pub(super) struct TileStats {
     pub(super) peak_token_bytes: u64,
     pub(super) macs: u64,
     pub(super) ddr_bytes: u64,
+    /// DDR bytes of deadlock-escape reloads (part of `ddr_bytes`).
+    pub(super) reload_bytes: u64,
     /// Progress since the partition last read it (watchdog).
     pub(super) progress: u64,
 }
@@ -232,6 +242,9 @@ impl ChipletTile {
         if !self.glue.handoff_q.is_empty() {
             v.push(format!("{} hand-offs queued", self.glue.handoff_q.len()));
         }
+        if !self.glue.fetch_q.is_empty() || !self.glue.slot_req_q.is_empty() {
+            v.push(format!("{} fetches and {} slot requests queued", self.glue.fetch_q.len(), self.glue.slot_req_q.len()));
+        }
         if self.glue.ddr_outstanding > 0 {
             v.push(format!("{} DDR requests outstanding", self.glue.ddr_outstanding));
         }
@@ -250,6 +263,8 @@ impl ChipletTile {
             && self.router.occupancy() == 0
             && self.glue.pe_job.is_none()
             && self.glue.handoff_q.is_empty()
+            && self.glue.fetch_q.is_empty()
+            && self.glue.slot_req_q.is_empty()
             && self.glue.rx_slot_reg.is_none()
             && !self.pe.busy()
             && self.glue.ddr_outstanding == 0
@@ -332,6 +347,16 @@ impl ChipletTile {
                 self.glue.handoff_q.push_back(tag);
             }
         }
+        for &l in &self.links.fetch_in {
+            if let Some(tag) = w.fetch.recv(l, now) {
+                self.glue.fetch_q.push_back(tag);
+            }
+        }
+        for &l in &self.links.slot_req_in {
+            if let Some(tag) = w.slot_req.recv(l, now) {
+                self.glue.slot_req_q.push_back(tag);
+            }
+        }
         let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
         let pe_done = self.pe.eval(now, self.glue.pe_job.take());
         if pe_done.is_some() {
@@ -372,7 +397,10 @@ impl ChipletTile {
             tokens_arrived,
             handoff: self.glue.handoff_q.pop_front(),
             load: w.loads.recv(self.links.load_in, now),
+            fetch: self.glue.fetch_q.pop_front(),
+            slot_req: self.glue.slot_req_q.pop_front(),
         };
+        let reloads_before = self.ctrl.stats().reloads;
         let out = self.ctrl.step(&inp, &ctx.traj);
         // --- outputs to the neighbours
         self.glue.rx_slot_reg = out.rx_slot;
@@ -396,12 +424,22 @@ impl ChipletTile {
             self.wake.add(due);
             self.glue.ddr_outstanding += 1;
             self.stats.ddr_bytes += bytes as u64;
+            if self.ctrl.stats().reloads > reloads_before {
+                // The deadlock escape's cost: a dropped or handed-off slice fetched again.
+                self.stats.reload_bytes += bytes as u64;
+            }
         }
         if out.done {
             w.done.send(self.links.done_out, now, 1 << self.id.0);
         }
         if let Some((tag, next)) = out.handoff {
             w.handoff.send(self.links.handoff_out[next.idx()], now, tag);
+        }
+        if let Some((tag, src)) = out.fetch {
+            w.fetch.send(self.links.fetch_out[src.idx()], now, tag);
+        }
+        if let Some((tag, member)) = out.slot_req {
+            w.slot_req.send(self.links.slot_req_out[member.idx()], now, tag);
         }
         if let Some(r) = out.free {
             w.status.send(self.links.status_out, now, r);
@@ -412,7 +450,7 @@ impl ChipletTile {
                 self.ni.queue_tokens(PacketKind::Combine, e, n, n as usize * ctx.d_model as usize * ctx.out_bytes as usize, h);
             }
         }
-        let did = !self.glue.handoff_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
+        let did = !self.glue.handoff_q.is_empty() || !self.glue.fetch_q.is_empty() || !self.glue.slot_req_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
         self.stats.progress += moved + did as u64 + self.pe.busy() as u64;
         active |= did || sent || self.glue.pe_job.is_some() || self.glue.rx_slot_reg.is_some();
         if active || moved > 0 {

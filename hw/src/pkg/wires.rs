@@ -23,6 +23,10 @@ pub struct PkgWires {
     pub ddr_resp: LinkArena<DdrResp>,
     /// Control sideband: a micro-slice handed to the next station (deadlock escape).
     pub handoff: LinkArena<SlotTag>,
+    /// Control sideband, flow control: credits and fetches (a member reserved a slot for the
+    /// slice), and helpers' slot requests.
+    pub fetch: LinkArena<SlotTag>,
+    pub slot_req: LinkArena<SlotTag>,
     /// Rule 5: free-slot reports to the IO die's load arbiter and its load assignments.
     pub status: LinkArena<FreeReport>,
     pub loads: LinkArena<SlotTag>,

@@ -112,6 +112,9 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlPorts for Sized<
                 .free_valid
                 .val()
                 .then(|| FreeReport { granted: u.free_granted.val().to_u64() as u16, preload: u.free_preload.val().to_u64() as u16 }),
+            // Flow control's fetch is CL-only (the twin refuses `shard_reserve`).
+            fetch: None,
+            slot_req: None,
         };
         CtrlRtlOut {
             out,
@@ -225,6 +228,10 @@ pub enum CtrlBuildError {
     Reserve { reserve: u32, slots: u32 },
     #[error("chiplet_ctrl RTL: a {rows}x{cols} package (at most 16 chiplets)")]
     Shape { rows: usize, cols: usize },
+    /// The fetch/reservation protocol of sharded loading is modelled in the CL controller
+    /// only (docs/rtl.md, "Chiplet controller").
+    #[error("chiplet_ctrl RTL: shard_flow = \"reserve\" (sharded loading with flow control) is not implemented in the RTL controller; use shard_flow = \"push\" or run without --rtl chiplet-ctrl")]
+    ShardFlow,
 }
 
 /// Builds a connected block for `slots` ring slots and `experts` experts: the smallest
@@ -292,6 +299,9 @@ pub struct ChipletCtrlTwin {
 impl ChipletCtrlTwin {
     /// Builds the block for chiplet `id` and applies one reset edge.
     pub fn new(id: u8, rows: usize, cols: usize, slots: u32, experts: usize, knobs: CtrlKnobs) -> Result<Self, CtrlBuildError> {
+        if knobs.shard_reserve {
+            return Err(CtrlBuildError::ShardFlow);
+        }
         let params = ChipletCtrlParams {
             id,
             rows,
