@@ -193,8 +193,9 @@ fn c1(pts: &[GpsPoint]) -> (Measured, String) {
             let b = p.t2e.iter().find(|t| t.accuracy == p.best_t2e_accuracy);
             let mech = match b {
                 Some(b) => format!(
-                    "skew {:.1} fast: best T2E (accuracy {}) pays a {} predict kernel ({:.1} % overhead) and keeps {} of {} assignments off the network; Dist-Only: experts {} vs none {} cycles, combine {} vs {}",
+                    "skew {:.1} fast (winner {}): best T2E (accuracy {}) pays a {} predict kernel ({:.1} % overhead) and keeps {} of {} assignments off the network; Dist-Only: experts {} vs none {} cycles, combine {} vs {}",
                     p.skewness,
+                    p.winner,
                     b.accuracy,
                     b.run.predict_cycles,
                     100.0 * b.overhead_fraction,
@@ -246,7 +247,7 @@ fn c3(pts: &[GpsPoint]) -> (Measured, String) {
     let mech = if losers.is_empty() {
         "Dist-Only is at least as fast as the best T2E at every such point".to_string()
     } else {
-        format!("T2E wins at {}", losers.join(", "))
+        format!("the best T2E beats Dist-Only at {}", losers.join(", "))
     };
     (Measured::new(100.0 * wins as f64 / set.len().max(1) as f64, format!("{wins} of {} points (fast: all skews; slow: skew {lo:.1})", set.len())), mech)
 }
