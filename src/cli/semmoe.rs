@@ -59,9 +59,9 @@ pub struct SemMoeArgs {
     /// cluster drawn independently).
     #[arg(long)]
     pub coherence: Option<f64>,
-    /// Scenario, with --coherence: clusters each request draws (1..=64).
-    #[arg(long, default_value_t = 2)]
-    pub clusters_per_request: u32,
+    /// Scenario, with --coherence: clusters each request draws (1..=64; default 2).
+    #[arg(long)]
+    pub clusters_per_request: Option<u32>,
     /// Iterations profiled (the rest is held out for evaluation); default half.
     #[arg(long)]
     pub profile_iters: Option<u32>,
@@ -112,6 +112,9 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
     if let Some(p) = &a.vcd {
         check_writable(p).map_err(|e| format!("--vcd: {e}"))?;
     }
+    if a.clusters_per_request.is_some() && a.coherence.is_none() {
+        return Err("--clusters-per-request: only with --coherence (request coherence is off without it)".into());
+    }
     if a.coherence.is_some() && a.trace.is_some() {
         return Err("--coherence: sizes the generated scenario only (not used with --trace)".into());
     }
@@ -122,7 +125,7 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
             tokens_per_iter: a.tokens_per_iter,
             iters: a.iters,
             affinity: a.affinity,
-            coherence: a.coherence.map(|share| sched::scenario::Coherence { share, clusters_per_request: a.clusters_per_request }),
+            coherence: a.coherence.map(|share| sched::scenario::Coherence { share, clusters_per_request: a.clusters_per_request.unwrap_or(2) }),
         },
     };
     let (trace, source) = workload(&src, &model, a.seed).map_err(|e| e.to_string())?;
