@@ -283,7 +283,8 @@ proptest! {
             }
             Err(e) => {
                 let known = ["experts", "top_k", "layers", "tokens_per_iter", "iters", "scenarios", "mix.fixed",
-                             "mix.mixed.period_iters", "vocab", "clusters", "affinity", "skew", "req_len"];
+                             "mix.mixed.period_iters", "vocab", "clusters", "affinity", "skew", "req_len",
+                             "coherence.share", "coherence.clusters_per_request"];
                 prop_assert!(known.contains(&e.field.as_str()) || e.field.starts_with("scenarios["), "{}", e);
             }
         }
