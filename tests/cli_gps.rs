@@ -102,6 +102,9 @@ fn bad_input_exits_2_naming_the_flag() {
     let under_file = format!("{}/sub/x.json", s(&file));
     let cases: &[(&[&str], &str)] = &[
         (&["--skew", "0.5"], "--skew"),
+        (&["--dist-estimate", "window"], "--dist-estimate"),
+        (&["--dist-estimate", "split", "--warmup", "0"], "--dist-estimate"),
+        (&["--overhead", "fig5"], "--overhead"),
         (&["--skew", "4"], "--skew"),
         (&["--skew", "1.2,,1.4"], "--skew"),
         (&["--skew", "nan"], "--skew"),

@@ -96,6 +96,12 @@ fn bad_input_exits_2_naming_the_flag() {
         (vec!["--trace", "/nonexistent/t.jsonl"], "--trace"),
         (vec!["--json", "/proc/1/nope/x.json"], "--json"),
         (vec!["--mesh-layers", "0", "--layers", "1", "--iters", "4", "--tokens-per-iter", "16"], "--mesh-layers"),
+        (vec!["--coherence", "1.5", "--layers", "1"], "--coherence"),
+        (vec!["--coherence", "nan", "--layers", "1"], "--coherence"),
+        (vec!["--coherence", "0.5", "--clusters-per-request", "0", "--layers", "1"], "--clusters-per-request"),
+        (vec!["--coherence", "0.5", "--clusters-per-request", "65", "--layers", "1"], "--clusters-per-request"),
+        (vec!["--clusters-per-request", "3", "--layers", "1"], "--clusters-per-request"),
+        (vec!["--coherence", "0.5", "--trace", "/nonexistent/t.jsonl"], "--coherence"),
     ] {
         let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);

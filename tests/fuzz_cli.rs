@@ -42,6 +42,9 @@ const TOKENS: &[&[u8]] = &[
     // gps
     b"--bandwidth", b"--accuracy", b"--error-model", b"--tokens", b"--warmup", b"--spare-slots", b"--overhead", b"--layer", b"--skew",
     b"--model", b"--wafer", b"slow", b"fast", b"typical", b"pessimistic", b"optimistic", b"1.4:0.003:4.6",
+    b"--dist-estimate", b"split", b"online", b"fig4", b"assumed",
+    // semmoe
+    b"--coherence", b"--clusters-per-request", b"deepseek-v2-lite",
     // run, regress, export-verilog, bench, pe, trace, global
     b"--print-default", b"--list", b"--junit", b"--out", b"--rate", b"--repeat", b"--m", b"--n", b"--array", b"--dataflow", b"--timing",
     b"--format", b"--counts-model", b"--domain", b"--selection", b"--top-k", b"--tokens-per-iter", b"--iters", b"--shard", b"--list", b"--help", b"--version", b"-h",
@@ -119,6 +122,8 @@ const SEEDS: &[&str] = &[
     "semmoe --model olmoe --devices 4 --iters 8 --tokens-per-iter 32 --layers 2 --json @D/out/s.json --quiet",
     "semmoe --model olmoe --trace @D/warp.jsonl --devices 4 --attention tp --tp-batch 8 --vcd @D/out/lut.vcd",
     "gps --skew 1.6 --wafer 2x2 --tokens 16 --accuracy 1 --error-model optimistic --overhead 1.4:0.003:4.6,2:0.0015:4.6 --spare-slots 0 --window 2",
+    "gps --skew 1.4 --wafer 2x2 --tokens 16 --warmup 4 --iters 1 --overhead fig4 --dist-estimate split --quiet",
+    "semmoe --model deepseek-v2-lite --devices 4 --iters 8 --tokens-per-iter 32 --layers 2 --coherence 0.8 --clusters-per-request 2 --quiet",
     "--help",
     "--version",
     "noc --help",
@@ -282,7 +287,8 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--bandwidth", &["slow", "fast", "slow,fast", "32", "31", "2048", "2049", "nvlink,pcie", "slow,slow", "nan", "", "x"]),
                 ("--accuracy", &["0", "0.5", "1", "0.5,0.9", "1.5", "-0.1", "nan", "", ","]), ("--error-model", &["optimistic", "typical", "pessimistic", "x", ""]),
                 ("--seed", NUMS), ("--wafer", &["4x2", "2x2", "2x1", "1x1", "3x3", "8x8", "9x1", "0x4", "x"]), ("--tokens", NUMS), ("--warmup", NUMS),
-                ("--iters", NUMS), ("--window", NUMS), ("--spare-slots", NUMS), ("--overhead", &["1.4:0.003:4.6", "1:0.1:1e308", "2:1:1,1:1:1", "1:-1:1", "x", "1:2"]),
+                ("--iters", NUMS), ("--window", NUMS), ("--spare-slots", NUMS), ("--overhead", &["1.4:0.003:4.6", "1:0.1:1e308", "2:1:1,1:1:1", "1:-1:1", "x", "1:2", "fig4", "assumed", "FIG4"]),
+                ("--dist-estimate", &["online", "split", "x", ""]),
                 ("--json", OUT), ("--vcd", OUT),
             ],
             &["--quiet", "--help"],
@@ -306,6 +312,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]), ("--seed", NUMS), ("--iters", NUMS),
                 ("--tokens-per-iter", NUMS), ("--layers", NUMS), ("--affinity", FRACS), ("--profile-iters", NUMS), ("--tp-batch", NUMS),
                 ("--mesh-batches", NUMS), ("--mesh-layers", NUMS), ("--micro-batches", NUMS), ("--json", OUT), ("--vcd", OUT),
+                ("--coherence", FRACS), ("--clusters-per-request", NUMS),
             ],
             &["--quiet", "--help"],
         ),

@@ -66,6 +66,12 @@ const PRESETS: &[Row] = &[
     ("dbrx", &["dbrx-132b", "dbrx-instruct"], 6144, 10752, 16, 4, 0, 40),
     // Mixtral-8x22B: hidden 6144, 8 experts top-2, ffn 16384: 288 MiB (paper 288 MB); 56 layers.
     ("mixtral-8x22b", &["mixtral-8x22b-v0.1", "mixtral8x22b"], 6144, 16384, 8, 2, 0, 56),
+    // DeepSeek-V2-Lite (Sem-MoE's evaluation model, sem-moe.txt L268: "64 routed experts per
+    // layer"); the rest from its public config.json (the paper prints no other dimension):
+    // hidden_size 2048, moe_intermediate_size 1408, n_shared_experts 2,
+    // num_experts_per_tok 6, num_hidden_layers 27 with first_k_dense_replace 1 -> 26 MoE
+    // layers. 8.25 MiB/expert.
+    ("deepseek-v2-lite", &["deepseek-v2-lite-chat", "dsv2-lite"], 2048, 1408, 64, 6, 2, 26),
     // OLMoE-1B-7B (the real decode trace in shared/traces): 2048 / 1024 / 64 top-8, 16 layers. 6 MiB/expert.
     ("olmoe-1b-7b", &["olmoe", "olmoe-1b-7b-0924"], 2048, 1024, 64, 8, 0, 16),
     // Functional mode: tiny dimensions so real int8 data can travel the whole dataflow.

@@ -102,6 +102,27 @@ pub struct ScenarioCfg {
     pub skew: f64,
     /// Request length range `[min, max]` in tokens (inclusive, min >= 1).
     pub req_len: [u32; 2],
+    /// Request-level topic coherence (Sem-MoE Appendix A.1: requests of one topic activate
+    /// similar experts); `None` (the default, and omitted from JSON) = every token's cluster
+    /// drawn independently, as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coherence: Option<Coherence>,
+}
+
+/// Request-level coherence of token clusters. When a request is admitted it draws
+/// `clusters_per_request` clusters (with repetition) from its scenario's cluster
+/// distribution; each of its tokens then, with probability `share`, takes one of them
+/// (uniformly) instead of an independent draw. All of it comes from a per-request generator
+/// seeded by (`seed`, request id), so the main stream of draws is the same for any `share`:
+/// `share = 0` is the independent generator exactly, `share = 1` puts every request's tokens
+/// in at most `clusters_per_request` clusters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Coherence {
+    /// Probability that a token takes one of its request's clusters, in [0, 1].
+    pub share: f64,
+    /// Clusters a request draws (`1..=clusters`).
+    pub clusters_per_request: u32,
 }
 
 impl Default for ScenarioCfg {
@@ -122,6 +143,7 @@ impl Default for ScenarioCfg {
             affinity: 0.5,
             skew: 1.0,
             req_len: [8, 64],
+            coherence: None,
         }
     }
 }
@@ -165,6 +187,14 @@ impl ScenarioCfg {
         }
         if !self.skew.is_finite() || !(0.0..=16.0).contains(&self.skew) {
             return err("skew", format!("{} outside [0, 16]", self.skew));
+        }
+        if let Some(c) = &self.coherence {
+            if !c.share.is_finite() || !(0.0..=1.0).contains(&c.share) {
+                return err("coherence.share", format!("{} outside [0, 1]", c.share));
+            }
+            if c.clusters_per_request == 0 || c.clusters_per_request > self.clusters {
+                return err("coherence.clusters_per_request", format!("{} outside 1..=clusters ({})", c.clusters_per_request, self.clusters));
+            }
         }
         if self.req_len[0] == 0 || self.req_len[0] > self.req_len[1] {
             return err("req_len", format!("[{}, {}] is not a range with 1 <= min <= max", self.req_len[0], self.req_len[1]));
@@ -290,6 +320,14 @@ struct Slot {
     scen: usize,
     pos: u32,
     len: u32,
+    /// With [`Coherence`]: the request's own generator and its clusters.
+    coherent: Option<(Xoshiro256PlusPlus, Vec<u32>)>,
+}
+
+/// A cluster drawn from cumulative weights.
+fn draw_cluster(cum: &[f64], u01: f64) -> u32 {
+    let u = u01 * cum.last().copied().unwrap_or(0.0);
+    cum.partition_point(|&x| x <= u).min(cum.len() - 1) as u32
 }
 
 /// Generates a scenario trace (validated config; the same config gives the same trace).
@@ -339,13 +377,24 @@ pub fn generate_scenario(cfg: &ScenarioCfg) -> Result<Trace, ScenarioError> {
             if slot.as_ref().is_none_or(|s| s.pos >= s.len) {
                 let scen = if ns == 1 { 0 } else { draw(&shares, &mut rng) };
                 let len = rng.gen_range(cfg.req_len[0]..=cfg.req_len[1]);
-                *slot = Some(Slot { req: next_req, scen, pos: 0, len });
+                let coherent = cfg.coherence.map(|c| {
+                    let mut r = rng_for("request", &cfg.seed.to_le_bytes(), next_req, 0);
+                    let cs = (0..c.clusters_per_request).map(|_| draw_cluster(&cl_cum[scen], r.gen::<f64>())).collect();
+                    (r, cs)
+                });
+                *slot = Some(Slot { req: next_req, scen, pos: 0, len, coherent });
                 next_req = next_req.wrapping_add(1);
             }
             let s = slot.as_mut().expect("filled above");
             let cum = &cl_cum[s.scen];
-            let u = rng.gen::<f64>() * cum.last().copied().unwrap_or(0.0);
-            let c = cum.partition_point(|&x| x <= u).min(cum.len() - 1) as u32;
+            let mut c = draw_cluster(cum, rng.gen::<f64>());
+            if let (Some(co), Some((r, cs))) = (&cfg.coherence, s.coherent.as_mut()) {
+                // Both draws always, so the request's stream does not depend on `share`.
+                let (coin, pick) = (r.gen::<f64>(), r.gen_range(0..cs.len()));
+                if coin < co.share {
+                    c = cs[pick];
+                }
+            }
             let (lo, hi) = cluster_range(cfg, c);
             let token_id = if hi > lo { rng.gen_range(lo..hi) } else { lo.min(cfg.vocab - 1) };
             let c = cluster_of(cfg, token_id) as usize;
@@ -466,5 +515,52 @@ mod tests {
             let r = arrival_shares(&c, t + 12);
             assert!(s.iter().zip(&r).all(|(a, b)| (a - b).abs() < 1e-12));
         }
+    }
+
+    fn small() -> ScenarioCfg {
+        ScenarioCfg { experts: 32, top_k: 4, layers: 2, tokens_per_iter: 32, iters: 24, vocab: 4000, clusters: 16, ..Default::default() }
+    }
+
+    #[test]
+    fn coherence_zero_is_the_independent_generator() {
+        let base = generate_scenario(&small()).unwrap();
+        for cpr in [1, 3, 16] {
+            let c = ScenarioCfg { coherence: Some(Coherence { share: 0.0, clusters_per_request: cpr }), ..small() };
+            assert_eq!(generate_scenario(&c).unwrap(), base, "share 0, {cpr} clusters per request");
+        }
+        // And it is omitted from the serialized config (JSON outputs unchanged).
+        assert!(!serde_json::to_string(&small()).unwrap().contains("coherence"));
+    }
+
+    #[test]
+    fn coherence_one_keeps_each_request_in_its_clusters() {
+        for cpr in [1u32, 2, 3] {
+            let c = ScenarioCfg { coherence: Some(Coherence { share: 1.0, clusters_per_request: cpr }), ..small() };
+            let t = generate_scenario(&c).unwrap();
+            assert_eq!(t, generate_scenario(&c).unwrap(), "deterministic");
+            let mut per_req: std::collections::BTreeMap<u32, std::collections::BTreeSet<u32>> = Default::default();
+            for tok in &t.tokens {
+                per_req.entry(tok.req).or_default().insert(cluster_of(&c, tok.token_id.unwrap()));
+            }
+            assert!(per_req.values().all(|s| s.len() <= cpr as usize), "{cpr}: {per_req:?}");
+            // Independent draws spread a request over more clusters than that.
+            let t0 = generate_scenario(&small()).unwrap();
+            let mut most = std::collections::BTreeMap::<u32, std::collections::BTreeSet<u32>>::new();
+            for tok in &t0.tokens {
+                most.entry(tok.req).or_default().insert(cluster_of(&c, tok.token_id.unwrap()));
+            }
+            assert!(most.values().any(|s| s.len() > cpr as usize));
+        }
+    }
+
+    #[test]
+    fn coherence_is_validated() {
+        for (share, cpr, field) in [(-0.1, 2, "coherence.share"), (1.5, 2, "coherence.share"), (f64::NAN, 2, "coherence.share"), (0.5, 0, "coherence.clusters_per_request"), (0.5, 17, "coherence.clusters_per_request")] {
+            let c = ScenarioCfg { coherence: Some(Coherence { share, clusters_per_request: cpr }), ..small() };
+            assert_eq!(c.validate().unwrap_err().field, field);
+        }
+        let t: ScenarioCfg = serde_json::from_str(r#"{"coherence": {"share": 0.5, "clusters_per_request": 2}}"#).unwrap();
+        assert_eq!(t.coherence, Some(Coherence { share: 0.5, clusters_per_request: 2 }));
+        assert!(serde_json::from_str::<ScenarioCfg>(r#"{"coherence": {"share": 0.5, "clusters": 2}}"#).is_err(), "unknown key refused");
     }
 }

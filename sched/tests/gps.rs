@@ -598,3 +598,26 @@ fn strategy_table() {
         assert!(max(&typ5).1 < max(&dist).1 && max(&dist).1 <= max(&none).1, "s={s}: T2E skips the scatter");
     }
 }
+
+/// The calibrated fit passes through the paper's reported points, hand-copied from
+/// docs/gps.md "The overhead fit": (accuracy of the probability model, 1 %) and (0.95, 30 %)
+/// per skewness; the probability model's accuracy is skew · 2 / 8 (Mixtral top-2 of 8).
+#[test]
+fn fig4_fit_passes_through_the_reported_points() {
+    let m = OverheadModel::moe_gps_fig4();
+    for (skew, pts) in [(1.4, [(0.35, 0.01), (0.95, 0.30)]), (2.0, [(0.50, 0.01), (0.95, 0.30)])] {
+        for (acc, ovh) in pts {
+            let f = m.fraction(acc, skew).unwrap();
+            assert!((f - ovh).abs() < 1e-12, "skew {skew} accuracy {acc}: {f} vs {ovh}");
+        }
+    }
+    // The arithmetic of docs/gps.md: b = ln 30 / 0.60 and ln 30 / 0.45.
+    assert!((m.curves[0].b - 30f64.ln() / 0.60).abs() < 1e-12);
+    assert!((m.curves[1].b - 30f64.ln() / 0.45).abs() < 1e-12);
+    assert!((m.curves[0].a - 0.0013751).abs() < 1e-6, "{}", m.curves[0].a);
+    assert!((m.curves[1].a - 0.00022846).abs() < 1e-7, "{}", m.curves[1].a);
+    // Cheaper at the higher skew below 0.95 (L9@21559), and the old assumed curve unchanged.
+    assert!(m.fraction(0.8, 2.0).unwrap() < m.fraction(0.8, 1.4).unwrap());
+    let d = OverheadModel::moe_gps_default();
+    assert_eq!((d.curves[0].a, d.curves[1].a), (0.003, 0.0015));
+}

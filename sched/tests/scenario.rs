@@ -264,11 +264,13 @@ proptest! {
     fn never_panics(experts in 0u32..20, top_k in 0u32..22, layers in 0u32..3, tpi in 0u32..9, iters in 0u32..6,
                     vocab in 0u32..40, clusters in 0u32..45, affinity in -0.5f64..1.5, warm in 0u32..4,
                     period in 0u32..5, nscen in 0usize..4, fixed_i in 0usize..7, lo in 0u32..4, hi in 0u32..6,
-                    skew in -1.0f64..3.0, seed in any::<u64>(), mixed in any::<bool>()) {
+                    skew in -1.0f64..3.0, seed in any::<u64>(), mixed in any::<bool>(), coh in 0usize..6) {
         let scenarios: Vec<String> = SCENARIO_NAMES.iter().take(nscen).map(|s| s.to_string()).collect();
         let mix = if mixed { Mix::Mixed { period_iters: period } } else { Mix::Fixed(["chat", "coding", "math", "privacy", "writing", "translation", "x"][fixed_i].into()) };
         let c = ScenarioCfg { experts, top_k, layers, tokens_per_iter: tpi, iters, seed, scenarios, mix, warmup_iters: warm,
-                              vocab, clusters, affinity, skew, req_len: [lo, hi], model: None };
+                              vocab, clusters, affinity, skew, req_len: [lo, hi], model: None,
+                              coherence: [None, Some((0.0, 1)), Some((1.0, 2)), Some((0.5, 0)), Some((1.5, 1)), Some((0.7, 50))][coh]
+                                  .map(|(share, clusters_per_request)| sched::scenario::Coherence { share, clusters_per_request }) };
         match generate_scenario(&c) {
             Ok(tr) => {
                 tr.validate().unwrap();
@@ -281,7 +283,8 @@ proptest! {
             }
             Err(e) => {
                 let known = ["experts", "top_k", "layers", "tokens_per_iter", "iters", "scenarios", "mix.fixed",
-                             "mix.mixed.period_iters", "vocab", "clusters", "affinity", "skew", "req_len"];
+                             "mix.mixed.period_iters", "vocab", "clusters", "affinity", "skew", "req_len",
+                             "coherence.share", "coherence.clusters_per_request"];
                 prop_assert!(known.contains(&e.field.as_str()) || e.field.starts_with("scenarios["), "{}", e);
             }
         }

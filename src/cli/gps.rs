@@ -10,7 +10,7 @@ use clap::Args;
 use sched::balance::gps::{ErrorModel, OverheadCurve, OverheadModel};
 use sched::models::{model_by_name, ModelPreset};
 use sched::trace::load_trace;
-use testbenches::run::gps::{check_skew, error_model_name, Bandwidth, GpsExperiment, GpsParams, GpsSource, CLOCK_MHZ, FLIT_BYTES};
+use testbenches::run::gps::{check_skew, DistEstimate, error_model_name, Bandwidth, GpsExperiment, GpsParams, GpsSource, CLOCK_MHZ, FLIT_BYTES};
 use testbenches::run::RunOptions;
 
 use super::{check_writable, ensure_parent, CliResult};
@@ -64,10 +64,16 @@ pub struct GpsArgs {
     /// Free expert slots per die for duplicates (Algorithm 1's memory M_g).
     #[arg(long, default_value_t = 1)]
     pub spare_slots: u32,
-    /// Token-to-Expert overhead fit, `SKEW:A:B` per curve (fraction = A·exp(B·accuracy)),
-    /// comma-separated, skewness ascending; default docs/gps.md's.
+    /// Token-to-Expert overhead fit: `assumed` (the default, docs/gps.md's reading of Fig. 4's
+    /// scale), `fig4` (calibrated to the paper's reported predictor costs, docs/gps.md), or
+    /// `SKEW:A:B` per curve (fraction = A·exp(B·accuracy)), comma-separated, skewness ascending.
     #[arg(long)]
     pub overhead: Option<String>,
+    /// Distribution-Only estimate: `online` (window updated after every held-out iteration)
+    /// or `split` (train on the warm-up iterations only, test on the held-out ones; the paper's
+    /// train/test error, L9@16695).
+    #[arg(long, default_value = "online")]
+    pub dist_estimate: String,
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Waveform of the Distribution-Only predictor (its Eq. 1 counters) over the first
@@ -123,10 +129,15 @@ fn parse_error_model(s: &str) -> CliResult<ErrorModel> {
 }
 
 fn parse_overhead(s: &str) -> CliResult<OverheadModel> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "assumed" => return Ok(OverheadModel::moe_gps_default()),
+        "fig4" => return Ok(OverheadModel::moe_gps_fig4()),
+        _ => {}
+    }
     let curves = list(s, "--overhead", 16, |x| {
         let p: Vec<&str> = x.split(':').collect();
         if p.len() != 3 {
-            return Err(format!("{x:?}: expected SKEW:A:B"));
+            return Err(format!("{x:?}: expected assumed, fig4 or SKEW:A:B"));
         }
         Ok(OverheadCurve { skew: num(p[0])?, a: num(p[1])?, b: num(p[2])? })
     })?;
@@ -161,6 +172,11 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
         Some(s) => parse_overhead(s)?,
         None => OverheadModel::moe_gps_default(),
     };
+    let dist_estimate = match a.dist_estimate.trim().to_ascii_lowercase().as_str() {
+        "online" => DistEstimate::Online,
+        "split" => DistEstimate::Split,
+        other => return Err(format!("--dist-estimate: {other:?} is not one of online, split")),
+    };
     let params = GpsParams {
         wafer: a.wafer.clone(),
         cols,
@@ -176,6 +192,7 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
         window: a.window,
         spare_slots: a.spare_slots,
         predictor_vcd: a.vcd.clone(),
+        dist_estimate,
     };
     params.check().map_err(|e| e.to_string())?;
     if a.trace.is_some() && a.skew.is_some() {
@@ -244,7 +261,7 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
     }
     if let Some(j) = &a.json {
         ensure_parent(j)?;
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "command": "gps",
             "model": model.name,
             "wafer": format!("{cols}x{rows}"),
@@ -267,6 +284,10 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
             "points": points,
             "wall_seconds": t_start.elapsed().as_secs_f64(),
         });
+        // Only when not the default, so default outputs keep their bytes.
+        if dist_estimate == DistEstimate::Split {
+            v["dist_estimate"] = serde_json::json!("split");
+        }
         std::fs::write(j, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -54,6 +54,14 @@ pub struct SemMoeArgs {
     /// Scenario: weight of the token-cluster expert preference, in [0, 1].
     #[arg(long, default_value_t = 0.5)]
     pub affinity: f64,
+    /// Scenario: request-level topic coherence in [0, 1] — the probability that a token takes
+    /// one of its request's clusters (Sem-MoE Appendix A.1); default off (every token's
+    /// cluster drawn independently).
+    #[arg(long)]
+    pub coherence: Option<f64>,
+    /// Scenario, with --coherence: clusters each request draws (1..=64; default 2).
+    #[arg(long)]
+    pub clusters_per_request: Option<u32>,
     /// Iterations profiled (the rest is held out for evaluation); default half.
     #[arg(long)]
     pub profile_iters: Option<u32>,
@@ -104,9 +112,21 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
     if let Some(p) = &a.vcd {
         check_writable(p).map_err(|e| format!("--vcd: {e}"))?;
     }
+    if a.clusters_per_request.is_some() && a.coherence.is_none() {
+        return Err("--clusters-per-request: only with --coherence (request coherence is off without it)".into());
+    }
+    if a.coherence.is_some() && a.trace.is_some() {
+        return Err("--coherence: sizes the generated scenario only (not used with --trace)".into());
+    }
     let src = match &a.trace {
         Some(p) => SemMoeSource::Trace { path: p.clone(), layers: a.layers },
-        None => SemMoeSource::Scenario { layers: a.layers, tokens_per_iter: a.tokens_per_iter, iters: a.iters, affinity: a.affinity },
+        None => SemMoeSource::Scenario {
+            layers: a.layers,
+            tokens_per_iter: a.tokens_per_iter,
+            iters: a.iters,
+            affinity: a.affinity,
+            coherence: a.coherence.map(|share| sched::scenario::Coherence { share, clusters_per_request: a.clusters_per_request.unwrap_or(2) }),
+        },
     };
     let (trace, source) = workload(&src, &model, a.seed).map_err(|e| e.to_string())?;
     let exp = SemMoeExperiment::new(params, model, trace).map_err(|e| e.to_string())?;

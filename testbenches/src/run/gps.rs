@@ -96,6 +96,20 @@ pub fn check_skew(v: f64, m: &ModelPreset) -> Result<f64> {
     }
 }
 
+/// How the Distribution-Only predictor meets the measured iterations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DistEstimate {
+    /// The moving window is updated after every held-out iteration (online; the default).
+    #[default]
+    Online,
+    /// A train/test split (paper L9@16695–16900: the estimate on the train set, the error
+    /// against the test set): the warm-up iterations are the train part, the held-out ones
+    /// the test part; the predictor never sees a test iteration, and the error is also
+    /// measured against the pooled test distribution (`dist_only_test_error`).
+    Split,
+}
+
 /// The experiment's parameters (flags), checked by [`GpsParams::check`].
 #[derive(Debug, Clone)]
 pub struct GpsParams {
@@ -120,6 +134,8 @@ pub struct GpsParams {
     pub spare_slots: u32,
     /// Waveform of the Distribution-Only predictor over the first workload's iterations.
     pub predictor_vcd: Option<PathBuf>,
+    /// Online window or a train/test split.
+    pub dist_estimate: DistEstimate,
 }
 
 impl GpsParams {
@@ -137,6 +153,9 @@ impl GpsParams {
         }
         if self.spare_slots > limits::GPS_MAX_SPARE_SLOTS {
             return Err(Error::input("--spare-slots", format!("at most {} (got {})", limits::GPS_MAX_SPARE_SLOTS, self.spare_slots)));
+        }
+        if self.dist_estimate == DistEstimate::Split && self.warmup == 0 {
+            return Err(Error::input("--dist-estimate", "split needs a train part: --warmup at least 1"));
         }
         if let Some(t) = self.tokens {
             if !limits::GPS_TOKENS.contains(&t) {
@@ -192,10 +211,24 @@ pub struct Workload {
 struct IterPlans {
     skew: f64,
     dist_error: f64,
+    /// Distribution-Only's predicted per-expert loads (what Algorithm 1 planned on).
+    predicted: Vec<u64>,
+    /// True per-expert counts of this iteration.
+    counts: Vec<u64>,
+    /// The predictor's window counts it predicted from (Eq. 1's n_i).
+    window: Vec<u64>,
     none: Vec<A2aXfer>,
     dist: Vec<A2aXfer>,
     /// Per accuracy: the plan and the assignments forwarded after a wrong guess.
     t2e: Vec<(Vec<A2aXfer>, u64)>,
+}
+
+/// The T2E guesses' seed of one point's iteration and accuracy: from the base seed and the
+/// point's own coordinates (the workload's key — its target skewness, or the trace layer —,
+/// the held-out iteration, the accuracy), so a point's result does not depend on which
+/// other points share its run. Bandwidth does not enter: the plans are bandwidth-independent.
+pub fn point_seed(seed: u64, workload_key: u64, held_out: u64, accuracy: f64) -> u64 {
+    seed_mix(seed, workload_key, held_out, accuracy.to_bits())
 }
 
 fn seed_mix(seed: u64, a: u64, b: u64, c: u64) -> u64 {
@@ -285,6 +318,10 @@ pub struct GpsPoint {
     pub dist_minus_t2e_saving: f64,
     /// Distribution-Only error rate ε (‖p̂ − p‖₁ / experts), mean.
     pub dist_only_error: f64,
+    /// With `--dist-estimate split`: ε of the train estimate against the pooled test
+    /// iterations (the paper's Table 1 error, L9@16695).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dist_only_test_error: Option<f64>,
     pub error_model: &'static str,
     pub no_prediction: StratCycles,
     pub dist_only: StratCycles,
@@ -353,9 +390,24 @@ impl GpsExperiment {
     pub fn run(&self, opts: &RunOptions) -> Result<Vec<GpsPoint>> {
         let p = &self.params;
         let model = &self.model;
+        tracing::info!(model = %model.name, dies = p.cols * p.rows, workloads = self.workloads.len(), bandwidths = p.bandwidths.len(), "gps run start");
+        let all_plans = self.plan()?;
+        self.simulate(&all_plans, opts)
+    }
+
+    /// Distribution-Only's predicted per-expert loads, per workload and held-out iteration
+    /// (what Algorithm 1 planned on), with the iteration's true counts.
+    pub fn dist_only_predictions(&self) -> Result<Vec<Vec<(Vec<u64>, Vec<u64>)>>> {
+        Ok(self.plan()?.into_iter().map(|w| w.into_iter().map(|ip| (ip.predicted, ip.counts)).collect()).collect())
+    }
+
+    /// Every held-out iteration's plan per strategy (bandwidth-independent; the predictor's
+    /// waveform is written here).
+    fn plan(&self) -> Result<Vec<Vec<IterPlans>>> {
+        let p = &self.params;
+        let model = &self.model;
         let dies = p.cols * p.rows;
         let mp = &self.mp;
-        tracing::info!(model = %model.name, dies, workloads = self.workloads.len(), bandwidths = p.bandwidths.len(), "gps run start");
         let hosts = expert_hosts(model.experts, dies);
         let mut initial = vec![Vec::new(); dies as usize];
         for (e, hs) in hosts.iter().enumerate() {
@@ -368,6 +420,11 @@ impl GpsExperiment {
         // --- Plans per workload and held-out iteration (bandwidth-independent).
         let mut all_plans: Vec<Vec<IterPlans>> = Vec::new();
         for (wi, w) in self.workloads.iter().enumerate() {
+            // The point's own key (never its position in the sweep).
+            let wkey = match w.target_skew {
+                Some(s) => s.to_bits(),
+                None => 0x7472_6163_6500_0000,
+            };
             let mut pred = DistOnlyPredictorCl::new(self.dist_cfg, model.experts as usize).map_err(|e| Error::input("--window", e.to_string()))?;
             let trace_it = wi == 0 && p.predictor_vcd.is_some();
             let mut samples: Vec<Vec<u64>> = Vec::new();
@@ -408,21 +465,32 @@ impl GpsExperiment {
                 let dist_error = dist_error_rate(&shares(pred.counts()), &shares(&counts)).map_err(text)?;
                 let dist = estimate_iteration(&truth, &setup, Strategy::DistOnly { predicted_loads: &predicted }).map_err(text)?;
                 let mut t2e = Vec::new();
-                for (ai, &acc) in p.accuracies.iter().enumerate() {
+                for &acc in p.accuracies.iter() {
                     let pr = T2ePredictor { accuracy: acc, model: p.error_model };
-                    let guess = t2e_predict_seeded(&pr, &truth, model.experts, seed_mix(p.seed, wi as u64, hi as u64, ai as u64)).map_err(|e| Error::input(format!("--accuracy {acc}"), e.to_string()))?;
+                    let guess = t2e_predict_seeded(&pr, &truth, model.experts, point_seed(p.seed, wkey, hi as u64, acc)).map_err(|e| Error::input(format!("--accuracy {acc}"), e.to_string()))?;
                     let (_, sent) = duplicate_tokens(&guess.experts, &setup).map_err(text)?;
                     let l = estimate_iteration(&truth, &setup, Strategy::TokenToExpert { predicted: &guess.experts }).map_err(text)?;
                     t2e.push((to_xfers(&|i| sent[i], &l.device), l.forwarded));
                 }
-                plans.push(IterPlans { skew: skewness(&counts), dist_error, none: to_xfers(&holder, &none.device), dist: to_xfers(&holder, &dist.device), t2e });
-                observe(&mut pred, &counts, &mut samples)?;
+                plans.push(IterPlans { skew: skewness(&counts), dist_error, none: to_xfers(&holder, &none.device), dist: to_xfers(&holder, &dist.device), t2e, predicted, counts: counts.clone(), window: pred.counts().to_vec() });
+                // Split: a test iteration is never shown to the predictor.
+                if p.dist_estimate == DistEstimate::Online {
+                    observe(&mut pred, &counts, &mut samples)?;
+                }
             }
             if let (0, Some(path)) = (wi, &p.predictor_vcd) {
                 write_predictor_vcd(path, &pred, &samples)?;
             }
             all_plans.push(plans);
         }
+        Ok(all_plans)
+    }
+
+    /// Runs every plan on the wafer at every bandwidth.
+    fn simulate(&self, all_plans: &[Vec<IterPlans>], opts: &RunOptions) -> Result<Vec<GpsPoint>> {
+        let p = &self.params;
+        let model = &self.model;
+        let mp = &self.mp;
 
         // --- Cycle-level runs (the predictor's waveform is the only one of this run).
         let o = RunOptions { waves: None, ..opts.clone() };
@@ -434,7 +502,7 @@ impl GpsExperiment {
         let accs = &p.accuracies;
         let mut points = Vec::new();
         for (bw, c) in p.bandwidths.iter().zip(&self.cfgs) {
-            for (w, plans) in self.workloads.iter().zip(&all_plans) {
+            for (w, plans) in self.workloads.iter().zip(all_plans) {
                 let (mut none, mut dist) = (Sum::default(), Sum::default());
                 let mut t2e = vec![(Sum::default(), 0u64, 0.0f64); accs.len()];
                 let (mut skew_sum, mut err_sum) = (0.0, 0.0);
@@ -456,6 +524,17 @@ impl GpsExperiment {
                 }
                 let h = plans.len().max(1) as f64;
                 let measured = skew_sum / h;
+                // Split: the frozen train estimate against the pooled test iterations.
+                let test_error = match (p.dist_estimate, plans.first()) {
+                    (DistEstimate::Split, Some(first)) => {
+                        let mut pooled = vec![0u64; model.experts as usize];
+                        for ip in plans {
+                            pooled.iter_mut().zip(&ip.counts).for_each(|(a, b)| *a += b);
+                        }
+                        Some(dist_error_rate(&shares(&first.window), &shares(&pooled)).map_err(text)?)
+                    }
+                    _ => None,
+                };
                 let t2e_points: Vec<T2ePoint> = t2e
                     .iter()
                     .zip(accs)
@@ -486,6 +565,7 @@ impl GpsExperiment {
                     best_t2e_accuracy: ba,
                     dist_minus_t2e_saving: (bc as f64 - dc.cycles as f64) / nc.cycles.max(1) as f64,
                     dist_only_error: err_sum / h,
+                    dist_only_test_error: test_error,
                     error_model: error_model_name(p.error_model),
                     no_prediction: nc,
                     dist_only: dc,

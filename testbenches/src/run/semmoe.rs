@@ -17,7 +17,7 @@ use hw::wafer::{WaferCfg, WaferResult};
 use sched::balance::eplb::max_over_mean;
 use sched::balance::semmoe::{evaluate, Attention, Outcome, SemMoeCfg};
 use sched::models::ModelPreset;
-use sched::scenario::{generate_scenario, ScenarioCfg};
+use sched::scenario::{generate_scenario, Coherence, ScenarioCfg};
 use sched::trace::{load_trace, Trace, TraceToken};
 use sched::wafer::dispatch::A2aXfer;
 use sched::wafer::{Mapping, MappingKind};
@@ -101,7 +101,7 @@ pub enum SemMoeSource {
     /// A routing trace; `layers` is refused with it (the trace decides).
     Trace { path: PathBuf, layers: Option<u32> },
     /// The generated scenario.
-    Scenario { layers: Option<u32>, tokens_per_iter: u32, iters: u32, affinity: f64 },
+    Scenario { layers: Option<u32>, tokens_per_iter: u32, iters: u32, affinity: f64, coherence: Option<Coherence> },
 }
 
 /// The workload: a trace file or the generated scenario, checked against the model; and
@@ -124,7 +124,7 @@ pub fn workload(src: &SemMoeSource, m: &ModelPreset, seed: u64) -> Result<(Trace
             }
             Ok((t, serde_json::json!({ "trace": p.display().to_string() })))
         }
-        SemMoeSource::Scenario { layers, tokens_per_iter, iters, affinity } => {
+        SemMoeSource::Scenario { layers, tokens_per_iter, iters, affinity, coherence } => {
             let layers = layers.unwrap_or(m.layers);
             if layers == 0 || layers > m.layers {
                 return Err(Error::input("--layers", format!("{layers} outside 1..={} (the MoE layers of {})", m.layers, m.name)));
@@ -138,6 +138,7 @@ pub fn workload(src: &SemMoeSource, m: &ModelPreset, seed: u64) -> Result<(Trace
                 iters: *iters,
                 seed,
                 affinity: *affinity,
+                coherence: *coherence,
                 ..ScenarioCfg::default()
             };
             let t = generate_scenario(&sc).map_err(|e| {
@@ -145,6 +146,8 @@ pub fn workload(src: &SemMoeSource, m: &ModelPreset, seed: u64) -> Result<(Trace
                     "tokens_per_iter" => "--tokens-per-iter".to_string(),
                     "iters" => "--iters".to_string(),
                     "affinity" => "--affinity".to_string(),
+                    "coherence.share" => "--coherence".to_string(),
+                    "coherence.clusters_per_request" => "--clusters-per-request".to_string(),
                     "layers" => "--layers".to_string(),
                     f => format!("scenario.{f}"),
                 };
