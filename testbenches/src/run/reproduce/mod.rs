@@ -149,6 +149,9 @@ pub enum Verdict {
     Partly,
     /// The opposite direction, or no effect where the paper reports one.
     DoesNotHold,
+    /// The paper's setup did not measure it (e.g. a claim of full mode under `--quick`):
+    /// given to every claim whose paper-setup value is `None`, whatever the module said.
+    NotRun,
 }
 
 impl Verdict {
@@ -157,6 +160,7 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::Partly => "partly",
             Verdict::DoesNotHold => "does not hold",
+            Verdict::NotRun => "not run",
         }
     }
 
@@ -236,7 +240,14 @@ pub fn run(papers: &[Paper], o: &ReproOptions) -> Result<Parts<Paper, PaperRepor
                     Paper::Semmoe => semmoe::run(o),
                 };
                 tracing::info!(paper = p.name(), ok = r.is_ok(), "reproduce end");
-                r
+                r.map(|mut rep| {
+                    for c in &mut rep.claims {
+                        if c.paper_setup.value.is_none() {
+                            c.verdict = Verdict::NotRun;
+                        }
+                    }
+                    rep
+                })
             }),
         })
         .collect())
