@@ -51,6 +51,12 @@ pub struct SetupCfg {
     pub pe_timing: Timing,
     pub fuse_gate_up: bool,
     pub micro_slices: u32,
+    /// Who loads FSE-DP micro-slices (`trajectory` or `all`) and, with `all`, the helpers'
+    /// flow control (`push` or `reserve`) — docs/fsedp-reading.md.
+    #[serde(default)]
+    pub loaders: hw::pkg::config::Loaders,
+    #[serde(default)]
+    pub shard_flow: hw::pkg::config::ShardFlow,
     /// Generated layers run per point (their latencies add: a layer average).
     pub layers: u32,
     pub iters: u32,
@@ -127,6 +133,8 @@ impl Setup {
         pkg.pe.cols = cfg.pe_cols;
         pkg.pe.timing = cfg.pe_timing;
         pkg.pe.fuse_gate_up = cfg.fuse_gate_up;
+        pkg.loaders = cfg.loaders;
+        pkg.shard_flow = cfg.shard_flow;
         pkg.validate().map_err(|e| Error::input(field("array/pe/micro_slices"), e))?;
         // The request structure, by the generator's own checks (the first model's shape).
         let g = GenCfg { experts: models[0].experts, top_k: models[0].top_k, layers: cfg.layers, iters: cfg.iters, ..shape(&cfg, cfg.tokens[0]) };
@@ -147,7 +155,7 @@ impl Setup {
             "plain generated routing (no request structure)".into()
         };
         format!(
-            "{}: {} × {:?} tokens, {}x{} chiplets, PE {}x{} {:?}{}, {} micro-slices, EP = `{}`, Hydra = `{}`, FSE-DP = `{}`/`{}`; Zipf {} seed {}, {req}; {} layer(s) averaged",
+            "{}: {} × {:?} tokens, {}x{} chiplets, PE {}x{} {:?}{}, {} micro-slices, loaders {:?}{}, EP = `{}`, Hydra = `{}`, FSE-DP = `{}`/`{}`; Zipf {} seed {}, {req}; {} layer(s) averaged",
             self.name,
             self.cfg.models.join(", "),
             self.cfg.tokens,
@@ -158,6 +166,8 @@ impl Setup {
             self.cfg.pe_timing,
             if self.cfg.fuse_gate_up { " gate|up fused" } else { "" },
             self.cfg.micro_slices,
+            self.cfg.loaders,
+            if self.cfg.loaders == hw::pkg::config::Loaders::All { format!(" ({:?} flow)", self.cfg.shard_flow) } else { String::new() },
             self.ep.name(),
             self.hydra.name(),
             self.fsedp.name(),
