@@ -175,10 +175,10 @@ pub(crate) enum Adapt {
     Alternate,
 }
 
-/// Steps per epoch: the unit the mode is chosen for (256: a short NoC point of 6 690 cycles
-/// still gets both modes measured and most of its steps in the faster one) (long enough that the switch — a park
-/// and a wake of the helper threads — is noise; short enough to follow a machine whose load
-/// changes).
+/// Steps per epoch: the unit the mode is chosen for. Long enough that a switch (a park and
+/// a wake of the other threads) is noise; short enough that a short run (a 6 690-cycle NoC
+/// point) measures both modes early and spends most of its steps in the faster one, and that
+/// a machine whose load changes is followed.
 const EPOCH: usize = 256;
 /// The mode not chosen runs one probe epoch after this many epochs, to notice that the
 /// machine changed (a core freed or taken); each probe that confirms the choice doubles the
