@@ -697,6 +697,7 @@ impl ChipletCtrlCl {
             // ring, so the other half keeps slices that free themselves or may be dropped.
             let helper_cap = self.knobs.shard_reserve && self.helper_slots() * 2 >= self.ring.capacity();
             let mut passed_helper = false;
+            let mut passed_granted_helper = false;
             let mut i = if self.load_idle_cap == Some(cap) { self.load_seq.len() } else { 0 };
             while i < self.load_seq.len() {
                 let e = self.load_seq[i];
@@ -720,6 +721,7 @@ impl ChipletCtrlCl {
                 }
                 if helper_cap && !self.on_path(mask) {
                     passed_helper = true;
+                    passed_granted_helper |= self.granted[e.idx()];
                     i += 1;
                     continue;
                 }
@@ -734,6 +736,27 @@ impl ChipletCtrlCl {
             }
             // The helper cap changes without a message: no idle skip past it.
             self.load_idle_cap = if out.ddr_req.is_none() && !passed_helper { Some(cap) } else { None };
+            // Deadlock escape of the helper cap: half the ring holds helper pre-loads of
+            // experts not granted yet, and a granted expert's share waits behind the cap — the
+            // pre-loads wait for grants that need this granted expert to finish first (found
+            // by `reproduce fsedp`: Qwen3, 64 tokens, A2, request workload). One ungranted
+            // helper pre-load is dropped (reloaded after its grant), so the cap lets the
+            // granted share through.
+            // Only when every helper slot is such a pre-load: a granted helper slice in the
+            // ring leaves with its credit and lifts the cap without a drop.
+            if out.ddr_req.is_none() && passed_granted_helper {
+                let is_ungranted_helper = |s: u32| {
+                    let e = self.ring.tag(s).expert;
+                    !self.granted[e.idx()] && !self.on_path(self.pre_mask[e.idx()])
+                };
+                let stuck = self.local_wait.iter().filter(|&&s| is_ungranted_helper(s)).count() as u32 == self.helper_slots();
+                let ungranted_helper = if stuck { self.local_wait.iter().rposition(|&s| is_ungranted_helper(s)) } else { None };
+                if let Some(i) = ungranted_helper {
+                    let s = self.local_wait.remove(i);
+                    self.drop_slot(s, true);
+                    self.load_idle_cap = None;
+                }
+            }
         }
         // --- Deadlock escape on the load side: the ring is full up to the D2D reserve, part
         // of it pre-loads of experts not granted yet, and a granted expert waits for a
