@@ -193,6 +193,8 @@ pub fn suite(o: &SuiteOptions, mut each: impl FnMut(&Figure)) -> Result<Suite> {
     let traced_tokens = if o.quick { 8 } else { 64 };
     let run = pkg(traced_tokens)?;
     let (base, _) = time(reps_long, || run.run_single(&RunOptions::default()))?;
+    // Scratch files of the traced runs and the sweep (removed after timing; the directory
+    // too unless the caller named it).
     let dir = o.wave_dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("waferstream-bench-{}", std::process::id())));
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, format!("cannot create directory: {e}")))?;
     for (fmt, ext) in [(waves::WaveFormat::Vcd, "vcd"), (waves::WaveFormat::Fst, "fst")] {
@@ -201,9 +203,6 @@ pub fn suite(o: &SuiteOptions, mut each: impl FnMut(&Figure)) -> Result<Suite> {
         let (t, _) = time(reps_long, || run.run_single(&opts))?;
         let _ = std::fs::remove_file(&path);
         push(Figure::ratio(&format!("package.traced.{ext}"), format!("package {traced_tokens} tokens A3, full {ext} tracing"), &t, &base));
-    }
-    if o.wave_dir.is_none() {
-        let _ = std::fs::remove_dir(&dir);
     }
 
     // The wafer: DeepSeek-V3, one layer, ER (docs/results-wafer.md §7).
@@ -243,7 +242,6 @@ pub fn suite(o: &SuiteOptions, mut each: impl FnMut(&Figure)) -> Result<Suite> {
     super::sweep::check_workloads(&points, "smoke")?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let out = dir.join("bench-sweep.jsonl");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, format!("cannot create directory: {e}")))?;
     let (t, n) = time(reps_long, || {
         let mut file = super::sweep::open_output(&out)?;
         let pending: Vec<_> = points.iter().collect();
