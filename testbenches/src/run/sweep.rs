@@ -505,6 +505,23 @@ const MAX_LINE: u64 = 16 << 20;
 /// naming the line: a resume never mixes two grids in one file, and never cuts or appends to
 /// a file that is not a sweep output.
 pub fn resume(out: &Path, points: &[Point], origin: &str, quiet: bool) -> Result<HashSet<usize>> {
+    scan_lines(out, points, origin, CutLine::Repair { quiet }, &mut |_, _, _| Ok(()))
+}
+
+/// What [`scan_lines`] does with a last line cut short by a crash.
+#[derive(Debug, Clone, Copy)]
+enum CutLine {
+    /// Cut it off the file (a resume: its point runs again); `quiet`: without a note.
+    Repair { quiet: bool },
+    /// Refuse the file (a merge only reads its shards).
+    Refuse,
+}
+
+/// Reads a sweep output once, line by line, with the checks of a resume (each line a point of
+/// this grid with its key and config, no point twice), handing each point's line to `each`
+/// (id, line number, the line without its newline). Returns the ids seen. A missing file is
+/// empty.
+fn scan_lines(out: &Path, points: &[Point], origin: &str, cut: CutLine, each: &mut dyn FnMut(usize, usize, &str) -> Result<()>) -> Result<HashSet<usize>> {
     use std::io::{BufRead, Read};
     let mut done = std::collections::HashMap::new();
     let name = out.display();
@@ -548,9 +565,16 @@ pub fn resume(out: &Path, points: &[Point], origin: &str, quiet: bool) -> Result
                 if let Some(first) = done.insert(id as usize, n) {
                     return err(format!("{name}: line {n}: point {id} ({key}) is also at line {first}: a file holds each point once (remove one, or use another --out)"));
                 }
+                let text = text.expect("parsed as JSON, so UTF-8");
+                let text = text.strip_suffix('\n').unwrap_or(text);
+                each(id as usize, n, text.strip_suffix('\r').unwrap_or(text))?;
+            }
+            _ if !complete && matches!(cut, CutLine::Refuse) => {
+                return err(format!("{name}: its last line is cut short (an interrupted shard): rerun that shard with the same --out to repair and finish it"));
             }
             // A crash mid-write leaves the start of a line and no newline.
             _ if last && !complete && text.is_some_and(|t| t.starts_with(LINE_START) || LINE_START.starts_with(t)) => {
+                let CutLine::Repair { quiet } = cut else { unreachable!("refused above") };
                 // Cut the fragment so the next line starts on its own.
                 let f = std::fs::OpenOptions::new().write(true).open(out).map_err(|e| format!("cannot repair {name}: {e}"))?;
                 f.set_len(pos).map_err(|e| format!("cannot repair {name}: {e}"))?;
@@ -587,21 +611,19 @@ pub fn merge_shards(points: &[Point], origin: &str, shards: &[PathBuf], out: &Pa
         if std::fs::canonicalize(shard).ok().is_some_and(|c| std::fs::canonicalize(out).ok().as_ref() == Some(&c)) {
             return err(format!("--merge {name}: is also --out (write the merge to a new file)"));
         }
-        let text = std::fs::read_to_string(shard).map_err(|e| Error::io(shard, format!("cannot read: {e}")))?;
-        if !text.is_empty() && !text.ends_with('\n') {
-            return err(format!("--merge {name}: its last line is cut short (an interrupted shard): rerun that shard with the same --out to repair and finish it"));
-        }
-        // The same checks as a resume (the file is complete, so nothing is repaired).
-        resume(shard, points, origin, true).map_err(|e| Error::Run(format!("--merge {e}")))?;
-        for (n, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let id = serde_json::from_str::<serde_json::Value>(line).ok().and_then(|v| v.get("id").and_then(serde_json::Value::as_u64)).expect("checked by resume") as usize;
+        // A missing shard is an error here (a resume starts a missing file afresh).
+        std::fs::File::open(shard).map_err(|e| Error::io(shard, format!("cannot read: {e}")))?;
+        // One read: the resume's checks, and each point's line collected.
+        let mut collect = |id: usize, n: usize, line: &str| -> Result<()> {
             if let Some((_, other)) = lines.insert(id, (line.to_string(), si)) {
-                return err(format!("--merge {name}: line {}: point {id} is also in {}: shards of one grid hold disjoint points", n + 1, shards[other].display()));
+                return err(format!("--merge {name}: line {n}: point {id} is also in {}: shards of one grid hold disjoint points", shards[other].display()));
             }
-        }
+            Ok(())
+        };
+        scan_lines(shard, points, origin, CutLine::Refuse, &mut collect).map_err(|e| match e {
+            Error::Run(m) if !m.starts_with("--merge ") => Error::Run(format!("--merge {m}")),
+            e => e,
+        })?;
     }
     let missing: Vec<usize> = points.iter().map(|p| p.index).filter(|i| !lines.contains_key(i)).collect();
     let mut f = std::fs::File::create(out).map_err(|e| Error::io(out, format!("cannot write: {e}")))?;
