@@ -54,6 +54,8 @@
 use rust_hdl::prelude::*;
 
 use super::nexthop::{NextHopParams, NextHopRtl};
+use super::picker::AgePickerRtl;
+use super::ring::RingScanRtl;
 
 /// Run-time parameters baked into the Verilog as constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +179,24 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nhb: [NextHopRtl; S],
     nhd: NextHopRtl,
     nhp: NextHopRtl,
+    // --- oldest / newest pickers over the age matrix (one per selection of the cycle)
+    /// H: the eviction victim (lw newest ▸ tx oldest computed ▸ lr oldest ▸ rx oldest).
+    sel_ev: AgePickerRtl<S>,
+    /// I: the PE's next slice (rx newest when eager, else oldest ▸ lr oldest with tokens).
+    sel_pe: AgePickerRtl<S>,
+    /// J: the D2D send (tx oldest, after the PE pick).
+    sel_tx: AgePickerRtl<S>,
+    /// L: the load-side escape (lw newest).
+    sel_esc: AgePickerRtl<S>,
+    // --- the ring's circular priority encoders (`RingScanRtl`, as in `RingBufferRtl`)
+    /// H: the D2D arrival's slot (first free at/after the tail).
+    sc_rx: RingScanRtl<S>,
+    /// K: the DDR load's slot (first free at/after the tail after the D2D allocation).
+    sc_ld: RingScanRtl<S>,
+    /// The head after the releases (first live at/after the head).
+    sc_hd: RingScanRtl<S>,
+    /// The head after the escape's release.
+    sc_he: RingScanRtl<S>,
 
     // --- registers: ring and slots
     live_q: DFF<Bits<S>>,
@@ -283,11 +303,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     age_i: [Signal<Local, Bits<S>>; S],
     pe_busy1: Signal<Local, Bit>,
     pem: Signal<Local, Bits<S>>,
-    // generic picker
+    // the eviction picker's set
     px: Signal<Local, Bits<S>>,
-    p_new: Signal<Local, Bit>,
-    p_found: Signal<Local, Bit>,
-    p_slot: Signal<Local, Bits<8>>,
     // H: D2D arrival, eviction
     evict: Signal<Local, Bit>,
     v_kind: Signal<Local, Bits<3>>,
@@ -300,10 +317,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     v_nx: Signal<Local, Bits<4>>,
     vr: Signal<Local, Bit>,
     live2: Signal<Local, Bits<S>>,
-    fr_hi: Signal<Local, Bit>,
-    fr_lo: Signal<Local, Bit>,
-    s_hi: Signal<Local, Bits<8>>,
-    s_lo: Signal<Local, Bits<8>>,
     ra: Signal<Local, Bit>,
     ra_slot: Signal<Local, Bits<8>>,
     ram: Signal<Local, Bits<S>>,
@@ -313,6 +326,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     rx2: Signal<Local, Bits<S>>,
     lr2: Signal<Local, Bits<S>>,
     tokslot: Signal<Local, Bits<S>>,
+    px_pe: Signal<Local, Bits<S>>,
+    new_pe: Signal<Local, Bit>,
     pick: Signal<Local, Bit>,
     rule1: Signal<Local, Bit>,
     pk: Signal<Local, Bits<8>>,
@@ -388,8 +403,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     te_n: Signal<Local, Bits<16>>,
     nv: Signal<Local, Bits<S>>,
     hd_a: Signal<Local, Bits<8>>,
-    h_found: Signal<Local, Bit>,
-    h_lo: Signal<Local, Bit>,
     tail_n: Signal<Local, Bits<8>>,
     sv: Signal<Local, Bits<S>>,
 
@@ -515,6 +528,14 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
             nhd: NextHopRtl::new(&nhp),
             nhp: NextHopRtl::new(&nhp),
+            sel_ev: AgePickerRtl::new(),
+            sel_pe: AgePickerRtl::new(),
+            sel_tx: AgePickerRtl::new(),
+            sel_esc: AgePickerRtl::new(),
+            sc_rx: RingScanRtl::new(),
+            sc_ld: RingScanRtl::new(),
+            sc_hd: RingScanRtl::new(),
+            sc_he: RingScanRtl::new(),
             live_q: Default::default(),
             tail_q: Default::default(),
             head_q: Default::default(),
@@ -611,9 +632,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             pe_busy1: Default::default(),
             pem: Default::default(),
             px: Default::default(),
-            p_new: Default::default(),
-            p_found: Default::default(),
-            p_slot: Default::default(),
             evict: Default::default(),
             v_kind: Default::default(),
             v_found: Default::default(),
@@ -625,10 +643,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v_nx: Default::default(),
             vr: Default::default(),
             live2: Default::default(),
-            fr_hi: Default::default(),
-            fr_lo: Default::default(),
-            s_hi: Default::default(),
-            s_lo: Default::default(),
             ra: Default::default(),
             ra_slot: Default::default(),
             ram: Default::default(),
@@ -637,6 +651,8 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             rx2: Default::default(),
             lr2: Default::default(),
             tokslot: Default::default(),
+            px_pe: Default::default(),
+            new_pe: Default::default(),
             pick: Default::default(),
             rule1: Default::default(),
             pk: Default::default(),
@@ -708,8 +724,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             te_n: Default::default(),
             nv: Default::default(),
             hd_a: Default::default(),
-            h_found: Default::default(),
-            h_lo: Default::default(),
             tail_n: Default::default(),
             sv: Default::default(),
             id: Constant::new((p.id as u64).into()),
@@ -1129,11 +1143,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.evict.next = self.rx_head_valid.val() & !(self.exist.val() & !self.live1.val()).any();
         self.v_kind.next = 0.into();
         self.px.next = 0.into();
-        self.p_new.next = false;
         if self.lw1.val().any() {
             self.v_kind.next = 1.into();
             self.px.next = self.lw1.val();
-            self.p_new.next = true;
         } else if (self.tx1.val() & self.computed1.val() & !self.pem.val()).any() {
             self.v_kind.next = 2.into();
             self.px.next = self.tx1.val() & self.computed1.val() & !self.pem.val();
@@ -1144,28 +1156,17 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.v_kind.next = 4.into();
             self.px.next = self.rx1.val() & !self.pem.val();
         }
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        // Waiting pre-loads go newest first (the CL's `pop_back`), the others oldest first.
+        self.sel_ev.req.next = self.px.val();
+        self.sel_ev.newest.next = self.lw1.val().any();
         for i in 0..S {
-            if self.px.val().get_bit(i) & !self.p_found.val() {
-                if self.p_new.val() {
-                    if !(self.age_a[i].val() & self.px.val().replace_bit(i, false)).any() {
-                        self.p_found.next = true;
-                        self.p_slot.next = self.idx.val();
-                    }
-                } else if !(self.px.val().replace_bit(i, false) & !self.age_a[i].val()).any() {
-                    self.p_found.next = true;
-                    self.p_slot.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_ev.age[i].next = self.age_a[i].val();
         }
-        self.v_found.next = self.evict.val() & self.p_found.val();
-        self.v_slot.next = self.p_slot.val();
+        self.v_found.next = self.evict.val() & self.sel_ev.found.val();
+        self.v_slot.next = self.sel_ev.slot.val();
         self.vm.next = 0.into();
         if self.v_found.val() {
-            self.vm.next = self.vm.val().replace_bit(self.v_slot.val().index(), true);
+            self.vm.next = self.sel_ev.onehot.val();
         }
         self.v_e.next = 0.into();
         self.v_k.next = 0.into();
@@ -1196,29 +1197,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.live2.next = self.live1.val() & !self.vm.val();
         // First free slot at/after the allocation pointer (the ring's priority encoder).
-        self.fr_hi.next = false;
-        self.fr_lo.next = false;
-        self.s_hi.next = 0.into();
-        self.s_lo.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.live2.val().get_bit(i) {
-                if !self.fr_lo.val() {
-                    self.fr_lo.next = true;
-                    self.s_lo.next = self.idx.val();
-                }
-                if !self.fr_hi.val() & (self.tail_q.q.val().index() <= i) {
-                    self.fr_hi.next = true;
-                    self.s_hi.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        self.ra.next = self.rx_head_valid.val() & self.fr_lo.val();
-        self.ra_slot.next = self.s_lo.val();
-        if self.fr_hi.val() {
-            self.ra_slot.next = self.s_hi.val();
-        }
+        self.sc_rx.bits.next = self.exist.val() & !self.live2.val();
+        self.sc_rx.from.next = self.tail_q.q.val();
+        self.ra.next = self.rx_head_valid.val() & self.sc_rx.found.val();
+        self.ra_slot.next = self.sc_rx.slot.val();
         self.ram.next = 0.into();
         self.tail2.next = self.tail_q.q.val();
         if self.ra.val() {
@@ -1251,31 +1233,19 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         self.rule1.next = self.rx2.val().any();
-        self.px.next = self.lr2.val() & self.tokslot.val();
-        self.p_new.next = false;
+        self.px_pe.next = self.lr2.val() & self.tokslot.val();
+        self.new_pe.next = false;
         if self.rule1.val() {
-            self.px.next = self.rx2.val();
-            self.p_new.next = self.eager.val();
+            self.px_pe.next = self.rx2.val();
+            self.new_pe.next = self.eager.val();
         }
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        self.sel_pe.req.next = self.px_pe.val();
+        self.sel_pe.newest.next = self.new_pe.val();
         for i in 0..S {
-            if self.px.val().get_bit(i) & !self.p_found.val() {
-                if self.p_new.val() {
-                    if !(self.age_a[i].val() & self.px.val().replace_bit(i, false)).any() {
-                        self.p_found.next = true;
-                        self.p_slot.next = self.idx.val();
-                    }
-                } else if !(self.px.val().replace_bit(i, false) & !self.age_a[i].val()).any() {
-                    self.p_found.next = true;
-                    self.p_slot.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_pe.age[i].next = self.age_a[i].val();
         }
-        self.pick.next = !self.pe_busy1.val() & self.p_found.val();
-        self.pk.next = self.p_slot.val();
+        self.pick.next = !self.pe_busy1.val() & self.sel_pe.found.val();
+        self.pk.next = self.sel_pe.slot.val();
         self.pm.next = 0.into();
         self.pk_e.next = 0.into();
         self.pk_k.next = 0.into();
@@ -1300,7 +1270,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.push_i.next = false;
         self.pe_busy_q.d.next = self.pe_busy1.val();
         if self.pick.val() {
-            self.pm.next = self.pm.val().replace_bit(self.pk.val().index(), true);
+            self.pm.next = self.sel_pe.onehot.val();
             self.pe_start_valid.next = true;
             self.pe_start_slot.next = self.pk.val();
             self.pe_start_expert.next = self.pk_e.val();
@@ -1331,21 +1301,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.push_i.val() {
             self.tx3.next = self.tx3.val() | self.pm.val();
         }
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        self.sel_tx.req.next = self.tx3.val();
+        self.sel_tx.newest.next = false;
         for i in 0..S {
-            if self.tx3.val().get_bit(i) & !self.p_found.val() & !(self.tx3.val().replace_bit(i, false) & !self.age_i[i].val()).any() {
-                self.p_found.next = true;
-                self.p_slot.next = self.idx.val();
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_tx.age[i].next = self.age_i[i].val();
         }
-        self.tx_go.next = self.tx_ready.val() & self.p_found.val();
-        self.tslot.next = self.p_slot.val();
+        self.tx_go.next = self.tx_ready.val() & self.sel_tx.found.val();
+        self.tslot.next = self.sel_tx.slot.val();
         self.tm.next = 0.into();
         if self.tx_go.val() {
-            self.tm.next = self.tm.val().replace_bit(self.tslot.val().index(), true);
+            self.tm.next = self.sel_tx.onehot.val();
             self.tx_start_valid.next = true;
             self.tx_start_slot.next = self.tslot.val();
             self.tx_start_dest.next = 0.into();
@@ -1497,8 +1462,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.ls_v.d.next = self.ls_v_k.val();
         self.ls_g.d.next = self.ls_g_a.val();
-        // The load issued this cycle.
-        self.issue.next = self.k1.val() | self.k2.val() | self.js_found.val();
+        // The load issued this cycle, into the first free slot at/after the tail that the
+        // D2D allocation left.
+        self.sc_ld.bits.next = self.exist.val() & !self.live3.val();
+        self.sc_ld.from.next = self.tail2.val();
+        // (Each of k1, k2, js_found needs kc, i.e. a free slot beyond the reserve, so the
+        // allocation's scan always finds one; the AND only states it.)
+        self.issue.next = (self.k1.val() | self.k2.val() | self.js_found.val()) & self.sc_ld.found.val();
         self.is_e.next = self.k3_e.val();
         self.is_k.next = self.k3_k.val();
         self.is_ld.next = self.id.val();
@@ -1513,28 +1483,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.is_ld.next = self.k1_ld.val();
         }
         self.ev_reload.next = self.k1.val();
-        self.fr_hi.next = false;
-        self.fr_lo.next = false;
-        self.s_hi.next = 0.into();
-        self.s_lo.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.live3.val().get_bit(i) {
-                if !self.fr_lo.val() {
-                    self.fr_lo.next = true;
-                    self.s_lo.next = self.idx.val();
-                }
-                if !self.fr_hi.val() & (self.tail2.val().index() <= i) {
-                    self.fr_hi.next = true;
-                    self.s_hi.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        self.ka_slot.next = self.s_lo.val();
-        if self.fr_hi.val() {
-            self.ka_slot.next = self.s_hi.val();
-        }
+        self.ka_slot.next = self.sc_ld.slot.val();
         self.kam.next = 0.into();
         self.tail_n.next = self.tail2.val();
         if self.issue.val() {
@@ -1568,20 +1517,21 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             & (self.free_k.val() <= self.reserve.val())
             & self.lw3.val().any()
             & (self.gown.val() | self.rq_any_g.val());
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        self.sel_esc.req.next = self.lw3.val();
+        self.sel_esc.newest.next = true;
         for i in 0..S {
-            if self.lw3.val().get_bit(i) & !self.p_found.val() & !(self.age_a[i].val() & self.lw3.val().replace_bit(i, false)).any() {
-                self.p_found.next = true;
-                self.p_slot.next = self.idx.val();
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_esc.age[i].next = self.age_a[i].val();
         }
-        self.v2_slot.next = self.p_slot.val();
+        self.v2_slot.next = self.sel_esc.slot.val();
         self.v2m.next = 0.into();
         if self.esc.val() {
-            self.v2m.next = self.v2m.val().replace_bit(self.v2_slot.val().index(), true);
+            if self.sel_esc.found.val() {
+                self.v2m.next = self.sel_esc.onehot.val();
+            } else {
+                // No qualifying member (an inconsistent age matrix, only under illegal
+                // inputs): slot 0, as the picker's slot output says.
+                self.v2m.next = 1.into();
+            }
         }
         self.v2_e.next = 0.into();
         self.v2_k.next = 0.into();
@@ -1733,29 +1683,11 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // ---- ring head (trace): the oldest live slot, as the CL's ring moves it — past the
         // releases before the allocations, onto the first allocation into an empty ring,
         // past the escape's release after them.
+        self.sc_hd.bits.next = self.live2.val();
+        self.sc_hd.from.next = self.head_q.q.val();
         self.hd_a.next = self.tail_q.q.val();
-        self.h_found.next = false;
-        self.h_lo.next = false;
-        self.s_hi.next = 0.into();
-        self.s_lo.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.live2.val().get_bit(i) {
-                if !self.h_lo.val() {
-                    self.h_lo.next = true;
-                    self.s_lo.next = self.idx.val();
-                }
-                if !self.h_found.val() & (self.head_q.q.val().index() <= i) {
-                    self.h_found.next = true;
-                    self.s_hi.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        if self.h_found.val() {
-            self.hd_a.next = self.s_hi.val();
-        } else if self.h_lo.val() {
-            self.hd_a.next = self.s_lo.val();
+        if self.sc_hd.found.val() {
+            self.hd_a.next = self.sc_hd.slot.val();
         }
         if !self.live2.val().any() {
             if self.ra.val() {
@@ -1765,29 +1697,11 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         self.head_q.d.next = self.hd_a.val();
+        self.sc_he.bits.next = self.live_n.val();
+        self.sc_he.from.next = self.hd_a.val();
         if self.esc.val() {
-            self.h_found.next = false;
-            self.h_lo.next = false;
-            self.s_hi.next = 0.into();
-            self.s_lo.next = 0.into();
-            self.idx.next = 0.into();
-            for i in 0..S {
-                if self.live_n.val().get_bit(i) {
-                    if !self.h_lo.val() {
-                        self.h_lo.next = true;
-                        self.s_lo.next = self.idx.val();
-                    }
-                    if !self.h_found.val() & (self.hd_a.val().index() <= i) {
-                        self.h_found.next = true;
-                        self.s_hi.next = self.idx.val();
-                    }
-                }
-                self.idx.next = self.idx.val() + 1;
-            }
-            if self.h_found.val() {
-                self.head_q.d.next = self.s_hi.val();
-            } else if self.h_lo.val() {
-                self.head_q.d.next = self.s_lo.val();
+            if self.sc_he.found.val() {
+                self.head_q.d.next = self.sc_he.slot.val();
             } else {
                 self.head_q.d.next = self.tail_n.val();
             }
