@@ -141,11 +141,20 @@ lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"*'desc'*\"
 lint_off -rule WIDTH -file \"*chiplet_ctrl_*.v\"
 lint_off -rule UNSIGNED -file \"*chiplet_ctrl_*.v\"
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.nh?$*\"
-// The same for its oldest/newest pickers (`sel_*`, AgePickerRtl) and ring scans (`sc_*`,
-// RingScanRtl): combinational sub-blocks between the parent's stages.
+// The same for its oldest/newest pickers (`sel_*`, AgePickerRtl), ring scans (`sc_*`,
+// RingScanRtl) and the Rule-5 tag FIFO (`aq`, TagFifoRtl: `pop` is computed from its
+// combinational `len_in`, the ungranted count and `len_next` are read back): sub-blocks
+// between the parent's stages.
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.sel_*$*\"
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.sc_*$*\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.aq$*\"
 lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'te_n'*\"
+//
+// WIDTH in the chiplet's Rule-5 tag FIFO file (tag_fifo_*): the literal forms (`x = 32'h0`,
+// `n + 32'h1` / `n - 32'h1` on the 8-bit length, which stays <= Q + 1 <= 65) and the
+// `granted[el_e]` select with a 16-bit expert id into the E-bit vector (in range by
+// construction, as in the controller).
+lint_off -rule WIDTH -file \"*tag_fifo_*.v\"
 //
 // UNOPTFLAT, router control only: rust-hdl emits one always block per module, so an allocator
 // whose arbiter `fire` inputs depend on other arbiters' grants (iSLIP: the grant pointer moves
@@ -318,6 +327,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::ring::EXPORT,
     &crate::pkg::chiplet::EXPORT,
     &crate::pkg::picker::EXPORT,
+    &crate::pkg::tag_fifo::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

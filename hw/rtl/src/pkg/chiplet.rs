@@ -56,6 +56,7 @@ use rust_hdl::prelude::*;
 use super::nexthop::{NextHopParams, NextHopRtl};
 use super::picker::AgePickerRtl;
 use super::ring::RingScanRtl;
+use super::tag_fifo::TagFifoRtl;
 
 /// Run-time parameters baked into the Verilog as constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +198,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     sc_hd: RingScanRtl<S>,
     /// The head after the escape's release.
     sc_he: RingScanRtl<S>,
+    // --- the Rule-5 tag FIFO (the CL's `assigned_q`)
+    aq: TagFifoRtl<Q, E>,
 
     // --- registers: ring and slots
     live_q: DFF<Bits<S>>,
@@ -238,10 +241,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     rq_k: [DFF<Bits<16>>; Q],
     rq_ld: [DFF<Bits<4>>; Q],
     rq_n: DFF<Bits<8>>,
-    aq_e: [DFF<Bits<16>>; Q],
-    aq_k: [DFF<Bits<16>>; Q],
-    aq_ld: [DFF<Bits<4>>; Q],
-    aq_n: DFF<Bits<8>>,
     // --- registers: counters
     pending_q: DFF<Bits<32>>,
     had_work: DFF<Bit>,
@@ -355,11 +354,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     k1_k: Signal<Local, Bits<16>>,
     k1_ld: Signal<Local, Bits<4>>,
     rq_any_g: Signal<Local, Bit>,
-    an1: Signal<Local, Bits<8>>,
     k2: Signal<Local, Bit>,
-    a0_e: Signal<Local, Bits<16>>,
-    a0_k: Signal<Local, Bits<16>>,
-    a0_ld: Signal<Local, Bits<4>>,
     gs: Signal<Local, Bits<S>>,
     ung: Signal<Local, Bits<8>>,
     capf: Signal<Local, Bit>,
@@ -394,8 +389,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // M, N: final state, Rule-5 report, done
     live_n: Signal<Local, Bits<S>>,
     clr: Signal<Local, Bits<S>>,
-    an_f: Signal<Local, Bits<8>>,
-    aq_ung: Signal<Local, Bits<8>>,
     free_f: Signal<Local, Bits<8>>,
     net: Signal<Local, Bits<8>>,
     pre: Signal<Local, Bits<8>>,
@@ -536,6 +529,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             sc_ld: RingScanRtl::new(),
             sc_hd: RingScanRtl::new(),
             sc_he: RingScanRtl::new(),
+            aq: TagFifoRtl::new(),
             live_q: Default::default(),
             tail_q: Default::default(),
             head_q: Default::default(),
@@ -572,10 +566,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             rq_k: std::array::from_fn(|_| Default::default()),
             rq_ld: std::array::from_fn(|_| Default::default()),
             rq_n: Default::default(),
-            aq_e: std::array::from_fn(|_| Default::default()),
-            aq_k: std::array::from_fn(|_| Default::default()),
-            aq_ld: std::array::from_fn(|_| Default::default()),
-            aq_n: Default::default(),
             pending_q: Default::default(),
             had_work: Default::default(),
             rep_g: Default::default(),
@@ -678,11 +668,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             k1_k: Default::default(),
             k1_ld: Default::default(),
             rq_any_g: Default::default(),
-            an1: Default::default(),
             k2: Default::default(),
-            a0_e: Default::default(),
-            a0_k: Default::default(),
-            a0_ld: Default::default(),
             gs: Default::default(),
             ung: Default::default(),
             capf: Default::default(),
@@ -715,8 +701,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             n2: Default::default(),
             live_n: Default::default(),
             clr: Default::default(),
-            an_f: Default::default(),
-            aq_ung: Default::default(),
             free_f: Default::default(),
             net: Default::default(),
             pre: Default::default(),
@@ -752,7 +736,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // ---- clocks and hold defaults
         dff_setup!(
             self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok, ls_v,
-            ls_g, ls_wr, rq_n, aq_n, pending_q, had_work, rep_g, rep_p, err_q
+            ls_g, ls_wr, rq_n, pending_q, had_work, rep_g, rep_p, err_q
         );
         for i in 0..S {
             self.t_exp[i].clock.next = self.clock.val();
@@ -791,12 +775,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.rq_k[j].d.next = self.rq_k[j].q.val();
             self.rq_ld[j].clock.next = self.clock.val();
             self.rq_ld[j].d.next = self.rq_ld[j].q.val();
-            self.aq_e[j].clock.next = self.clock.val();
-            self.aq_e[j].d.next = self.aq_e[j].q.val();
-            self.aq_k[j].clock.next = self.clock.val();
-            self.aq_k[j].d.next = self.aq_k[j].q.val();
-            self.aq_ld[j].clock.next = self.clock.val();
-            self.aq_ld[j].d.next = self.aq_ld[j].q.val();
         }
 
         // ---- registered outputs
@@ -809,7 +787,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.pending.next = self.pending_q.q.val();
         self.pe_busy.next = self.pe_busy_q.q.val();
         self.reload_len.next = self.rq_n.q.val();
-        self.assigned_len.next = self.aq_n.q.val();
+        self.assigned_len.next = self.aq.len.val();
         self.error.next = self.err_q.q.val();
         self.cnt.next = 0.into();
         for i in 0..S {
@@ -829,7 +807,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             & !self.ls_v.q.val().any()
             & !self.pe_busy_q.q.val()
             & !self.rq_n.q.val().any()
-            & !self.aq_n.q.val().any();
+            & !self.aq.len.val().any();
         self.rd_expert.next = 0.into();
         self.rd_k.next = 0.into();
         self.rd_loader.next = 0.into();
@@ -1387,20 +1365,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if !self.k1.val() {
             self.istar.next = 255.into();
         }
-        // Rule-5 FIFO with this cycle's assignment behind.
-        self.an1.next = self.aq_n.q.val();
-        if self.load_valid.val() {
-            self.an1.next = self.an1.val() + 1;
-        }
-        self.a0_e.next = self.aq_e[0].q.val();
-        self.a0_k.next = self.aq_k[0].q.val();
-        self.a0_ld.next = self.aq_ld[0].q.val();
-        if !self.aq_n.q.val().any() {
-            self.a0_e.next = self.load_expert.val();
-            self.a0_k.next = self.load_k.val();
-            self.a0_ld.next = self.load_loader.val();
-        }
-        self.k2.next = self.kc.val() & !self.k1.val() & self.an1.val().any();
+        // Rule-5 FIFO with this cycle's assignment behind; k2 pops its front.
+        self.aq.clock.next = self.clock.val();
+        self.aq.reset.next = self.reset.val();
+        self.aq.push.next = self.load_valid.val();
+        self.aq.push_expert.next = self.load_expert.val();
+        self.aq.push_k.next = self.load_k.val();
+        self.aq.push_loader.next = self.load_loader.val();
+        self.aq.granted.next = self.granted_a.val();
+        self.k2.next = self.kc.val() & !self.k1.val() & self.aq.len_in.val().any();
+        self.aq.pop.next = self.k2.val();
         // Load sequence: pre-loads may take at most half the ring while ungranted.
         self.gs.next = 0.into();
         for i in 0..S {
@@ -1473,9 +1447,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.is_k.next = self.k3_k.val();
         self.is_ld.next = self.id.val();
         if self.k2.val() {
-            self.is_e.next = self.a0_e.val();
-            self.is_k.next = self.a0_k.val();
-            self.is_ld.next = self.a0_ld.val();
+            self.is_e.next = self.aq.front_expert.val();
+            self.is_k.next = self.aq.front_k.val();
+            self.is_ld.next = self.aq.front_loader.val();
         }
         if self.k1.val() {
             self.is_e.next = self.k1_e.val();
@@ -1603,49 +1577,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.err_q.d.next = true;
         }
 
-        // ================= Rule-5 FIFO: pop the front, append this cycle's assignment
-        self.an_f.next = self.an1.val();
-        if self.k2.val() {
-            self.an_f.next = self.an1.val() - 1;
-        }
-        self.aq_ung.next = 0.into();
-        for j in 0..Q {
-            // Without a pop, entry j stays (the assignment lands behind the old entries).
-            self.el_e.next = self.aq_e[j].q.val();
-            if self.aq_n.q.val().index() == j {
-                self.el_e.next = self.load_expert.val();
-                if !self.k2.val() & self.load_valid.val() {
-                    self.aq_e[j].d.next = self.load_expert.val();
-                    self.aq_k[j].d.next = self.load_k.val();
-                    self.aq_ld[j].d.next = self.load_loader.val();
-                }
-            }
-            // Ungranted assignments still held (the report counts them against the room).
-            if !self.k2.val() & (self.an_f.val().index() > j) & !self.granted_a.val().get_bit(self.el_e.val().index()) {
-                self.aq_ung.next = self.aq_ung.val() + 1;
-            }
-        }
-        for j in 0..(Q - 1) {
-            // With a pop, entry j takes entry j + 1.
-            self.el_e.next = self.aq_e[j + 1].q.val();
-            self.el_k.next = self.aq_k[j + 1].q.val();
-            self.el_ld.next = self.aq_ld[j + 1].q.val();
-            if self.aq_n.q.val().index() == (j + 1) {
-                self.el_e.next = self.load_expert.val();
-                self.el_k.next = self.load_k.val();
-                self.el_ld.next = self.load_loader.val();
-            }
-            if self.k2.val() {
-                self.aq_e[j].d.next = self.el_e.val();
-                self.aq_k[j].d.next = self.el_k.val();
-                self.aq_ld[j].d.next = self.el_ld.val();
-                if (self.an_f.val().index() > j) & !self.granted_a.val().get_bit(self.el_e.val().index()) {
-                    self.aq_ung.next = self.aq_ung.val() + 1;
-                }
-            }
-        }
-        self.aq_n.d.next = self.an_f.val();
-        if self.an_f.val() > self.q_depth.val() {
+        // ================= Rule-5 FIFO: the edge applies its push and pop (TagFifoRtl)
+        if self.aq.overflow.val() {
             self.err_q.d.next = true;
         }
 
@@ -1719,8 +1652,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.free_f.val() > self.reserve.val() {
             self.net.next = self.free_f.val() - self.reserve.val();
         }
-        if self.net.val() > self.an_f.val() {
-            self.net.next = self.net.val() - self.an_f.val();
+        if self.net.val() > self.aq.len_next.val() {
+            self.net.next = self.net.val() - self.aq.len_next.val();
         } else {
             self.net.next = 0.into();
         }
@@ -1737,7 +1670,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 self.cnt.next = self.cnt.val() + 1;
             }
         }
-        self.ung_f.next = self.cnt.val() + self.aq_ung.val();
+        self.ung_f.next = self.cnt.val() + self.aq.ungranted.val();
         self.pre.next = 0.into();
         if self.ung_f.val() < self.half.val() {
             self.pre.next = self.half.val() - self.ung_f.val();
@@ -1804,7 +1737,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.ls_g.d.next = 0.into();
             self.ls_wr.d.next = 0.into();
             self.rq_n.d.next = 0.into();
-            self.aq_n.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
             self.rep_g.d.next = 0.into();

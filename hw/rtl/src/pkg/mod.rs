@@ -8,6 +8,7 @@
 //!   [`chiplet_swap`] runs it inside the package (`--rtl chiplet-ctrl`).
 //! * [`picker::AgePickerRtl`] — the oldest/newest picker over an age matrix, the chiplet
 //!   controller's one selection circuit.
+//! * [`tag_fifo::TagFifoRtl`] — the chiplet controller's Rule-5 tag FIFO.
 //! * [`ring::RingBufferRtl`] — the micro-slice ring-buffer controller (twin of
 //!   `hw::pkg::ring::RingBufferCl`).
 //! * [`ucie_replay::UcieReplayRtl`]: the UCIe D2D adapter's go-back-N replay controller
@@ -27,5 +28,6 @@ pub mod picker;
 pub mod qos;
 pub mod ring;
 pub mod sorter;
+pub mod tag_fifo;
 pub mod ucie_crc;
 pub mod ucie_replay;

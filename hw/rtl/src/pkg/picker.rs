@@ -121,6 +121,8 @@ impl<const S: usize> Logic for AgePickerRtl<S> {
 #[derive(LogicBlock)]
 pub struct AgePickerRegRtl<const S: usize> {
     pub clock: Signal<In, Clock>,
+    /// Synchronous reset of the answer register (S3 port order: clock, reset, inputs).
+    pub reset: Signal<In, Bit>,
     pub req: Signal<In, Bits<S>>,
     pub newest: Signal<In, Bit>,
     pub age: [Signal<In, Bits<S>>; S],
@@ -133,12 +135,14 @@ pub struct AgePickerRegRtl<const S: usize> {
     pk: AgePickerRtl<S>,
     found_r: DFF<Bit>,
     slot_r: DFF<Bits<8>>,
+    zero8: Constant<Bits<8>>,
 }
 
 impl<const S: usize> Default for AgePickerRegRtl<S> {
     fn default() -> Self {
         Self {
             clock: Default::default(),
+            reset: Default::default(),
             req: Default::default(),
             newest: Default::default(),
             age: std::array::from_fn(|_| Default::default()),
@@ -150,6 +154,7 @@ impl<const S: usize> Default for AgePickerRegRtl<S> {
             pk: AgePickerRtl::new(),
             found_r: Default::default(),
             slot_r: Default::default(),
+            zero8: Constant::new(0u64.into()),
         }
     }
 }
@@ -170,6 +175,10 @@ impl<const S: usize> Logic for AgePickerRegRtl<S> {
         self.slot_q.next = self.slot_r.q.val();
         self.found_r.d.next = self.pk.found.val();
         self.slot_r.d.next = self.pk.slot.val();
+        if self.reset.val() {
+            self.found_r.d.next = false;
+            self.slot_r.d.next = self.zero8.val();
+        }
     }
 }
 
@@ -205,6 +214,7 @@ pub fn record_age_picker_8(module: &str, cycles: usize, seed: u64) -> Result<Por
         .collect();
     record(module, AgePicker8Rtl::default(), cycles, |u| &mut u.clock, |c, u| {
         let (req, newest, age) = &stim[c];
+        u.reset.next = c == 0;
         u.req.next = (*req).into();
         u.newest.next = *newest;
         for i in 0..S {
