@@ -14,22 +14,30 @@
 //!  load-side escape: lw newest dropped ─► reload list;  Rule-5 free report;  done
 //! ```
 //!
+//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue, the per-slot and
+//! per-expert registers, the load sequence and the reload list; the selection circuits and
+//! the Rule-5 FIFO are sub-blocks, each tested on its own.
+//!
 //! Hardware mapping of the CL's containers:
 //! * **Ring** — per-slot live bit, tag (expert, k, loader) and the allocation pointer; two
 //!   allocations per cycle (D2D arrival, then a DDR load), each the first free slot at/after
-//!   the pointer (the priority encoder of [`super::ring::RingBufferRtl`]). `capacity` ≤ S
+//!   the pointer: a [`super::ring::RingScanRtl`], the encoder [`super::ring::RingBufferRtl`]
+//!   uses (`sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the head). `capacity` ≤ S
 //!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
 //!   queue before j) orders them all. Oldest of a set X: the i ∈ X older than every other
-//!   member; newest: older than none. Several slots may enter queues in one cycle (a grant
+//!   member; newest: older than none — [`super::picker::AgePickerRtl`], one instance per
+//!   selection of the cycle (`sel_ev`, `sel_pe`, `sel_tx`, `sel_esc`). Several slots may
+//!   enter queues in one cycle (a grant
 //!   moves every waiting pre-load of its expert, then a DDR landing, a D2D landing, a PE
 //!   done); they rank after every earlier entry in that order, and the moved pre-loads keep
 //!   their mutual order — the CL's `push_back`s in program order. A slot that enters a queue
 //!   gets a fresh row and column, so stale bits of slots that left never matter.
 //!   `tx_q`'s destination is the slot's `next` register (the CL stores the same value twice).
 //! * **reload_q** — a compacting list of Q tags (one removal per cycle at the first granted
-//!   entry, appends behind); **assigned_q** — a Q-entry FIFO. Overflow sets `error`.
+//!   entry, appends behind); **assigned_q** — [`super::tag_fifo::TagFifoRtl`] (`aq`), a
+//!   Q-entry FIFO with a look-through front. Overflow sets `error`.
 //! * **load_seq** — one entry per pre-load in arrival order (E positions, valid bits, no
 //!   compaction): expert, next own micro-slice k, step and count. This chiplet's share of
 //!   an expert under Rule 4 is k ≡ p (mod n) — p its index in the trajectory's ring and n the
