@@ -121,6 +121,10 @@ lint_off -rule WIDTH -file \"*bitonic_sorter_*.v\"
 // (8-bit values that stay below S <= 64, so no wrap), `slot + 32'h1` for the tail (8 bits,
 // wraps at S by the comparison before it) and `(1'b1) << slot` from `replace_bit`.
 lint_off -rule WIDTH -file \"*ring_buffer_*.v\"
+// UNOPTFLAT in the same file, on its two scans (`free_scan`/`live_scan`, RingScanRtl): a
+// combinational sub-block that the parent's one always block drives and reads, a loop at
+// always-block granularity only (as the chiplet's next-hop units).
+lint_off -rule UNOPTFLAT -file \"*ring_buffer_*.v\" -match \"*_scan$*\"
 //
 // UNUSEDSIGNAL on the sorter's `desc` bit P-1: the direction mask is indexed by the low lane
 // of each comparator, and the top lane is never a low lane.
@@ -137,7 +141,20 @@ lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"*'desc'*\"
 lint_off -rule WIDTH -file \"*chiplet_ctrl_*.v\"
 lint_off -rule UNSIGNED -file \"*chiplet_ctrl_*.v\"
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.nh?$*\"
+// The same for its oldest/newest pickers (`sel_*`, AgePickerRtl), ring scans (`sc_*`,
+// RingScanRtl) and the Rule-5 tag FIFO (`aq`, TagFifoRtl: `pop` is computed from its
+// combinational `len_in`, the ungranted count and `len_next` are read back): sub-blocks
+// between the parent's stages.
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.sel_*$*\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.sc_*$*\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.aq$*\"
 lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'te_n'*\"
+//
+// WIDTH in the chiplet's Rule-5 tag FIFO file (tag_fifo_*): the literal forms (`x = 32'h0`,
+// `n + 32'h1` / `n - 32'h1` on the 8-bit length, which stays <= Q + 1 <= 65) and the
+// `granted[el_e]` select with a 16-bit expert id into the E-bit vector (in range by
+// construction, as in the controller).
+lint_off -rule WIDTH -file \"*tag_fifo_*.v\"
 //
 // UNOPTFLAT, router control only: rust-hdl emits one always block per module, so an allocator
 // whose arbiter `fire` inputs depend on other arbiters' grants (iSLIP: the grant pointer moves
@@ -309,6 +326,8 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::ucie_crc::EXPORT,
     &crate::pkg::ring::EXPORT,
     &crate::pkg::chiplet::EXPORT,
+    &crate::pkg::picker::EXPORT,
+    &crate::pkg::tag_fifo::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

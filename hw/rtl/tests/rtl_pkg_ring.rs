@@ -93,3 +93,41 @@ proptest! {
         run::<16>(10_000, seed ^ 0x9e37, p_alloc, p_rel);
     }
 }
+
+/// `RingScanRtl` (the ring's circular priority encoder, shared with the chiplet controller)
+/// against a reference by rotation: the first set bit among from, from+1, …, S-1, then the
+/// first set bit overall; pointers beyond S-1 included (they find no "at/after" bit).
+fn scan_check<const S: usize>(cases: usize, seed: u64) {
+    use rtl::pkg::ring::RingScanRtl;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut u = RingScanRtl::<S>::new();
+    u.connect_all();
+    let mask = if S == 64 { u64::MAX } else { (1u64 << S) - 1 };
+    for c in 0..cases {
+        let bits = match c % 3 {
+            0 => rng.gen::<u64>() & mask,
+            1 => rng.gen::<u64>() & rng.gen::<u64>() & rng.gen::<u64>() & mask,
+            _ => 0,
+        };
+        let from = rng.gen_range(0..S as u64 + 3);
+        let set = |i: u64| bits >> i & 1 == 1;
+        let want = (from..S as u64).find(|&i| set(i)).or_else(|| (0..S as u64).find(|&i| set(i)));
+        u.bits.next = bits.into();
+        u.from.next = from.into();
+        settle(&mut u);
+        let got = u.found.val().then(|| u.slot.val().to_u64());
+        assert_eq!(got, want, "S {S} case {c}: bits {bits:#x} from {from}");
+        if want.is_none() {
+            assert_eq!(u.slot.val().to_u64(), 0, "slot 0 when none");
+        }
+    }
+}
+
+#[test]
+fn ring_scan_reference() {
+    scan_check::<1>(100, 1);
+    scan_check::<5>(3000, 2);
+    scan_check::<8>(5000, 3);
+    scan_check::<14>(5000, 4);
+    scan_check::<64>(3000, 5);
+}

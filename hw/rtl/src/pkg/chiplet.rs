@@ -14,22 +14,30 @@
 //!  load-side escape: lw newest dropped ─► reload list;  Rule-5 free report;  done
 //! ```
 //!
+//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue, the per-slot and
+//! per-expert registers, the load sequence and the reload list; the selection circuits and
+//! the Rule-5 FIFO are sub-blocks, each tested on its own.
+//!
 //! Hardware mapping of the CL's containers:
 //! * **Ring** — per-slot live bit, tag (expert, k, loader) and the allocation pointer; two
 //!   allocations per cycle (D2D arrival, then a DDR load), each the first free slot at/after
-//!   the pointer (the priority encoder of [`super::ring::RingBufferRtl`]). `capacity` ≤ S
+//!   the pointer: a [`super::ring::RingScanRtl`], the encoder [`super::ring::RingBufferRtl`]
+//!   uses (`sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the head). `capacity` ≤ S
 //!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
 //!   queue before j) orders them all. Oldest of a set X: the i ∈ X older than every other
-//!   member; newest: older than none. Several slots may enter queues in one cycle (a grant
+//!   member; newest: older than none — [`super::picker::AgePickerRtl`], one instance per
+//!   selection of the cycle (`sel_ev`, `sel_pe`, `sel_tx`, `sel_esc`). Several slots may
+//!   enter queues in one cycle (a grant
 //!   moves every waiting pre-load of its expert, then a DDR landing, a D2D landing, a PE
 //!   done); they rank after every earlier entry in that order, and the moved pre-loads keep
 //!   their mutual order — the CL's `push_back`s in program order. A slot that enters a queue
 //!   gets a fresh row and column, so stale bits of slots that left never matter.
 //!   `tx_q`'s destination is the slot's `next` register (the CL stores the same value twice).
 //! * **reload_q** — a compacting list of Q tags (one removal per cycle at the first granted
-//!   entry, appends behind); **assigned_q** — a Q-entry FIFO. Overflow sets `error`.
+//!   entry, appends behind); **assigned_q** — [`super::tag_fifo::TagFifoRtl`] (`aq`), a
+//!   Q-entry FIFO with a look-through front. Overflow sets `error`.
 //! * **load_seq** — one entry per pre-load in arrival order (E positions, valid bits, no
 //!   compaction): expert, next own micro-slice k, step and count. This chiplet's share of
 //!   an expert under Rule 4 is k ≡ p (mod n) — p its index in the trajectory's ring and n the
@@ -54,6 +62,9 @@
 use rust_hdl::prelude::*;
 
 use super::nexthop::{NextHopParams, NextHopRtl};
+use super::picker::AgePickerRtl;
+use super::ring::RingScanRtl;
+use super::tag_fifo::TagFifoRtl;
 
 /// Run-time parameters baked into the Verilog as constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +188,26 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nhb: [NextHopRtl; S],
     nhd: NextHopRtl,
     nhp: NextHopRtl,
+    // --- oldest / newest pickers over the age matrix (one per selection of the cycle)
+    /// H: the eviction victim (lw newest ▸ tx oldest computed ▸ lr oldest ▸ rx oldest).
+    sel_ev: AgePickerRtl<S>,
+    /// I: the PE's next slice (rx newest when eager, else oldest ▸ lr oldest with tokens).
+    sel_pe: AgePickerRtl<S>,
+    /// J: the D2D send (tx oldest, after the PE pick).
+    sel_tx: AgePickerRtl<S>,
+    /// L: the load-side escape (lw newest).
+    sel_esc: AgePickerRtl<S>,
+    // --- the ring's circular priority encoders (`RingScanRtl`, as in `RingBufferRtl`)
+    /// H: the D2D arrival's slot (first free at/after the tail).
+    sc_rx: RingScanRtl<S>,
+    /// K: the DDR load's slot (first free at/after the tail after the D2D allocation).
+    sc_ld: RingScanRtl<S>,
+    /// The head after the releases (first live at/after the head).
+    sc_hd: RingScanRtl<S>,
+    /// The head after the escape's release.
+    sc_he: RingScanRtl<S>,
+    // --- the Rule-5 tag FIFO (the CL's `assigned_q`)
+    aq: TagFifoRtl<Q, E>,
 
     // --- registers: ring and slots
     live_q: DFF<Bits<S>>,
@@ -218,10 +249,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     rq_k: [DFF<Bits<16>>; Q],
     rq_ld: [DFF<Bits<4>>; Q],
     rq_n: DFF<Bits<8>>,
-    aq_e: [DFF<Bits<16>>; Q],
-    aq_k: [DFF<Bits<16>>; Q],
-    aq_ld: [DFF<Bits<4>>; Q],
-    aq_n: DFF<Bits<8>>,
     // --- registers: counters
     pending_q: DFF<Bits<32>>,
     had_work: DFF<Bit>,
@@ -283,11 +310,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     age_i: [Signal<Local, Bits<S>>; S],
     pe_busy1: Signal<Local, Bit>,
     pem: Signal<Local, Bits<S>>,
-    // generic picker
+    // the eviction picker's set
     px: Signal<Local, Bits<S>>,
-    p_new: Signal<Local, Bit>,
-    p_found: Signal<Local, Bit>,
-    p_slot: Signal<Local, Bits<8>>,
     // H: D2D arrival, eviction
     evict: Signal<Local, Bit>,
     v_kind: Signal<Local, Bits<3>>,
@@ -300,10 +324,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     v_nx: Signal<Local, Bits<4>>,
     vr: Signal<Local, Bit>,
     live2: Signal<Local, Bits<S>>,
-    fr_hi: Signal<Local, Bit>,
-    fr_lo: Signal<Local, Bit>,
-    s_hi: Signal<Local, Bits<8>>,
-    s_lo: Signal<Local, Bits<8>>,
     ra: Signal<Local, Bit>,
     ra_slot: Signal<Local, Bits<8>>,
     ram: Signal<Local, Bits<S>>,
@@ -313,6 +333,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     rx2: Signal<Local, Bits<S>>,
     lr2: Signal<Local, Bits<S>>,
     tokslot: Signal<Local, Bits<S>>,
+    px_pe: Signal<Local, Bits<S>>,
+    new_pe: Signal<Local, Bit>,
     pick: Signal<Local, Bit>,
     rule1: Signal<Local, Bit>,
     pk: Signal<Local, Bits<8>>,
@@ -340,11 +362,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     k1_k: Signal<Local, Bits<16>>,
     k1_ld: Signal<Local, Bits<4>>,
     rq_any_g: Signal<Local, Bit>,
-    an1: Signal<Local, Bits<8>>,
     k2: Signal<Local, Bit>,
-    a0_e: Signal<Local, Bits<16>>,
-    a0_k: Signal<Local, Bits<16>>,
-    a0_ld: Signal<Local, Bits<4>>,
     gs: Signal<Local, Bits<S>>,
     ung: Signal<Local, Bits<8>>,
     capf: Signal<Local, Bit>,
@@ -379,8 +397,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // M, N: final state, Rule-5 report, done
     live_n: Signal<Local, Bits<S>>,
     clr: Signal<Local, Bits<S>>,
-    an_f: Signal<Local, Bits<8>>,
-    aq_ung: Signal<Local, Bits<8>>,
     free_f: Signal<Local, Bits<8>>,
     net: Signal<Local, Bits<8>>,
     pre: Signal<Local, Bits<8>>,
@@ -388,8 +404,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     te_n: Signal<Local, Bits<16>>,
     nv: Signal<Local, Bits<S>>,
     hd_a: Signal<Local, Bits<8>>,
-    h_found: Signal<Local, Bit>,
-    h_lo: Signal<Local, Bit>,
     tail_n: Signal<Local, Bits<8>>,
     sv: Signal<Local, Bits<S>>,
 
@@ -515,6 +529,15 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
             nhd: NextHopRtl::new(&nhp),
             nhp: NextHopRtl::new(&nhp),
+            sel_ev: AgePickerRtl::new(),
+            sel_pe: AgePickerRtl::new(),
+            sel_tx: AgePickerRtl::new(),
+            sel_esc: AgePickerRtl::new(),
+            sc_rx: RingScanRtl::new(),
+            sc_ld: RingScanRtl::new(),
+            sc_hd: RingScanRtl::new(),
+            sc_he: RingScanRtl::new(),
+            aq: TagFifoRtl::new(),
             live_q: Default::default(),
             tail_q: Default::default(),
             head_q: Default::default(),
@@ -551,10 +574,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             rq_k: std::array::from_fn(|_| Default::default()),
             rq_ld: std::array::from_fn(|_| Default::default()),
             rq_n: Default::default(),
-            aq_e: std::array::from_fn(|_| Default::default()),
-            aq_k: std::array::from_fn(|_| Default::default()),
-            aq_ld: std::array::from_fn(|_| Default::default()),
-            aq_n: Default::default(),
             pending_q: Default::default(),
             had_work: Default::default(),
             rep_g: Default::default(),
@@ -611,9 +630,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             pe_busy1: Default::default(),
             pem: Default::default(),
             px: Default::default(),
-            p_new: Default::default(),
-            p_found: Default::default(),
-            p_slot: Default::default(),
             evict: Default::default(),
             v_kind: Default::default(),
             v_found: Default::default(),
@@ -625,10 +641,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v_nx: Default::default(),
             vr: Default::default(),
             live2: Default::default(),
-            fr_hi: Default::default(),
-            fr_lo: Default::default(),
-            s_hi: Default::default(),
-            s_lo: Default::default(),
             ra: Default::default(),
             ra_slot: Default::default(),
             ram: Default::default(),
@@ -637,6 +649,8 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             rx2: Default::default(),
             lr2: Default::default(),
             tokslot: Default::default(),
+            px_pe: Default::default(),
+            new_pe: Default::default(),
             pick: Default::default(),
             rule1: Default::default(),
             pk: Default::default(),
@@ -662,11 +676,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             k1_k: Default::default(),
             k1_ld: Default::default(),
             rq_any_g: Default::default(),
-            an1: Default::default(),
             k2: Default::default(),
-            a0_e: Default::default(),
-            a0_k: Default::default(),
-            a0_ld: Default::default(),
             gs: Default::default(),
             ung: Default::default(),
             capf: Default::default(),
@@ -699,8 +709,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             n2: Default::default(),
             live_n: Default::default(),
             clr: Default::default(),
-            an_f: Default::default(),
-            aq_ung: Default::default(),
             free_f: Default::default(),
             net: Default::default(),
             pre: Default::default(),
@@ -708,8 +716,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             te_n: Default::default(),
             nv: Default::default(),
             hd_a: Default::default(),
-            h_found: Default::default(),
-            h_lo: Default::default(),
             tail_n: Default::default(),
             sv: Default::default(),
             id: Constant::new((p.id as u64).into()),
@@ -738,7 +744,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // ---- clocks and hold defaults
         dff_setup!(
             self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok, ls_v,
-            ls_g, ls_wr, rq_n, aq_n, pending_q, had_work, rep_g, rep_p, err_q
+            ls_g, ls_wr, rq_n, pending_q, had_work, rep_g, rep_p, err_q
         );
         for i in 0..S {
             self.t_exp[i].clock.next = self.clock.val();
@@ -777,12 +783,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.rq_k[j].d.next = self.rq_k[j].q.val();
             self.rq_ld[j].clock.next = self.clock.val();
             self.rq_ld[j].d.next = self.rq_ld[j].q.val();
-            self.aq_e[j].clock.next = self.clock.val();
-            self.aq_e[j].d.next = self.aq_e[j].q.val();
-            self.aq_k[j].clock.next = self.clock.val();
-            self.aq_k[j].d.next = self.aq_k[j].q.val();
-            self.aq_ld[j].clock.next = self.clock.val();
-            self.aq_ld[j].d.next = self.aq_ld[j].q.val();
         }
 
         // ---- registered outputs
@@ -795,7 +795,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.pending.next = self.pending_q.q.val();
         self.pe_busy.next = self.pe_busy_q.q.val();
         self.reload_len.next = self.rq_n.q.val();
-        self.assigned_len.next = self.aq_n.q.val();
+        self.assigned_len.next = self.aq.len.val();
         self.error.next = self.err_q.q.val();
         self.cnt.next = 0.into();
         for i in 0..S {
@@ -815,7 +815,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             & !self.ls_v.q.val().any()
             & !self.pe_busy_q.q.val()
             & !self.rq_n.q.val().any()
-            & !self.aq_n.q.val().any();
+            & !self.aq.len.val().any();
         self.rd_expert.next = 0.into();
         self.rd_k.next = 0.into();
         self.rd_loader.next = 0.into();
@@ -1129,11 +1129,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.evict.next = self.rx_head_valid.val() & !(self.exist.val() & !self.live1.val()).any();
         self.v_kind.next = 0.into();
         self.px.next = 0.into();
-        self.p_new.next = false;
         if self.lw1.val().any() {
             self.v_kind.next = 1.into();
             self.px.next = self.lw1.val();
-            self.p_new.next = true;
         } else if (self.tx1.val() & self.computed1.val() & !self.pem.val()).any() {
             self.v_kind.next = 2.into();
             self.px.next = self.tx1.val() & self.computed1.val() & !self.pem.val();
@@ -1144,28 +1142,17 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.v_kind.next = 4.into();
             self.px.next = self.rx1.val() & !self.pem.val();
         }
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        // Waiting pre-loads go newest first (the CL's `pop_back`), the others oldest first.
+        self.sel_ev.req.next = self.px.val();
+        self.sel_ev.newest.next = self.lw1.val().any();
         for i in 0..S {
-            if self.px.val().get_bit(i) & !self.p_found.val() {
-                if self.p_new.val() {
-                    if !(self.age_a[i].val() & self.px.val().replace_bit(i, false)).any() {
-                        self.p_found.next = true;
-                        self.p_slot.next = self.idx.val();
-                    }
-                } else if !(self.px.val().replace_bit(i, false) & !self.age_a[i].val()).any() {
-                    self.p_found.next = true;
-                    self.p_slot.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_ev.age[i].next = self.age_a[i].val();
         }
-        self.v_found.next = self.evict.val() & self.p_found.val();
-        self.v_slot.next = self.p_slot.val();
+        self.v_found.next = self.evict.val() & self.sel_ev.found.val();
+        self.v_slot.next = self.sel_ev.slot.val();
         self.vm.next = 0.into();
         if self.v_found.val() {
-            self.vm.next = self.vm.val().replace_bit(self.v_slot.val().index(), true);
+            self.vm.next = self.sel_ev.onehot.val();
         }
         self.v_e.next = 0.into();
         self.v_k.next = 0.into();
@@ -1196,29 +1183,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.live2.next = self.live1.val() & !self.vm.val();
         // First free slot at/after the allocation pointer (the ring's priority encoder).
-        self.fr_hi.next = false;
-        self.fr_lo.next = false;
-        self.s_hi.next = 0.into();
-        self.s_lo.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.live2.val().get_bit(i) {
-                if !self.fr_lo.val() {
-                    self.fr_lo.next = true;
-                    self.s_lo.next = self.idx.val();
-                }
-                if !self.fr_hi.val() & (self.tail_q.q.val().index() <= i) {
-                    self.fr_hi.next = true;
-                    self.s_hi.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        self.ra.next = self.rx_head_valid.val() & self.fr_lo.val();
-        self.ra_slot.next = self.s_lo.val();
-        if self.fr_hi.val() {
-            self.ra_slot.next = self.s_hi.val();
-        }
+        self.sc_rx.bits.next = self.exist.val() & !self.live2.val();
+        self.sc_rx.from.next = self.tail_q.q.val();
+        self.ra.next = self.rx_head_valid.val() & self.sc_rx.found.val();
+        self.ra_slot.next = self.sc_rx.slot.val();
         self.ram.next = 0.into();
         self.tail2.next = self.tail_q.q.val();
         if self.ra.val() {
@@ -1251,31 +1219,19 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         self.rule1.next = self.rx2.val().any();
-        self.px.next = self.lr2.val() & self.tokslot.val();
-        self.p_new.next = false;
+        self.px_pe.next = self.lr2.val() & self.tokslot.val();
+        self.new_pe.next = false;
         if self.rule1.val() {
-            self.px.next = self.rx2.val();
-            self.p_new.next = self.eager.val();
+            self.px_pe.next = self.rx2.val();
+            self.new_pe.next = self.eager.val();
         }
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        self.sel_pe.req.next = self.px_pe.val();
+        self.sel_pe.newest.next = self.new_pe.val();
         for i in 0..S {
-            if self.px.val().get_bit(i) & !self.p_found.val() {
-                if self.p_new.val() {
-                    if !(self.age_a[i].val() & self.px.val().replace_bit(i, false)).any() {
-                        self.p_found.next = true;
-                        self.p_slot.next = self.idx.val();
-                    }
-                } else if !(self.px.val().replace_bit(i, false) & !self.age_a[i].val()).any() {
-                    self.p_found.next = true;
-                    self.p_slot.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_pe.age[i].next = self.age_a[i].val();
         }
-        self.pick.next = !self.pe_busy1.val() & self.p_found.val();
-        self.pk.next = self.p_slot.val();
+        self.pick.next = !self.pe_busy1.val() & self.sel_pe.found.val();
+        self.pk.next = self.sel_pe.slot.val();
         self.pm.next = 0.into();
         self.pk_e.next = 0.into();
         self.pk_k.next = 0.into();
@@ -1300,7 +1256,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.push_i.next = false;
         self.pe_busy_q.d.next = self.pe_busy1.val();
         if self.pick.val() {
-            self.pm.next = self.pm.val().replace_bit(self.pk.val().index(), true);
+            self.pm.next = self.sel_pe.onehot.val();
             self.pe_start_valid.next = true;
             self.pe_start_slot.next = self.pk.val();
             self.pe_start_expert.next = self.pk_e.val();
@@ -1331,21 +1287,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.push_i.val() {
             self.tx3.next = self.tx3.val() | self.pm.val();
         }
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        self.sel_tx.req.next = self.tx3.val();
+        self.sel_tx.newest.next = false;
         for i in 0..S {
-            if self.tx3.val().get_bit(i) & !self.p_found.val() & !(self.tx3.val().replace_bit(i, false) & !self.age_i[i].val()).any() {
-                self.p_found.next = true;
-                self.p_slot.next = self.idx.val();
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_tx.age[i].next = self.age_i[i].val();
         }
-        self.tx_go.next = self.tx_ready.val() & self.p_found.val();
-        self.tslot.next = self.p_slot.val();
+        self.tx_go.next = self.tx_ready.val() & self.sel_tx.found.val();
+        self.tslot.next = self.sel_tx.slot.val();
         self.tm.next = 0.into();
         if self.tx_go.val() {
-            self.tm.next = self.tm.val().replace_bit(self.tslot.val().index(), true);
+            self.tm.next = self.sel_tx.onehot.val();
             self.tx_start_valid.next = true;
             self.tx_start_slot.next = self.tslot.val();
             self.tx_start_dest.next = 0.into();
@@ -1422,20 +1373,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if !self.k1.val() {
             self.istar.next = 255.into();
         }
-        // Rule-5 FIFO with this cycle's assignment behind.
-        self.an1.next = self.aq_n.q.val();
-        if self.load_valid.val() {
-            self.an1.next = self.an1.val() + 1;
-        }
-        self.a0_e.next = self.aq_e[0].q.val();
-        self.a0_k.next = self.aq_k[0].q.val();
-        self.a0_ld.next = self.aq_ld[0].q.val();
-        if !self.aq_n.q.val().any() {
-            self.a0_e.next = self.load_expert.val();
-            self.a0_k.next = self.load_k.val();
-            self.a0_ld.next = self.load_loader.val();
-        }
-        self.k2.next = self.kc.val() & !self.k1.val() & self.an1.val().any();
+        // Rule-5 FIFO with this cycle's assignment behind; k2 pops its front.
+        self.aq.clock.next = self.clock.val();
+        self.aq.reset.next = self.reset.val();
+        self.aq.push.next = self.load_valid.val();
+        self.aq.push_expert.next = self.load_expert.val();
+        self.aq.push_k.next = self.load_k.val();
+        self.aq.push_loader.next = self.load_loader.val();
+        self.aq.granted.next = self.granted_a.val();
+        self.k2.next = self.kc.val() & !self.k1.val() & self.aq.len_in.val().any();
+        self.aq.pop.next = self.k2.val();
         // Load sequence: pre-loads may take at most half the ring while ungranted.
         self.gs.next = 0.into();
         for i in 0..S {
@@ -1497,15 +1444,20 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.ls_v.d.next = self.ls_v_k.val();
         self.ls_g.d.next = self.ls_g_a.val();
-        // The load issued this cycle.
-        self.issue.next = self.k1.val() | self.k2.val() | self.js_found.val();
+        // The load issued this cycle, into the first free slot at/after the tail that the
+        // D2D allocation left.
+        self.sc_ld.bits.next = self.exist.val() & !self.live3.val();
+        self.sc_ld.from.next = self.tail2.val();
+        // (Each of k1, k2, js_found needs kc, i.e. a free slot beyond the reserve, so the
+        // allocation's scan always finds one; the AND only states it.)
+        self.issue.next = (self.k1.val() | self.k2.val() | self.js_found.val()) & self.sc_ld.found.val();
         self.is_e.next = self.k3_e.val();
         self.is_k.next = self.k3_k.val();
         self.is_ld.next = self.id.val();
         if self.k2.val() {
-            self.is_e.next = self.a0_e.val();
-            self.is_k.next = self.a0_k.val();
-            self.is_ld.next = self.a0_ld.val();
+            self.is_e.next = self.aq.front_expert.val();
+            self.is_k.next = self.aq.front_k.val();
+            self.is_ld.next = self.aq.front_loader.val();
         }
         if self.k1.val() {
             self.is_e.next = self.k1_e.val();
@@ -1513,28 +1465,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.is_ld.next = self.k1_ld.val();
         }
         self.ev_reload.next = self.k1.val();
-        self.fr_hi.next = false;
-        self.fr_lo.next = false;
-        self.s_hi.next = 0.into();
-        self.s_lo.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.live3.val().get_bit(i) {
-                if !self.fr_lo.val() {
-                    self.fr_lo.next = true;
-                    self.s_lo.next = self.idx.val();
-                }
-                if !self.fr_hi.val() & (self.tail2.val().index() <= i) {
-                    self.fr_hi.next = true;
-                    self.s_hi.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        self.ka_slot.next = self.s_lo.val();
-        if self.fr_hi.val() {
-            self.ka_slot.next = self.s_hi.val();
-        }
+        self.ka_slot.next = self.sc_ld.slot.val();
         self.kam.next = 0.into();
         self.tail_n.next = self.tail2.val();
         if self.issue.val() {
@@ -1568,20 +1499,21 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             & (self.free_k.val() <= self.reserve.val())
             & self.lw3.val().any()
             & (self.gown.val() | self.rq_any_g.val());
-        self.p_found.next = false;
-        self.p_slot.next = 0.into();
-        self.idx.next = 0.into();
+        self.sel_esc.req.next = self.lw3.val();
+        self.sel_esc.newest.next = true;
         for i in 0..S {
-            if self.lw3.val().get_bit(i) & !self.p_found.val() & !(self.age_a[i].val() & self.lw3.val().replace_bit(i, false)).any() {
-                self.p_found.next = true;
-                self.p_slot.next = self.idx.val();
-            }
-            self.idx.next = self.idx.val() + 1;
+            self.sel_esc.age[i].next = self.age_a[i].val();
         }
-        self.v2_slot.next = self.p_slot.val();
+        self.v2_slot.next = self.sel_esc.slot.val();
         self.v2m.next = 0.into();
         if self.esc.val() {
-            self.v2m.next = self.v2m.val().replace_bit(self.v2_slot.val().index(), true);
+            if self.sel_esc.found.val() {
+                self.v2m.next = self.sel_esc.onehot.val();
+            } else {
+                // No qualifying member (an inconsistent age matrix, only under illegal
+                // inputs): slot 0, as the picker's slot output says.
+                self.v2m.next = 1.into();
+            }
         }
         self.v2_e.next = 0.into();
         self.v2_k.next = 0.into();
@@ -1653,49 +1585,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.err_q.d.next = true;
         }
 
-        // ================= Rule-5 FIFO: pop the front, append this cycle's assignment
-        self.an_f.next = self.an1.val();
-        if self.k2.val() {
-            self.an_f.next = self.an1.val() - 1;
-        }
-        self.aq_ung.next = 0.into();
-        for j in 0..Q {
-            // Without a pop, entry j stays (the assignment lands behind the old entries).
-            self.el_e.next = self.aq_e[j].q.val();
-            if self.aq_n.q.val().index() == j {
-                self.el_e.next = self.load_expert.val();
-                if !self.k2.val() & self.load_valid.val() {
-                    self.aq_e[j].d.next = self.load_expert.val();
-                    self.aq_k[j].d.next = self.load_k.val();
-                    self.aq_ld[j].d.next = self.load_loader.val();
-                }
-            }
-            // Ungranted assignments still held (the report counts them against the room).
-            if !self.k2.val() & (self.an_f.val().index() > j) & !self.granted_a.val().get_bit(self.el_e.val().index()) {
-                self.aq_ung.next = self.aq_ung.val() + 1;
-            }
-        }
-        for j in 0..(Q - 1) {
-            // With a pop, entry j takes entry j + 1.
-            self.el_e.next = self.aq_e[j + 1].q.val();
-            self.el_k.next = self.aq_k[j + 1].q.val();
-            self.el_ld.next = self.aq_ld[j + 1].q.val();
-            if self.aq_n.q.val().index() == (j + 1) {
-                self.el_e.next = self.load_expert.val();
-                self.el_k.next = self.load_k.val();
-                self.el_ld.next = self.load_loader.val();
-            }
-            if self.k2.val() {
-                self.aq_e[j].d.next = self.el_e.val();
-                self.aq_k[j].d.next = self.el_k.val();
-                self.aq_ld[j].d.next = self.el_ld.val();
-                if (self.an_f.val().index() > j) & !self.granted_a.val().get_bit(self.el_e.val().index()) {
-                    self.aq_ung.next = self.aq_ung.val() + 1;
-                }
-            }
-        }
-        self.aq_n.d.next = self.an_f.val();
-        if self.an_f.val() > self.q_depth.val() {
+        // ================= Rule-5 FIFO: the edge applies its push and pop (TagFifoRtl)
+        if self.aq.overflow.val() {
             self.err_q.d.next = true;
         }
 
@@ -1733,29 +1624,11 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // ---- ring head (trace): the oldest live slot, as the CL's ring moves it — past the
         // releases before the allocations, onto the first allocation into an empty ring,
         // past the escape's release after them.
+        self.sc_hd.bits.next = self.live2.val();
+        self.sc_hd.from.next = self.head_q.q.val();
         self.hd_a.next = self.tail_q.q.val();
-        self.h_found.next = false;
-        self.h_lo.next = false;
-        self.s_hi.next = 0.into();
-        self.s_lo.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.live2.val().get_bit(i) {
-                if !self.h_lo.val() {
-                    self.h_lo.next = true;
-                    self.s_lo.next = self.idx.val();
-                }
-                if !self.h_found.val() & (self.head_q.q.val().index() <= i) {
-                    self.h_found.next = true;
-                    self.s_hi.next = self.idx.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        if self.h_found.val() {
-            self.hd_a.next = self.s_hi.val();
-        } else if self.h_lo.val() {
-            self.hd_a.next = self.s_lo.val();
+        if self.sc_hd.found.val() {
+            self.hd_a.next = self.sc_hd.slot.val();
         }
         if !self.live2.val().any() {
             if self.ra.val() {
@@ -1765,29 +1638,11 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         self.head_q.d.next = self.hd_a.val();
+        self.sc_he.bits.next = self.live_n.val();
+        self.sc_he.from.next = self.hd_a.val();
         if self.esc.val() {
-            self.h_found.next = false;
-            self.h_lo.next = false;
-            self.s_hi.next = 0.into();
-            self.s_lo.next = 0.into();
-            self.idx.next = 0.into();
-            for i in 0..S {
-                if self.live_n.val().get_bit(i) {
-                    if !self.h_lo.val() {
-                        self.h_lo.next = true;
-                        self.s_lo.next = self.idx.val();
-                    }
-                    if !self.h_found.val() & (self.hd_a.val().index() <= i) {
-                        self.h_found.next = true;
-                        self.s_hi.next = self.idx.val();
-                    }
-                }
-                self.idx.next = self.idx.val() + 1;
-            }
-            if self.h_found.val() {
-                self.head_q.d.next = self.s_hi.val();
-            } else if self.h_lo.val() {
-                self.head_q.d.next = self.s_lo.val();
+            if self.sc_he.found.val() {
+                self.head_q.d.next = self.sc_he.slot.val();
             } else {
                 self.head_q.d.next = self.tail_n.val();
             }
@@ -1805,8 +1660,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.free_f.val() > self.reserve.val() {
             self.net.next = self.free_f.val() - self.reserve.val();
         }
-        if self.net.val() > self.an_f.val() {
-            self.net.next = self.net.val() - self.an_f.val();
+        if self.net.val() > self.aq.len_next.val() {
+            self.net.next = self.net.val() - self.aq.len_next.val();
         } else {
             self.net.next = 0.into();
         }
@@ -1823,7 +1678,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 self.cnt.next = self.cnt.val() + 1;
             }
         }
-        self.ung_f.next = self.cnt.val() + self.aq_ung.val();
+        self.ung_f.next = self.cnt.val() + self.aq.ungranted.val();
         self.pre.next = 0.into();
         if self.ung_f.val() < self.half.val() {
             self.pre.next = self.half.val() - self.ung_f.val();
@@ -1890,7 +1745,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.ls_g.d.next = 0.into();
             self.ls_wr.d.next = 0.into();
             self.rq_n.d.next = 0.into();
-            self.aq_n.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
             self.rep_g.d.next = 0.into();

@@ -6,6 +6,9 @@
 //! * [`chiplet::ChipletCtrlRtl`] — the chiplet controller top `chiplet_ctrl` (Rules 1–5), with
 //!   [`nexthop::NextHopRtl`] (the trajectory function); [`chiplet_twin`] drives it,
 //!   [`chiplet_swap`] runs it inside the package (`--rtl chiplet-ctrl`).
+//! * [`picker::AgePickerRtl`] — the oldest/newest picker over an age matrix, the chiplet
+//!   controller's one selection circuit.
+//! * [`tag_fifo::TagFifoRtl`] — the chiplet controller's Rule-5 tag FIFO.
 //! * [`ring::RingBufferRtl`] — the micro-slice ring-buffer controller (twin of
 //!   `hw::pkg::ring::RingBufferCl`).
 //! * [`ucie_replay::UcieReplayRtl`]: the UCIe D2D adapter's go-back-N replay controller
@@ -21,8 +24,10 @@ pub mod iodie;
 pub mod iodie_swap;
 pub mod iodie_twin;
 pub mod nexthop;
+pub mod picker;
 pub mod qos;
 pub mod ring;
 pub mod sorter;
+pub mod tag_fifo;
 pub mod ucie_crc;
 pub mod ucie_replay;

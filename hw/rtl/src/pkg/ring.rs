@@ -63,18 +63,11 @@ pub struct RingBufferRtl<const S: usize> {
     /// Live bits after the releases.
     live_r: Signal<Local, Bits<S>>,
     occ_r: Signal<Local, Bits<8>>,
-    /// First free slot at/after the tail (`hi`), first free slot overall (`lo`).
-    hi_found: Signal<Local, Bit>,
-    hi_slot: Signal<Local, Bits<8>>,
-    lo_found: Signal<Local, Bit>,
-    lo_slot: Signal<Local, Bits<8>>,
     slot: Signal<Local, Bits<8>>,
-    /// First live slot at/after the head, and overall (after the releases).
-    hh_found: Signal<Local, Bit>,
-    hh_slot: Signal<Local, Bits<8>>,
-    hl_found: Signal<Local, Bit>,
-    hl_slot: Signal<Local, Bits<8>>,
-    idx: Signal<Local, Bits<8>>,
+    /// First free slot at/after the tail (else the first free slot): the allocation.
+    free_scan: RingScanRtl<S>,
+    /// First live slot at/after the head (else the first live slot), after the releases.
+    live_scan: RingScanRtl<S>,
     /// Whether an allocation happens.
     take: Signal<Local, Bit>,
     last: Constant<Bits<8>>,
@@ -116,16 +109,9 @@ impl<const S: usize> RingBufferRtl<S> {
             tag_loader: std::array::from_fn(|_| Default::default()),
             live_r: Default::default(),
             occ_r: Default::default(),
-            hi_found: Default::default(),
-            hi_slot: Default::default(),
-            lo_found: Default::default(),
-            lo_slot: Default::default(),
             slot: Default::default(),
-            hh_found: Default::default(),
-            hh_slot: Default::default(),
-            hl_found: Default::default(),
-            hl_slot: Default::default(),
-            idx: Default::default(),
+            free_scan: RingScanRtl::new(),
+            live_scan: RingScanRtl::new(),
             take: Default::default(),
             last: Constant::new(((S - 1) as u64).into()),
         }
@@ -170,58 +156,22 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
         }
 
         // ---- allocation: priority encoder over the free bits, starting at the tail
-        self.hi_found.next = false;
-        self.hi_slot.next = 0.into();
-        self.lo_found.next = false;
-        self.lo_slot.next = 0.into();
-        // `idx` counts the loop (a loop index is not a hardware value).
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if !self.live_r.val().get_bit(i) & !self.lo_found.val() {
-                self.lo_found.next = true;
-                self.lo_slot.next = self.idx.val();
-            }
-            if !self.live_r.val().get_bit(i) & !self.hi_found.val() & (self.tail_q.q.val().index() <= i) {
-                self.hi_found.next = true;
-                self.hi_slot.next = self.idx.val();
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        self.slot.next = self.lo_slot.val();
-        if self.hi_found.val() {
-            self.slot.next = self.hi_slot.val();
-        }
-        self.take.next = self.alloc.val() & self.lo_found.val();
+        self.free_scan.bits.next = !self.live_r.val();
+        self.free_scan.from.next = self.tail_q.q.val();
+        self.slot.next = self.free_scan.slot.val();
+        self.take.next = self.alloc.val() & self.free_scan.found.val();
         self.alloc_ok.next = self.take.val();
         self.alloc_slot.next = self.slot.val();
 
         // ---- head: the first live slot at/after the head once the releases are applied
-        self.hh_found.next = false;
-        self.hh_slot.next = 0.into();
-        self.hl_found.next = false;
-        self.hl_slot.next = 0.into();
-        self.idx.next = 0.into();
-        for i in 0..S {
-            if self.live_r.val().get_bit(i) & !self.hl_found.val() {
-                self.hl_found.next = true;
-                self.hl_slot.next = self.idx.val();
-            }
-            if self.live_r.val().get_bit(i) & !self.hh_found.val() & (self.head_q.q.val().index() <= i) {
-                self.hh_found.next = true;
-                self.hh_slot.next = self.idx.val();
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
+        self.live_scan.bits.next = self.live_r.val();
+        self.live_scan.from.next = self.head_q.q.val();
 
         // ---- next state
         self.live_q.d.next = self.live_r.val();
         self.occ_q.d.next = self.occ_r.val();
-        if self.occ_r.val().any() {
-            if self.hh_found.val() {
-                self.head_q.d.next = self.hh_slot.val();
-            } else {
-                self.head_q.d.next = self.hl_slot.val();
-            }
+        if self.live_scan.found.val() {
+            self.head_q.d.next = self.live_scan.slot.val();
         } else {
             // Empty: the head waits at the tail (the next allocation moves it there).
             self.head_q.d.next = self.tail_q.q.val();
@@ -251,6 +201,79 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
             self.occ_q.d.next = 0.into();
             self.head_q.d.next = 0.into();
             self.tail_q.d.next = 0.into();
+        }
+    }
+}
+
+/// The ring's circular priority encoder (`RingScanRtl<S>`): the first set bit of `bits` at or
+/// after the pointer `from`, else the first set bit overall — "the first free slot at/after
+/// the tail" for an allocation, "the first live slot at/after the head" for the head. Used
+/// twice by [`RingBufferRtl`] and four times by the chiplet controller (its two allocations
+/// per cycle and its two head updates), so both rings allocate with the same circuit.
+///
+/// Port coupling: combinational. Sized constants, no integer literals (WIDTH-clean).
+#[derive(LogicBlock)]
+pub struct RingScanRtl<const S: usize> {
+    pub bits: Signal<In, Bits<S>>,
+    pub from: Signal<In, Bits<8>>,
+    /// Some bit is set.
+    pub found: Signal<Out, Bit>,
+    /// The first set bit at/after `from`, else the first set bit (0 when none).
+    pub slot: Signal<Out, Bits<8>>,
+    hi_found: Signal<Local, Bit>,
+    hi_slot: Signal<Local, Bits<8>>,
+    lo_slot: Signal<Local, Bits<8>>,
+    unit: [Constant<Bits<S>>; S],
+    index: [Constant<Bits<8>>; S],
+    zero8: Constant<Bits<8>>,
+}
+
+impl<const S: usize> Default for RingScanRtl<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const S: usize> RingScanRtl<S> {
+    pub fn new() -> Self {
+        assert!((1..=64).contains(&S), "ring scan of {S} slots (1..=64)");
+        Self {
+            bits: Default::default(),
+            from: Default::default(),
+            found: Default::default(),
+            slot: Default::default(),
+            hi_found: Default::default(),
+            hi_slot: Default::default(),
+            lo_slot: Default::default(),
+            unit: std::array::from_fn(|i| Constant::new((1u64 << i).into())),
+            index: std::array::from_fn(|i| Constant::new((i as u64).into())),
+            zero8: Constant::new(0u64.into()),
+        }
+    }
+}
+
+impl<const S: usize> Logic for RingScanRtl<S> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.found.next = false;
+        self.hi_found.next = false;
+        self.hi_slot.next = self.zero8.val();
+        self.lo_slot.next = self.zero8.val();
+        for i in 0..S {
+            if (self.bits.val() & self.unit[i].val()).any() {
+                if !self.found.val() {
+                    self.found.next = true;
+                    self.lo_slot.next = self.index[i].val();
+                }
+                if !self.hi_found.val() & (self.index[i].val() >= self.from.val()) {
+                    self.hi_found.next = true;
+                    self.hi_slot.next = self.index[i].val();
+                }
+            }
+        }
+        self.slot.next = self.lo_slot.val();
+        if self.hi_found.val() {
+            self.slot.next = self.hi_slot.val();
         }
     }
 }
