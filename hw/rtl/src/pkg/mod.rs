@@ -6,6 +6,9 @@
 //! * [`chiplet::ChipletCtrlRtl`] — the chiplet controller top `chiplet_ctrl` (Rules 1–5), with
 //!   [`nexthop::NextHopRtl`] (the trajectory function); [`chiplet_twin`] drives it,
 //!   [`chiplet_swap`] runs it inside the package (`--rtl chiplet-ctrl`).
+//! * [`pe_array::PeArrayRtl`] — the R×C int8 PE array with its fold sequencer (twin of
+//!   `hw::pkg::pe_array::PeArrayCl`), built from [`pe_cell`]; [`pe_array_twin`] drives it,
+//!   [`pe_array_swap`] runs the functional package's arithmetic on it (`--rtl pe`).
 //! * [`ring::RingBufferRtl`] — the micro-slice ring-buffer controller (twin of
 //!   `hw::pkg::ring::RingBufferCl`).
 //! * [`ucie_replay::UcieReplayRtl`]: the UCIe D2D adapter's go-back-N replay controller
@@ -21,6 +24,10 @@ pub mod iodie;
 pub mod iodie_swap;
 pub mod iodie_twin;
 pub mod nexthop;
+pub mod pe_array;
+pub mod pe_array_swap;
+pub mod pe_array_twin;
+pub mod pe_cell;
 pub mod qos;
 pub mod ring;
 pub mod sorter;
