@@ -48,7 +48,8 @@ pub trait PeArrayRtlPorts: Send {
     /// Operand feed: `a.len() == rows`, `b.len() == cols`.
     fn set_feed(&mut self, a: &[i8], b: &[i8]);
     fn settle(&mut self);
-    /// Rising edge, settle, falling edge, settle (inputs must be settled before).
+    /// Rising edge, settle (inputs must be settled before; the clock falls with the next
+    /// `set_ctrl`).
     fn clock_edge(&mut self);
     fn outputs(&self) -> PeOut;
     /// Result bank row `res_row` (comb) and the bottom row's partial sums.
@@ -68,6 +69,9 @@ impl<const R: usize, const C: usize> PeArrayRtlPorts for PeArrayRtl<R, C> {
         C
     }
     fn set_ctrl(&mut self, i: &PeIn) {
+        // The previous cycle's falling edge, settled with this cycle's inputs (one settle
+        // less per cycle: the clock's fall changes no register).
+        self.clock.next = false.into();
         self.reset.next = i.reset;
         self.start.next = i.start;
         self.ws.next = i.ws;
@@ -92,8 +96,6 @@ impl<const R: usize, const C: usize> PeArrayRtlPorts for PeArrayRtl<R, C> {
     }
     fn clock_edge(&mut self) {
         self.clock.next = true.into();
-        settle_block(self);
-        self.clock.next = false.into();
         settle_block(self);
     }
     fn outputs(&self) -> PeOut {
@@ -354,38 +356,6 @@ impl PeArrayDriver {
     /// the fold executed this cycle), drains, and clocks once.
     fn edge(&mut self, mut ctl: PeIn, fold: Option<(usize, usize, usize, u64)>) {
         let (r, c) = (self.r, self.c);
-        // The OS drain first: the result bank's row is read in front of the feed, so a
-        // derived operand (the activation of a drained output) can enter in the same cycle.
-        // OS drain: the oldest finished OS fold, one result-bank row per cycle.
-        let os_drain = self.windows.iter().position(|w| w.end < self.cycle && !self.job_of(w.job).ws);
-        if let Some(wi) = os_drain {
-            ctl.res_row = (self.cycle - self.windows[wi].end - 1) as u16;
-        }
-        self.uut.set_ctrl(&ctl);
-        self.uut.settle();
-        if let Some(wi) = os_drain {
-            let w = self.windows[wi];
-            let i = ctl.res_row as usize;
-            let mut row = std::mem::take(&mut self.row_buf);
-            self.uut.res(&mut row);
-            let job = self.job_of_mut(w.job);
-            let gd = &job.gemms[w.g];
-            let (m, n) = (gd.m, gd.n);
-            let ri = w.fr * r + i;
-            if ri < m {
-                for (j, &v) in row.iter().enumerate() {
-                    let cj = w.fc * c + j;
-                    if cj < n {
-                        job.outs[w.g][ri * n + cj] = v;
-                        job.got[w.g][ri * n + cj] += 1;
-                    }
-                }
-            }
-            self.row_buf = row;
-            if i + 1 == r {
-                self.windows.remove(wi);
-            }
-        }
         let mut a = vec![0i8; r];
         let mut b = vec![0i8; c];
         let mut undrained = None;
@@ -438,9 +408,40 @@ impl PeArrayDriver {
             let cyc = self.cycle;
             self.fail(format!("cycle {cyc}: GEMM {g} read its A[{i}][{kk}] from an output not yet drained"));
         }
+        // OS drain: the oldest OS fold that has ended (or ends at this edge), one
+        // result-bank row per cycle, read after the edge — so row i of a fold ending at edge e
+        // is read after edge e+i, before the cycle in which a derived operand may need it.
+        let os_drain = self.windows.iter().position(|w| w.end <= self.cycle && !self.job_of(w.job).ws);
+        if let Some(wi) = os_drain {
+            ctl.res_row = (self.cycle - self.windows[wi].end) as u16;
+        }
+        self.uut.set_ctrl(&ctl);
         self.uut.set_feed(&a, &b);
         self.uut.settle();
         self.uut.clock_edge();
+        if let Some(wi) = os_drain {
+            let w = self.windows[wi];
+            let i = ctl.res_row as usize;
+            let mut row = std::mem::take(&mut self.row_buf);
+            self.uut.res(&mut row);
+            let job = self.job_of_mut(w.job);
+            let gd = &job.gemms[w.g];
+            let (m, n) = (gd.m, gd.n);
+            let ri = w.fr * r + i;
+            if ri < m {
+                for (j, &v) in row.iter().enumerate() {
+                    let cj = w.fc * c + j;
+                    if cj < n {
+                        job.outs[w.g][ri * n + cj] = v;
+                        job.got[w.g][ri * n + cj] += 1;
+                    }
+                }
+            }
+            self.row_buf = row;
+            if i + 1 == r {
+                self.windows.remove(wi);
+            }
+        }
         self.last_in = ctl;
         self.last_a = a;
         self.last_b = b;
