@@ -309,7 +309,6 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::ucie_crc::EXPORT,
     &crate::pkg::ring::EXPORT,
     &crate::pkg::chiplet::EXPORT,
-    &crate::pkg::pe_array::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4
