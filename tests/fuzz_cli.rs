@@ -227,7 +227,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),
                 ("--seed", NUMS), ("--config", &["@D/pkg.toml", "@D/bad.toml", "@D/missing.toml"]), ("--threads", NUMS),
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
-                ("--rtl", &["scheduler", "chiplet-ctrl", "nosuch", ""]),
+                ("--rtl", &["scheduler", "chiplet-ctrl", "pe", "nosuch", ""]),
             ],
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
         ),

@@ -114,13 +114,16 @@ pub enum RtlBlock {
     Scheduler,
     /// Every chiplet's controller (`chiplet_ctrl`).
     ChipletCtrl,
+    /// Every chiplet's PE arithmetic on the PE array (`pe_array`); needs --functional.
+    Pe,
 }
 
 impl RtlBlock {
     pub fn factory(self) -> hw::pkg::package::PkgRtl {
         match self {
-            RtlBlock::Scheduler => hw::pkg::package::PkgRtl { iodie: Some(rtl::pkg::iodie_swap::iodie_factory), ctrl: None },
-            RtlBlock::ChipletCtrl => hw::pkg::package::PkgRtl { iodie: None, ctrl: Some(rtl::pkg::chiplet_swap::chiplet_ctrl_factory) },
+            RtlBlock::Scheduler => hw::pkg::package::PkgRtl { iodie: Some(rtl::pkg::iodie_swap::iodie_factory), ctrl: None, pe: None },
+            RtlBlock::ChipletCtrl => hw::pkg::package::PkgRtl { iodie: None, ctrl: Some(rtl::pkg::chiplet_swap::chiplet_ctrl_factory), pe: None },
+            RtlBlock::Pe => hw::pkg::package::PkgRtl { iodie: None, ctrl: None, pe: Some(rtl::pkg::pe_array_swap::pe_compute_factory) },
         }
     }
 }
@@ -232,6 +235,9 @@ pub fn wave_sink(vcd: Option<&Path>, fst: Option<&Path>) -> Option<WaveSink> {
 }
 
 pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
+    if a.rtl == Some(RtlBlock::Pe) && !a.functional {
+        return Err("--rtl pe runs the PE arithmetic of the functional package on the RTL array; add --functional (a timing run moves no data for it to compute)".into());
+    }
     let strategies = parse_strategies(&a.strategy)?;
     // Output paths first, every file the run will write (one waveform per strategy): a long
     // run must not be lost to an unwritable file.

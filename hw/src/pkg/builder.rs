@@ -41,7 +41,7 @@ impl Package {
     /// As [`Package::new`], with the IO-die scheduler built by `rtl_iodie` in place of the CL
     /// model (`--rtl scheduler`).
     pub fn new_with(cfg: &PkgCfg, strategy: Strategy, layer: &LayerInput, functional: bool, rtl_iodie: Option<IoDieFactory>) -> Result<Package, PkgError> {
-        Self::new_with_blocks(cfg, strategy, layer, functional, PkgRtl { iodie: rtl_iodie, ctrl: None })
+        Self::new_with_blocks(cfg, strategy, layer, functional, PkgRtl { iodie: rtl_iodie, ctrl: None, pe: None })
     }
 
     /// As [`Package::new`], with the RTL stand-ins of `rtl` in place of their CL models.
@@ -510,10 +510,17 @@ fn build_tile(
     let home_tokens = plan.home.iter().filter(|&&h| h == c).count() as u32;
     let out_tokens = m_here.iter().sum::<u32>();
     let pe = PeArrayCl::new(&cfg.pe, core)?;
+    // `--rtl pe`: the functional arithmetic on the RTL array (timing mode moves no data).
+    let pe_compute = match rtl.pe {
+        Some(f) if functional => Some(f(&cfg.pe).map_err(|e| PkgError::Input(format!("--rtl pe: {e}")))?),
+        _ => None,
+    };
     let ddr_ch = DdrChannelCl::new(c, &cfg.ddr, ddr, core, DdrPorts { req_in: links.ddr_req_l[i], resp_out: links.ddr_resp_l[i] });
     let work = TileWork { m_here, tokens_here, combine_to, grants_expected, combines_expected, home_tokens, out_tokens };
     let scope = format!("top.pkg.c_{}_{}", coord.y, coord.x);
-    Ok(ChipletTile::new(cid, scope, router, ni, ctrl, pe, ddr_ch, adapters, links.tile_links(i), work, cfg.ddr.queue_depth))
+    let mut tile = ChipletTile::new(cid, scope, router, ni, ctrl, pe, ddr_ch, adapters, links.tile_links(i), work, cfg.ddr.queue_depth);
+    tile.pe_compute = pe_compute;
+    Ok(tile)
 }
 
 /// Bands of chiplets, one per thread (at most one per chiplet); the IO die rides with the

@@ -83,6 +83,8 @@ pub enum PkgError {
 pub struct PkgRtl {
     pub iodie: Option<IoDieFactory>,
     pub ctrl: Option<CtrlFactory>,
+    /// Functional mode: every chiplet's PE arithmetic on this model (`--rtl pe`).
+    pub pe: Option<super::pe_array::PeComputeFactory>,
 }
 
 /// The IO die.
@@ -338,6 +340,7 @@ impl Package {
                     p.tiles.iter_mut().for_each(|t| t.integrate(end, slot));
                 }
                 self.check_buffering()?;
+                self.check_pe_compute()?;
                 return Ok(self.result(last, t0.elapsed().as_secs_f64()));
             }
             if last >= end {
@@ -395,6 +398,15 @@ impl Package {
             return Err(PkgError::Check("IO die QoS timer bank differs from Algorithm 2 (FL)".into()));
         }
         Ok(())
+    }
+
+    /// A PE compute stand-in's first error (`--rtl pe`: its arithmetic or its cycle count
+    /// disagreed with the CL fold timing).
+    fn check_pe_compute(&self) -> Result<(), PkgError> {
+        match self.tiles().find_map(|t| t.pe_error.as_ref().map(|e| (t, e))) {
+            Some((t, e)) => Err(PkgError::Check(format!("{}.pe (RTL): {e}", t.scope))),
+            None => Ok(()),
+        }
     }
 
     /// Token buffering's answer for this layer: indices of the tokens deferred (their

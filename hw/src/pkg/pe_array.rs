@@ -146,6 +146,19 @@ impl PeJob {
     }
 }
 
+/// The functional arithmetic of a PE job on a model of the array instead of the FL twin's
+/// (`package --rtl pe`): the job's GEMMs on the array, the FFN activation beside it. The CL
+/// array keeps the timing; an implementation checks that its own busy cycles equal the CL's
+/// fold timing (`PeArrayCfg::job_busy_cycles`) and returns an error otherwise.
+pub trait PeComputeModel: Send {
+    /// Partial output (`m × d_model`, i32) of the `m` tokens `x` (`m × d_model` int8) through
+    /// the micro-slice `w`, computed as `job` (this slice's job: its GEMMs in their order).
+    fn micro_slice_partial(&mut self, job: &PeJob, x: &[i8], m: usize, w: &sched::pkg::moe::MicroSliceWeights) -> Result<Vec<i32>, String>;
+}
+
+/// Builds a [`PeComputeModel`] for a chiplet's array (or refuses the config, naming the field).
+pub type PeComputeFactory = fn(cfg: &PeArrayCfg) -> crate::Result<Box<dyn PeComputeModel>>;
+
 /// Always-on event counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct PeCounters {

@@ -20,7 +20,7 @@ use sched::pkg::moe::{micro_slice_partial_fl, MicroSliceWeights};
 use super::chiplet::{ChipletCtrlModel, ChipletId, CtrlIn, CtrlOut, CtrlSched, ExpertId};
 use super::ddr::{DdrChannelCl, DdrReq};
 use super::ni::{D2dEngineCl, PacketKind};
-use super::pe_array::{PeArrayCl, PeJob};
+use super::pe_array::{PeArrayCl, PeComputeModel, PeJob};
 use super::ring::SlotTag;
 use super::timeline::{BreakdownRec, PeState, TimelineRec};
 use super::ucie::UcieAdapterCl;
@@ -47,6 +47,10 @@ pub struct ChipletTile {
     pub(super) activity: TileActivity,
     /// Functional mode: partial outputs per (token, expert).
     pub(super) partials: FuncPartials,
+    /// `--rtl pe`: the functional arithmetic on this model (else the FL twin's), and its
+    /// first error.
+    pub(super) pe_compute: Option<Box<dyn PeComputeModel>>,
+    pub(super) pe_error: Option<String>,
     /// Ticks at which values this tile's blocks sent land (the tile is evaluated then).
     pub(super) wake: WakeSet,
 }
@@ -219,6 +223,8 @@ impl ChipletTile {
             stats: TileStats::default(),
             activity: TileActivity::default(),
             partials: FuncPartials::default(),
+            pe_compute: None,
+            pe_error: None,
             wake: WakeSet::default(),
         }
     }
@@ -487,7 +493,19 @@ impl ChipletTile {
         for &t in toks {
             x.extend_from_slice(&f.x[t as usize * d..(t as usize + 1) * d]);
         }
-        let p = micro_slice_partial_fl(&x, toks.len(), d, &ws);
+        let p = match self.pe_compute.as_mut() {
+            None => micro_slice_partial_fl(&x, toks.len(), d, &ws),
+            Some(model) => {
+                let job = self.pe.cfg().micro_slice_job(slot, self.work.m_here[e], ctx.d_model, fk as u32);
+                match model.micro_slice_partial(&job, &x, toks.len(), &ws) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.pe_error.get_or_insert_with(|| format!("expert {} micro-slice {}: {e}", tag.expert, tag.k));
+                        return;
+                    }
+                }
+            }
+        };
         for (i, &t) in toks.iter().enumerate() {
             self.partials.add(t, tag.expert, &p[i * d..(i + 1) * d]);
         }

@@ -9,6 +9,9 @@
 //! * [`picker::AgePickerRtl`] — the oldest/newest picker over an age matrix, the chiplet
 //!   controller's one selection circuit.
 //! * [`tag_fifo::TagFifoRtl`] — the chiplet controller's Rule-5 tag FIFO.
+//! * [`pe_array::PeArrayRtl`] — the R×C int8 PE array with its fold sequencer (twin of
+//!   `hw::pkg::pe_array::PeArrayCl`), built from [`pe_cell`]; [`pe_array_twin`] drives it,
+//!   [`pe_array_swap`] runs the functional package's arithmetic on it (`--rtl pe`).
 //! * [`ring::RingBufferRtl`] — the micro-slice ring-buffer controller (twin of
 //!   `hw::pkg::ring::RingBufferCl`).
 //! * [`ucie_replay::UcieReplayRtl`]: the UCIe D2D adapter's go-back-N replay controller
@@ -24,6 +27,10 @@ pub mod iodie;
 pub mod iodie_swap;
 pub mod iodie_twin;
 pub mod nexthop;
+pub mod pe_array;
+pub mod pe_array_swap;
+pub mod pe_array_twin;
+pub mod pe_cell;
 pub mod picker;
 pub mod qos;
 pub mod ring;
