@@ -310,6 +310,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::ring::EXPORT,
     &crate::pkg::chiplet::EXPORT,
     &crate::wafer::predictor::EXPORT,
+    &crate::wafer::semmoe_lut::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4
