@@ -174,7 +174,7 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     mid: Signal<Local, Bits<32>>,
     lo_n: Signal<Local, Bits<32>>,
     hi_n: Signal<Local, Bits<32>>,
-    lo_m1: Signal<Local, Bits<32>>,
+    lo_m1: Signal<Local, Bits<TB>>,
     above: Signal<Local, Bit>,
     below: Signal<Local, Bit>,
     take_b: Signal<Local, Bit>,
@@ -204,7 +204,16 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     /// Last index of the current loop (`j + 1 == n` or `== d`).
     j_last_n: Signal<Local, Bit>,
     j_last_d: Signal<Local, Bit>,
-    tta_addr_n: Signal<Local, Bits<32>>,
+    tta_addr_n: Signal<Local, Bits<TB>>,
+    /// Load addresses inside the SRAMs (a write outside is dropped); the token's n-gram row
+    /// valid and inside the SRAM.
+    tt_in: Signal<Local, Bit>,
+    ng_in: Signal<Local, Bit>,
+    key_ok: Signal<Local, Bit>,
+    zero64: Constant<Bits<64>>,
+    one_tb: Constant<Bits<TB>>,
+    tt_words: Constant<Bits<32>>,
+    ng_words: Constant<Bits<32>>,
     /// Loop index as a value (a loop index is not a hardware value).
     didx: Signal<Local, Bits<32>>,
     jm1: Signal<Local, Bits<32>>,
@@ -345,6 +354,13 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
             j_last_n: Default::default(),
             j_last_d: Default::default(),
             tta_addr_n: Default::default(),
+            tt_in: Default::default(),
+            ng_in: Default::default(),
+            key_ok: Default::default(),
+            zero64: Constant::new(0u64.into()),
+            one_tb: Constant::new(1u64.into()),
+            tt_words: Constant::new((1u64 << TB).into()),
+            ng_words: Constant::new((1u64 << GB).into()),
             didx: Default::default(),
             jm1: Default::default(),
         }
@@ -419,21 +435,24 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
         self.ttb_id.write_data.next = self.tt_id.val();
         self.ttb_dev.write_data.next = self.tt_dev.val();
         self.ttb_conf.write_data.next = self.tt_conf.val();
-        self.tta_id.write_enable.next = self.tt_we.val();
-        self.tta_dev.write_enable.next = self.tt_we.val();
-        self.tta_conf.write_enable.next = self.tt_we.val();
-        self.ttb_id.write_enable.next = self.tt_we.val();
-        self.ttb_dev.write_enable.next = self.tt_we.val();
-        self.ttb_conf.write_enable.next = self.tt_we.val();
+        // Load writes outside the SRAMs are dropped.
+        self.tt_in.next = self.tt_addr.val() < self.tt_words.val();
+        self.ng_in.next = self.ng_addr.val() < self.ng_words.val();
+        self.tta_id.write_enable.next = self.tt_we.val() & self.tt_in.val();
+        self.tta_dev.write_enable.next = self.tt_we.val() & self.tt_in.val();
+        self.tta_conf.write_enable.next = self.tt_we.val() & self.tt_in.val();
+        self.ttb_id.write_enable.next = self.tt_we.val() & self.tt_in.val();
+        self.ttb_dev.write_enable.next = self.tt_we.val() & self.tt_in.val();
+        self.ttb_conf.write_enable.next = self.tt_we.val() & self.tt_in.val();
         self.ng_v.write_address.next = self.ng_addr.val().get_bits::<GB>(0);
         self.ng_d.write_address.next = self.ng_addr.val().get_bits::<GB>(0);
         self.ng_c.write_address.next = self.ng_addr.val().get_bits::<GB>(0);
         self.ng_v.write_data.next = self.ng_valid.val();
         self.ng_d.write_data.next = self.ng_dev.val();
         self.ng_c.write_data.next = self.ng_conf.val();
-        self.ng_v.write_enable.next = self.ng_we.val();
-        self.ng_d.write_enable.next = self.ng_we.val();
-        self.ng_c.write_enable.next = self.ng_we.val();
+        self.ng_v.write_enable.next = self.ng_we.val() & self.ng_in.val();
+        self.ng_d.write_enable.next = self.ng_we.val() & self.ng_in.val();
+        self.ng_c.write_enable.next = self.ng_we.val() & self.ng_in.val();
 
         // ---- token j's buffer row, the binary search's midpoint
         self.tid_valid.next = false;
@@ -453,17 +472,18 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
         // lo + hi < 2^32 (both ≤ 2^TB).
         self.sum_lh.next = self.lo_q.q.val() + self.hi_q.q.val();
         self.mid.next = self.sum_lh.val() >> 1;
-        self.lo_m1.next = self.lo_q.q.val() - 1;
-        self.tta_addr_n.next = self.mid.val();
+        self.key_ok.next = self.key_valid.val() & (self.key.val() < self.ng_words.val());
+        self.lo_m1.next = self.lo_q.q.val().get_bits::<TB>(0) - self.one_tb.val();
+        self.tta_addr_n.next = self.mid.val().get_bits::<TB>(0);
         if self.state_q.q.val() == 1 {
-            self.tta_addr_n.next = self.lo_q.q.val();
+            self.tta_addr_n.next = self.lo_q.q.val().get_bits::<TB>(0);
         }
-        self.tta_id.read_address.next = self.tta_addr_n.val().get_bits::<TB>(0);
-        self.tta_dev.read_address.next = self.tta_addr_n.val().get_bits::<TB>(0);
-        self.tta_conf.read_address.next = self.tta_addr_n.val().get_bits::<TB>(0);
-        self.ttb_id.read_address.next = self.lo_m1.val().get_bits::<TB>(0);
-        self.ttb_dev.read_address.next = self.lo_m1.val().get_bits::<TB>(0);
-        self.ttb_conf.read_address.next = self.lo_m1.val().get_bits::<TB>(0);
+        self.tta_id.read_address.next = self.tta_addr_n.val();
+        self.tta_dev.read_address.next = self.tta_addr_n.val();
+        self.tta_conf.read_address.next = self.tta_addr_n.val();
+        self.ttb_id.read_address.next = self.lo_m1.val();
+        self.ttb_dev.read_address.next = self.lo_m1.val();
+        self.ttb_conf.read_address.next = self.lo_m1.val();
         self.ng_v.read_address.next = self.key.val().get_bits::<GB>(0);
         self.ng_d.read_address.next = self.key.val().get_bits::<GB>(0);
         self.ng_c.read_address.next = self.key.val().get_bits::<GB>(0);
@@ -480,13 +500,13 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             self.pred.next = self.pj.val();
         }
         self.t_dev.next = 0.into();
-        self.t_conf.next = 0.into();
+        self.t_conf.next = self.zero64.val();
         if self.t_valid_q.q.val() {
             self.t_dev.next = self.t_dev_q.q.val() + 1;
             self.t_conf.next = self.t_conf_q.q.val();
         }
         self.a_dev.next = 0.into();
-        self.a_conf.next = 0.into();
+        self.a_conf.next = self.zero64.val();
         if self.a_valid_q.q.val() {
             self.a_dev.next = self.a_dev_q.q.val() + 1;
             self.a_conf.next = self.a_conf_q.q.val();
@@ -546,7 +566,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             self.didx.next = self.didx.val() + 1;
         }
         self.pred_n.next = self.plain.val();
-        if self.t_valid_q.q.val() & self.key_valid.val() & self.ng_v.read_data.val() {
+        if self.t_valid_q.q.val() & self.key_ok.val() & self.ng_v.read_data.val() {
             if self.t_conf_q.q.val() > self.ng_c.read_data.val() {
                 self.pred_n.next = self.t_dev_q.q.val();
             } else {
@@ -554,7 +574,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             }
         } else if self.t_valid_q.q.val() {
             self.pred_n.next = self.t_dev_q.q.val();
-        } else if self.key_valid.val() & self.ng_v.read_data.val() {
+        } else if self.key_ok.val() & self.ng_v.read_data.val() {
             self.pred_n.next = self.ng_d.read_data.val();
         }
         // Scatter / Align: the device of token j (scatter) or of sorted[j] (align).
@@ -644,7 +664,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 // PICK
                 self.t_valid_q.d.next = self.tid_valid.val() & (self.above.val() | self.below.val());
                 self.t_dev_q.d.next = 0.into();
-                self.t_conf_q.d.next = 0.into();
+                self.t_conf_q.d.next = self.zero64.val();
                 if self.tid_valid.val() & (self.above.val() | self.below.val()) {
                     if self.take_b.val() {
                         self.t_dev_q.d.next = self.ttb_dev.read_data.val();
@@ -657,10 +677,10 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 self.state_q.d.next = 2.into();
             } else if self.state_q.q.val() == 2 {
                 // COMPARE
-                self.a_valid_q.d.next = self.key_valid.val() & self.ng_v.read_data.val();
+                self.a_valid_q.d.next = self.key_ok.val() & self.ng_v.read_data.val();
                 self.a_dev_q.d.next = 0.into();
-                self.a_conf_q.d.next = 0.into();
-                if self.key_valid.val() & self.ng_v.read_data.val() {
+                self.a_conf_q.d.next = self.zero64.val();
+                if self.key_ok.val() & self.ng_v.read_data.val() {
                     self.a_dev_q.d.next = self.ng_d.read_data.val();
                     self.a_conf_q.d.next = self.ng_c.read_data.val();
                 }
@@ -805,10 +825,10 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 self.hi_q.d.next = self.cfg_rows.val();
                 self.t_valid_q.d.next = false;
                 self.t_dev_q.d.next = 0.into();
-                self.t_conf_q.d.next = 0.into();
+                self.t_conf_q.d.next = self.zero64.val();
                 self.a_valid_q.d.next = false;
                 self.a_dev_q.d.next = 0.into();
-                self.a_conf_q.d.next = 0.into();
+                self.a_conf_q.d.next = self.zero64.val();
                 self.fill_dev_q.d.next = 0.into();
                 self.oor_q.d.next = 0.into();
                 self.sp_head_q.d.next = 0.into();
