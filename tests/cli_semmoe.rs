@@ -111,3 +111,51 @@ fn bad_input_exits_2_naming_the_flag() {
     }
     let _ = d;
 }
+
+/// `--rtl semmoe-lut`: the look-up unit's rust-hdl twin runs on the first evaluation batch in
+/// place of the CL model (its ranks checked against the FL's, as the CL's are); the JSON (but
+/// the wall clock) and the unit's waveform are byte-equal to the CL run. Attention-DP has no
+/// such unit: refused naming the flag.
+#[test]
+fn rtl_semmoe_lut_same_json_and_waveform() {
+    let d = tmp("rtl");
+    let strip = |mut v: serde_json::Value| {
+        v["wall_seconds"] = 0.into();
+        for x in v["results"].as_array_mut().unwrap() {
+            x["wall_seconds"] = 0.into();
+        }
+        v
+    };
+    for (name, extra) in [("tp64", &["--tp-batch", "64"][..]), ("tp128", &["--tp-batch", "128", "--devices", "8"][..])] {
+        let (j_cl, j_rtl, w_cl, w_rtl) = (d.join(format!("{name}-cl.json")), d.join(format!("{name}-rtl.json")), d.join(format!("{name}-cl.vcd")), d.join(format!("{name}-rtl.vcd")));
+        // SMALL with its --devices replaced by the case's (an option given twice is an error).
+        let mut base: Vec<&str> = SMALL.to_vec();
+        if let Some(i) = extra.iter().position(|x| *x == "--devices") {
+            let at = base.iter().position(|x| *x == "--devices").unwrap();
+            base[at + 1] = extra[i + 1];
+        }
+        base.extend(["--attention", "tp"]);
+        base.extend(extra.iter().take_while(|x| **x != "--devices"));
+        let mut a = base.clone();
+        a.extend(["--json", s(&j_cl), "--vcd", s(&w_cl)]);
+        let out = run(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut a = base.clone();
+        a.extend(["--rtl", "semmoe-lut", "--json", s(&j_rtl), "--vcd", s(&w_rtl)]);
+        let out = run(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(strip(json(&j_cl)), strip(json(&j_rtl)), "{name}");
+        assert_eq!(std::fs::read(&w_cl).unwrap(), std::fs::read(&w_rtl).unwrap(), "{name}: look-up unit waveforms differ");
+        // Without a waveform the RTL unit still runs (and is checked against the FL).
+        let mut a = base.clone();
+        a.extend(["--rtl", "semmoe-lut", "--json", s(&j_rtl)]);
+        assert!(run(&a).status.success());
+        assert_eq!(strip(json(&j_cl)), strip(json(&j_rtl)), "{name}");
+    }
+    let mut a = SMALL.to_vec();
+    a.extend(["--attention", "dp", "--rtl", "semmoe-lut"]);
+    let out = run(&a);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--rtl semmoe-lut") && e.contains("attention-TP") && !e.contains("panicked"), "{e}");
+}

@@ -82,6 +82,17 @@ pub struct GpsArgs {
     pub vcd: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+    /// Run this block's rust-hdl RTL twin in place of its CL model (same plans, points and
+    /// waveform; slower) (default: none, every block CL).
+    #[arg(long, value_enum)]
+    pub rtl: Option<GpsRtl>,
+}
+
+/// Blocks with an RTL stand-in for `gps --rtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpsRtl {
+    /// The Distribution-Only predictor (`dist_only_predictor`: the Eq. 1 window counters).
+    Predictor,
 }
 
 fn list<T>(s: &str, flag: &str, max: usize, f: impl Fn(&str) -> Result<T, String>) -> CliResult<Vec<T>> {
@@ -193,6 +204,9 @@ pub fn run(a: GpsArgs) -> CliResult<ExitCode> {
         spare_slots: a.spare_slots,
         predictor_vcd: a.vcd.clone(),
         dist_estimate,
+        predictor: a.rtl.map(|r| match r {
+            GpsRtl::Predictor => rtl::wafer::predictor_swap::dist_only_factory as hw::wafer::predictor::DistOnlyFactory,
+        }),
     };
     params.check().map_err(|e| e.to_string())?;
     if a.trace.is_some() && a.skew.is_some() {

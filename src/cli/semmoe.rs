@@ -85,6 +85,18 @@ pub struct SemMoeArgs {
     pub vcd: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+    /// Run this block's rust-hdl RTL twin in place of its CL model (attention-TP: the look-up
+    /// unit on the first evaluation batch at layer 1, its ranks checked equal to the FL's; the
+    /// same JSON and waveform) (default: none).
+    #[arg(long, value_enum)]
+    pub rtl: Option<SemMoeRtl>,
+}
+
+/// Blocks with an RTL stand-in for `semmoe --rtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SemMoeRtl {
+    /// The look-up and re-batching unit (`semmoe_lut`).
+    SemmoeLut,
 }
 
 pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
@@ -104,6 +116,9 @@ pub fn run(a: SemMoeArgs) -> CliResult<ExitCode> {
         mesh_layers: a.mesh_layers,
         micro_batches: a.micro_batches,
         vcd: a.vcd.clone(),
+        lut: a.rtl.map(|r| match r {
+            SemMoeRtl::SemmoeLut => rtl::wafer::semmoe_lut_swap::semmoe_lut_factory as hw::wafer::semmoe_lut::SemMoeLutFactory,
+        }),
     };
     params.check().map_err(|e| e.to_string())?;
     if let Some(p) = &a.json {

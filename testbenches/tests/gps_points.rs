@@ -24,6 +24,7 @@ fn params(bws: &[(&str, f64)], accs: &[f64], est: DistEstimate) -> GpsParams {
         spare_slots: 1,
         predictor_vcd: None,
         dist_estimate: est,
+        predictor: None,
     }
 }
 

@@ -328,6 +328,8 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::chiplet::EXPORT,
     &crate::pkg::picker::EXPORT,
     &crate::pkg::tag_fifo::EXPORT,
+    &crate::wafer::predictor::EXPORT,
+    &crate::wafer::semmoe_lut::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

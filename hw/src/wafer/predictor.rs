@@ -154,15 +154,7 @@ impl DistOnlyPredictorCl {
     /// Traced signals under `scope`: `state`, `cursor`, `head`, `filled`, `wr_count`,
     /// `sum_e{i}` (one per expert: the Eq. 1 window counts).
     pub fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let bits = |n: u64| (64 - n.leading_zeros()).max(1);
-        out.push(SignalDecl { scope: scope.to_vec(), name: "state".into(), width: 1 });
-        out.push(SignalDecl { scope: scope.to_vec(), name: "cursor".into(), width: bits(self.experts as u64) });
-        out.push(SignalDecl { scope: scope.to_vec(), name: "head".into(), width: bits(self.cfg.window as u64) });
-        out.push(SignalDecl { scope: scope.to_vec(), name: "filled".into(), width: bits(self.cfg.window as u64) });
-        out.push(SignalDecl { scope: scope.to_vec(), name: "wr_count".into(), width: self.cfg.counter_bits as u32 });
-        for e in 0..self.experts {
-            out.push(SignalDecl { scope: scope.to_vec(), name: format!("sum_e{e}"), width: 64 });
-        }
+        declare_signals(&self.cfg, self.experts, scope, out);
     }
 
     /// Values in [`Self::declare`] order.
@@ -170,5 +162,73 @@ impl DistOnlyPredictorCl {
         let r = &self.regs;
         out.extend([r.state as u64, r.cursor as u64, r.head as u64, r.filled as u64, r.wr_count]);
         out.extend(r.sums.iter().copied());
+    }
+}
+
+/// The predictor's traced signals under `scope` (see [`DistOnlyPredictorCl::declare`]); the
+/// same list for the CL model and an RTL stand-in, so their waveforms compare signal by signal.
+pub fn declare_signals(cfg: &DistOnlyCfg, experts: usize, scope: &[String], out: &mut Vec<SignalDecl>) {
+    let bits = |n: u64| (64 - n.leading_zeros()).max(1);
+    out.push(SignalDecl { scope: scope.to_vec(), name: "state".into(), width: 1 });
+    out.push(SignalDecl { scope: scope.to_vec(), name: "cursor".into(), width: bits(experts as u64) });
+    out.push(SignalDecl { scope: scope.to_vec(), name: "head".into(), width: bits(cfg.window as u64) });
+    out.push(SignalDecl { scope: scope.to_vec(), name: "filled".into(), width: bits(cfg.window as u64) });
+    out.push(SignalDecl { scope: scope.to_vec(), name: "wr_count".into(), width: cfg.counter_bits as u32 });
+    for e in 0..experts {
+        out.push(SignalDecl { scope: scope.to_vec(), name: format!("sum_e{e}"), width: 64 });
+    }
+}
+
+/// A Distribution-Only predictor as the gps experiment drives it: the CL model, or an RTL
+/// stand-in (`waferstream gps --rtl predictor`, `rtl::wafer::predictor_swap`) built through a
+/// [`DistOnlyFactory`], so `hw` does not depend on the RTL crate. Same cycle semantics as
+/// [`DistOnlyPredictorCl`]: `start` latches an iteration, each `step` is one clock cycle.
+pub trait DistOnlyModel {
+    /// Latches one iteration's per-expert counts (refused while busy or with the wrong number
+    /// of counts); the first expert is recorded in the next `step`.
+    fn start(&mut self, counts: &[u64]) -> Result<(), GpsError>;
+    /// One clock cycle.
+    fn step(&mut self);
+    fn busy(&self) -> bool;
+    /// The window sums (n_i of Eq. 1).
+    fn counts(&self) -> &[u64];
+    /// Traced signals (as [`declare_signals`]).
+    fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>);
+    /// Values in `declare` order.
+    fn sample(&self, out: &mut Vec<u64>);
+    /// Eq. 1 as loads for an iteration of `tokens` assignments: the FL's apportionment applied
+    /// to the model's window sums (the CL and the RTL model the counters and the sums).
+    fn predicted_loads(&self, tokens: u64) -> Vec<u64> {
+        loads_from_counts(self.counts(), tokens)
+    }
+}
+
+/// Builds a predictor for `(cfg, experts)`; an RTL stand-in refuses a configuration it was not
+/// built for, naming the field.
+pub type DistOnlyFactory = fn(DistOnlyCfg, usize) -> Result<Box<dyn DistOnlyModel>, GpsError>;
+
+/// [`DistOnlyFactory`] of the CL model (the default).
+pub fn dist_only_cl(cfg: DistOnlyCfg, experts: usize) -> Result<Box<dyn DistOnlyModel>, GpsError> {
+    Ok(Box::new(DistOnlyPredictorCl::new(cfg, experts)?))
+}
+
+impl DistOnlyModel for DistOnlyPredictorCl {
+    fn start(&mut self, counts: &[u64]) -> Result<(), GpsError> {
+        DistOnlyPredictorCl::start(self, counts)
+    }
+    fn step(&mut self) {
+        DistOnlyPredictorCl::step(self)
+    }
+    fn busy(&self) -> bool {
+        DistOnlyPredictorCl::busy(self)
+    }
+    fn counts(&self) -> &[u64] {
+        DistOnlyPredictorCl::counts(self)
+    }
+    fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
+        DistOnlyPredictorCl::declare(self, scope, out)
+    }
+    fn sample(&self, out: &mut Vec<u64>) {
+        DistOnlyPredictorCl::sample(self, out)
     }
 }

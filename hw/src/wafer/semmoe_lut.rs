@@ -361,6 +361,36 @@ impl SemMoeLutCl {
     }
 }
 
+/// A look-up and re-batching unit as the semmoe experiment runs it: the CL model, or an RTL
+/// stand-in (`waferstream semmoe --rtl semmoe-lut`, `rtl::wafer::semmoe_lut_swap`) built
+/// through a [`SemMoeLutFactory`], so `hw` does not depend on the RTL crate.
+pub trait SemMoeLutModel {
+    /// Traced signals ([`SemMoeLutCl::signals`]).
+    fn signals(&self) -> Vec<SignalDecl>;
+    /// Runs the batch to the end writing every cycle into `sink`: (`shf`, each token's rank,
+    /// cycles).
+    fn run_traced(self: Box<Self>, sink: &mut dyn SignalSink) -> Result<(Vec<usize>, Vec<u32>, u64), crate::Error>;
+}
+
+/// Builds a unit for (token table, n-gram table, layer, devices, batch) — the arguments of
+/// [`SemMoeLutCl::new`]; an RTL stand-in refuses a batch or table it was not built for,
+/// naming the field.
+pub type SemMoeLutFactory = fn(Option<&TokenDevTable>, &NGramTable, usize, u32, Vec<LutToken>) -> Result<Box<dyn SemMoeLutModel>, crate::Error>;
+
+/// [`SemMoeLutFactory`] of the CL model (the default).
+pub fn semmoe_lut_cl(table: Option<&TokenDevTable>, ngram: &NGramTable, layer: usize, devices: u32, tokens: Vec<LutToken>) -> Result<Box<dyn SemMoeLutModel>, crate::Error> {
+    Ok(Box::new(SemMoeLutCl::new(table, ngram, layer, devices, tokens)))
+}
+
+impl SemMoeLutModel for SemMoeLutCl {
+    fn signals(&self) -> Vec<SignalDecl> {
+        SemMoeLutCl::signals(self)
+    }
+    fn run_traced(self: Box<Self>, sink: &mut dyn SignalSink) -> Result<(Vec<usize>, Vec<u32>, u64), crate::Error> {
+        SemMoeLutCl::run_traced(*self, sink)
+    }
+}
+
 /// The reduce-scatter rank of position `j` of `n` (the token's rank without a shuffle).
 fn rank_of_position(n: usize, devices: u32, j: usize) -> u32 {
     (0..devices).find(|&r| chunk(n, devices, r).contains(&j)).unwrap_or(0)

@@ -26,7 +26,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hw::wafer::predictor::DistOnlyPredictorCl;
+use hw::wafer::predictor::{dist_only_cl, DistOnlyFactory, DistOnlyModel};
 use hw::wafer::program::{build_planned, LayerOpts};
 use hw::wafer::{WaferCfg, WaferResult};
 use sched::balance::gps::{dist_error_rate, duplicate_tokens, estimate_iteration, shares, skewness, DistOnlyCfg, DupSetup, ErrorModel, OverheadModel, Strategy, T2ePredictor};
@@ -136,6 +136,9 @@ pub struct GpsParams {
     pub predictor_vcd: Option<PathBuf>,
     /// Online window or a train/test split.
     pub dist_estimate: DistEstimate,
+    /// The Distribution-Only predictor's builder: `None` = the CL model; an RTL stand-in
+    /// (`gps --rtl predictor`) gives the same plans, points and waveform.
+    pub predictor: Option<DistOnlyFactory>,
 }
 
 impl GpsParams {
@@ -425,10 +428,13 @@ impl GpsExperiment {
                 Some(s) => s.to_bits(),
                 None => 0x7472_6163_6500_0000,
             };
-            let mut pred = DistOnlyPredictorCl::new(self.dist_cfg, model.experts as usize).map_err(|e| Error::input("--window", e.to_string()))?;
+            let mut pred = match p.predictor {
+                Some(f) => f(self.dist_cfg, model.experts as usize).map_err(|e| Error::input("--rtl predictor", e.to_string()))?,
+                None => dist_only_cl(self.dist_cfg, model.experts as usize).map_err(|e| Error::input("--window", e.to_string()))?,
+            };
             let trace_it = wi == 0 && p.predictor_vcd.is_some();
             let mut samples: Vec<Vec<u64>> = Vec::new();
-            let observe = |pred: &mut DistOnlyPredictorCl, counts: &[u64], samples: &mut Vec<Vec<u64>>| -> Result<()> {
+            let observe = |pred: &mut dyn DistOnlyModel, counts: &[u64], samples: &mut Vec<Vec<u64>>| -> Result<()> {
                 pred.start(counts).map_err(text)?;
                 while pred.busy() {
                     pred.step();
@@ -448,7 +454,7 @@ impl GpsExperiment {
                 Ok(())
             };
             for it in &w.iterations[..p.warmup as usize] {
-                observe(&mut pred, &expert_counts(it, model.experts), &mut samples)?;
+                observe(pred.as_mut(), &expert_counts(it, model.experts), &mut samples)?;
             }
             let mut plans = Vec::new();
             for (hi, it) in w.iterations[p.warmup as usize..].iter().enumerate() {
@@ -475,11 +481,11 @@ impl GpsExperiment {
                 plans.push(IterPlans { skew: skewness(&counts), dist_error, none: to_xfers(&holder, &none.device), dist: to_xfers(&holder, &dist.device), t2e, predicted, counts: counts.clone(), window: pred.counts().to_vec() });
                 // Split: a test iteration is never shown to the predictor.
                 if p.dist_estimate == DistEstimate::Online {
-                    observe(&mut pred, &counts, &mut samples)?;
+                    observe(pred.as_mut(), &counts, &mut samples)?;
                 }
             }
             if let (0, Some(path)) = (wi, &p.predictor_vcd) {
-                write_predictor_vcd(path, &pred, &samples)?;
+                write_predictor_vcd(path, pred.as_ref(), &samples)?;
             }
             all_plans.push(plans);
         }
@@ -578,7 +584,7 @@ impl GpsExperiment {
 }
 
 /// The Distribution-Only predictor's registers, one sample per cycle, as a VCD.
-fn write_predictor_vcd(path: &Path, pred: &DistOnlyPredictorCl, samples: &[Vec<u64>]) -> Result<()> {
+fn write_predictor_vcd(path: &Path, pred: &dyn DistOnlyModel, samples: &[Vec<u64>]) -> Result<()> {
     ensure_parent(path)?;
     let scope: Vec<String> = ["top", "gps", "dist_only"].iter().map(|s| s.to_string()).collect();
     let mut decl = Vec::new();

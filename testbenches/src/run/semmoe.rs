@@ -55,6 +55,10 @@ pub struct SemMoeParams {
     pub micro_batches: u32,
     /// Attention-TP: the look-up unit's waveform.
     pub vcd: Option<PathBuf>,
+    /// Attention-TP: the look-up unit's builder. `None` = the CL model, run only for the
+    /// waveform; an RTL stand-in (`semmoe --rtl semmoe-lut`) runs on the first evaluation
+    /// batch with or without a waveform, its ranks checked equal to the FL's.
+    pub lut: Option<hw::wafer::semmoe_lut::SemMoeLutFactory>,
 }
 
 /// The squarest `cols x rows` mesh of `n` dies (cols >= rows).
@@ -255,6 +259,9 @@ impl SemMoeExperiment {
         if params.vcd.is_some() && !matches!(attention, Attention::Tp { .. }) {
             return Err(Error::input("--vcd", "the look-up and re-batching unit runs for attention-TP (Algorithm 3); add --attention tp"));
         }
+        if params.lut.is_some() && !matches!(attention, Attention::Tp { .. }) {
+            return Err(Error::input("--rtl semmoe-lut", "the look-up and re-batching unit runs for attention-TP (Algorithm 3); add --attention tp"));
+        }
         let mesh_layers = params.mesh_layers.unwrap_or(layers);
         if mesh_layers == 0 || mesh_layers > layers {
             return Err(Error::input("--mesh-layers", format!("{mesh_layers} outside 1..={layers}")));
@@ -289,11 +296,11 @@ impl SemMoeExperiment {
     /// Attention-TP with a waveform asked for: runs the look-up unit (CL) and writes it; its
     /// cycles (`None`: nothing asked).
     pub fn lut_wave(&self, outcomes: &[Outcome]) -> Result<Option<(PathBuf, u64)>> {
-        match (&self.params.vcd, self.attention) {
-            (Some(p), Attention::Tp { tp_batch }) => {
+        match (&self.params.vcd, self.params.lut, self.attention) {
+            (vcd, lut, Attention::Tp { tp_batch }) if vcd.is_some() || lut.is_some() => {
                 let (profile, eval) = self.split();
-                let cycles = lut_wave(p, profile, eval, outcomes, self.model.experts, self.layers, self.params.devices, tp_batch, &self.cfg)?;
-                Ok(Some((p.clone(), cycles)))
+                let cycles = lut_wave(vcd.as_deref(), lut, profile, eval, outcomes, self.model.experts, self.layers, self.params.devices, tp_batch, &self.cfg)?;
+                Ok(vcd.clone().map(|p| (p, cycles)))
             }
             _ => Ok(None),
         }
@@ -402,12 +409,12 @@ impl SemMoeExperiment {
     }
 }
 
-/// Runs Sem-MoE's look-up unit (CL) on the first evaluation batch of `tp_batch` tokens at
-/// layer 1 (0 for one-layer models) with the tables the FL decided, writes its waveform, and
-/// checks each token's rank against the FL's.
+/// Runs Sem-MoE's look-up unit (CL, or the RTL stand-in `lut`) on the first evaluation batch
+/// of `tp_batch` tokens at layer 1 (0 for one-layer models) with the tables the FL decided,
+/// writes its waveform (if `path`), and checks each token's rank against the FL's.
 #[allow(clippy::too_many_arguments)]
-fn lut_wave(path: &Path, profile: &[TraceToken], eval: &[TraceToken], outcomes: &[Outcome], experts: u32, layers: u32, devices: u32, tp_batch: u32, cfg: &SemMoeCfg) -> Result<u64> {
-    use hw::wafer::semmoe_lut::{LutToken, SemMoeLutCl};
+fn lut_wave(path: Option<&Path>, lut: Option<hw::wafer::semmoe_lut::SemMoeLutFactory>, profile: &[TraceToken], eval: &[TraceToken], outcomes: &[Outcome], experts: u32, layers: u32, devices: u32, tp_batch: u32, cfg: &SemMoeCfg) -> Result<u64> {
+    use hw::wafer::semmoe_lut::{semmoe_lut_cl, LutToken};
     use sched::balance::semmoe::{majority_device, NGramTable, PlacementKind, Profile, TokenDevTable};
     let o = outcomes.iter().find(|o| o.kind == PlacementKind::SemMoe).ok_or_else(|| Error::Run("semmoe: no Sem-MoE outcome".into()))?;
     let sem = &o.expert_dev;
@@ -424,12 +431,22 @@ fn lut_wave(path: &Path, profile: &[TraceToken], eval: &[TraceToken], outcomes: 
     let ngram = NGramTable::build(&routing, sem, devices, cfg.lookback).map_err(|e| fl(e.to_string()))?;
     let n = (tp_batch as usize).min(eval.len());
     let tokens: Vec<LutToken> = eval[..n].iter().map(|t| LutToken { token_id: t.token_id, history: (0..l).map(|k| majority_device(&t.layers[k], &sem[k], devices)).collect() }).collect();
-    let unit = SemMoeLutCl::new(table.as_ref(), &ngram, l, devices, tokens);
-    ensure_parent(path)?;
-    let werr = |e: String| Error::io(path, e);
-    let mut wr = waves::WaveWriter::create(path, waves::WaveFormat::Vcd, 1000, &unit.signals(), &waves::WaveFilter::default()).map_err(|e| werr(e.to_string()))?;
-    let (_, rank, cycles) = unit.run_traced(&mut wr).map_err(|e| werr(e.to_string()))?;
-    wr.finish(cycles + 1).map_err(|e| werr(e.to_string()))?;
+    let unit = match lut {
+        Some(f) => f(table.as_ref(), &ngram, l, devices, tokens).map_err(|e| Error::input("--rtl semmoe-lut", e.to_string()))?,
+        None => semmoe_lut_cl(table.as_ref(), &ngram, l, devices, tokens).map_err(|e| Error::Run(format!("semmoe: {e}")))?,
+    };
+    let (_, rank, _cycles) = match path {
+        Some(path) => {
+            ensure_parent(path)?;
+            let werr = |e: String| Error::io(path, e);
+            let mut wr = waves::WaveWriter::create(path, waves::WaveFormat::Vcd, 1000, &unit.signals(), &waves::WaveFilter::default()).map_err(|e| werr(e.to_string()))?;
+            let r = unit.run_traced(&mut wr).map_err(|e| werr(e.to_string()))?;
+            wr.finish(r.2 + 1).map_err(|e| werr(e.to_string()))?;
+            r
+        }
+        None => unit.run_traced(&mut NoSink).map_err(|e| Error::Run(format!("semmoe look-up unit: {e}")))?,
+    };
+    let cycles = _cycles;
     for (j, r) in rank.iter().enumerate() {
         if o.token_dev[j][l] != *r {
             return Err(Error::Run(format!("semmoe look-up unit: token {j} of the batch at layer {l} goes to rank {r}, the FL decided {}", o.token_dev[j][l])));
@@ -459,4 +476,13 @@ fn batch_plans(c: &WaferCfg, mp: &Mapping, o: &Outcome, eval: &[TraceToken], gro
             v
         })
         .collect()
+}
+
+/// A signal sink that keeps nothing (the look-up unit run without a waveform).
+struct NoSink;
+
+impl hw::harness::SignalSink for NoSink {
+    fn change(&mut self, _cycle: hw::harness::Cycle, _sig: usize, _value: u64) -> std::result::Result<(), hw::Error> {
+        Ok(())
+    }
 }

@@ -137,6 +137,7 @@ impl GpsSide {
                 DistEstimateName::Online => DistEstimate::Online,
                 DistEstimateName::Split => DistEstimate::Split,
             },
+            predictor: None,
         };
         params.check().map_err(|e| Error::input(format!("gps setup `{side}`"), e.to_string()))?;
         GpsExperiment::new(params, model, &GpsSource::Generated { skews, layer: 0 })

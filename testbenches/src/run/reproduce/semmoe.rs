@@ -107,6 +107,7 @@ impl SemMoeSide {
             mesh_layers: quick.map(|q| q.mesh_layers.min(layers.unwrap_or(model.layers))),
             micro_batches: self.micro_batches,
             vcd: None,
+            lut: None,
         };
         params.check().map_err(|e| Error::input(format!("semmoe setup `{side}`"), e.to_string()))?;
         let src = SemMoeSource::Scenario { layers, tokens_per_iter: self.tokens_per_iter, iters, affinity: self.affinity, coherence };
