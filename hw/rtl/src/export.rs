@@ -303,6 +303,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::credit_counter::EXPORT,
     &crate::noc::route_compute::EXPORT,
     &crate::noc::router_ctrl::EXPORT,
+    &crate::noc::router::EXPORT,
     &crate::pkg::sorter::EXPORT,
     &crate::pkg::iodie::EXPORT,
     &crate::pkg::ucie_replay::EXPORT,
