@@ -213,6 +213,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--seed", NUMS), ("--threads", NUMS), ("--routing-delay", NUMS), ("--va-delay", NUMS), ("--sa-delay", NUMS),
                 ("--st-delay", NUMS), ("--link-latency", NUMS), ("--credit-delay", NUMS), ("--flit-bytes", NUMS), ("--link-width", NUMS),
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT), ("--line-trace", GLOBS), ("--gtkw", OUT),
+                ("--rtl", &["router", "nosuch", ""]),
             ],
             &["--no-fast-forward", "--per-router", "--quiet", "--help"],
         ),

@@ -264,13 +264,15 @@ fn router_refuses_what_it_does_not_model() {
     let cases = [
         (RouterCfg { vcs: 4, ..d.clone() }, 4, 1, "mesh.router.vcs"),
         (RouterCfg { vc_buf: 9, ..d.clone() }, 4, 1, "mesh.router.vc_buf"),
-        (RouterCfg { va_delay: 2, ..d.clone() }, 4, 1, "va_delay"),
+        (RouterCfg { va_delay: 2, ..d.clone() }, 4, 1, "mesh.router.va_delay"),
+        (RouterCfg { sa_delay: 3, ..d.clone() }, 4, 1, "mesh.router.sa_delay"),
         (RouterCfg { routing_delay: 0, ..d.clone() }, 4, 1, "mesh.router.routing_delay"),
         (d.clone(), 16, 1, "mesh.k"),
-        (d.clone(), 4, 2, "serialization"),
+        (d.clone(), 4, 2, "mesh.link_width_bytes"),
     ];
     for (cfg, k, ser, field) in cases {
         let e = RouterParams::of(&cfg, k, ser, V, 8, CW).unwrap_err();
-        assert!(e.contains(field), "{cfg:?} k {k} ser {ser}: {e}");
+        assert_eq!(e.field, field, "{cfg:?} k {k} ser {ser}: {e}");
+        assert!(e.to_string().contains("cannot model"), "{e}");
     }
 }

@@ -151,27 +151,35 @@ pub struct RouterParams {
 
 impl RouterParams {
     /// From the CL's configuration, for a router built with `vcs` VCs, `slots` buffer slots
-    /// and `coord_bits`-bit coordinates; `Err` names the field the RTL cannot model and why.
-    pub fn of(cfg: &hw::noc::RouterCfg, k: u32, ser: u32, vcs: usize, slots: usize, coord_bits: usize) -> Result<Self, String> {
+    /// and `coord_bits`-bit coordinates; the error names the field the RTL cannot model and
+    /// why (field paths of `hw::noc::NocCfg`).
+    pub fn of(cfg: &hw::noc::RouterCfg, k: u32, ser: u32, vcs: usize, slots: usize, coord_bits: usize) -> Result<Self, hw::noc::CfgError> {
+        let no = |field: &str, reason: String| Err(hw::noc::CfgError { field: field.into(), reason: format!("{reason} (the RTL router cannot model it)") });
         if ser != 1 {
-            return Err(format!("mesh.flit_bytes / mesh.link_width_bytes: serialization {ser} cycles per flit; the RTL router sends one flit per cycle per output (serialization 1)"));
+            return no("mesh.link_width_bytes", format!("serialization of {ser} cycles per flit; the RTL router sends one flit per cycle per output (flit_bytes <= link_width_bytes)"));
         }
-        if cfg.va_delay != 1 || cfg.sa_delay != 1 {
-            return Err(format!("mesh.router.va_delay / sa_delay = {} / {}: the RTL allocators decide in one cycle (1 / 1)", cfg.va_delay, cfg.sa_delay));
+        if cfg.va_delay != 1 {
+            return no("mesh.router.va_delay", format!("{}: the RTL VC allocator decides in 1 cycle", cfg.va_delay));
+        }
+        if cfg.sa_delay != 1 {
+            return no("mesh.router.sa_delay", format!("{}: the RTL switch allocator decides in 1 cycle", cfg.sa_delay));
         }
         if !(1..=15).contains(&cfg.routing_delay) {
-            return Err(format!("mesh.router.routing_delay = {}: the RTL route stage counts 1..=15 cycles", cfg.routing_delay));
+            return no("mesh.router.routing_delay", format!("{}: the RTL route stage counts 1..=15 cycles", cfg.routing_delay));
         }
         if cfg.vcs as usize != vcs {
-            return Err(format!("mesh.router.vcs = {}: the RTL router is built with {vcs} VCs per port", cfg.vcs));
+            return no("mesh.router.vcs", format!("{}: the RTL router is built with {vcs} VCs per port", cfg.vcs));
         }
         if !(1..=slots).contains(&(cfg.vc_buf as usize)) {
-            return Err(format!("mesh.router.vc_buf = {}: the RTL router's VC buffers hold 1..={slots} flits", cfg.vc_buf));
+            return no("mesh.router.vc_buf", format!("{}: the RTL router's VC buffers hold 1..={slots} flits", cfg.vc_buf));
         }
         if k as usize > 1 << coord_bits {
-            return Err(format!("mesh.k = {k}: the RTL router has {coord_bits}-bit coordinates (k <= {})", 1 << coord_bits));
+            return no("mesh.k", format!("{k}: the RTL router has {coord_bits}-bit coordinates (k <= {})", 1 << coord_bits));
         }
-        let ctrl = RouterCtrlParams::of(cfg, k, ser).ok_or_else(|| "mesh.router: delays the RTL control does not implement".to_string())?;
+        let ctrl = match RouterCtrlParams::of(cfg, k, ser) {
+            Some(c) => c,
+            None => return no("mesh.router", "delays the RTL control does not implement".into()),
+        };
         Ok(Self { ctrl, depth: cfg.vc_buf as usize })
     }
 }
