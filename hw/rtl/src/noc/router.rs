@@ -125,6 +125,11 @@ pub struct RouterRtl<
     xsel: [Signal<Local, Bits<FW>>; 5],
     /// Any buffer overfilled.
     ovf: Signal<Local, Bit>,
+    /// Buffer writes, per input VC, and the flit offered to each.
+    wr_l: Signal<Local, Bits<NV>>,
+    wr_d: [Signal<Local, Bits<FW>>; NV],
+    /// Each front shifted down to its `dest_y` field.
+    fy: [Signal<Local, Bits<FW>>; NV],
 
     // --- constants
     idx_port: [Constant<Bits<3>>; NV],
@@ -136,7 +141,7 @@ pub struct RouterRtl<
     zero4: Constant<Bits<4>>,
     zero_fw: Constant<Bits<FW>>,
     /// Bit offset of `dest_y`, a one in the hop field's LSB, and the hop field's mask.
-    off_dy: Constant<Bits<8>>,
+    off_dy: Constant<Bits<FW>>,
     hop_one: Constant<Bits<FW>>,
     hop_mask: Constant<Bits<FW>>,
 }
@@ -238,6 +243,9 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize, const FW
             pgo: Default::default(),
             xsel: std::array::from_fn(|_| Default::default()),
             ovf: Default::default(),
+            wr_l: Default::default(),
+            wr_d: std::array::from_fn(|_| Default::default()),
+            fy: std::array::from_fn(|_| Default::default()),
             idx_port: std::array::from_fn(|i| Constant::new(((i / V) as u64).into())),
             idx_vc: std::array::from_fn(|i| Constant::new(((i % V) as u64).into())),
             bit_nv: std::array::from_fn(|i| Constant::new(zero_nv.replace_bit(i, true))),
@@ -272,15 +280,21 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize, const FW
         }
 
         // 2. Input links into the VC buffers; credits into the control.
+        // Each sub-block input is written once (built in a local first): a default-then-
+        // override write glitches it, and Icarus ping-pongs (see Router control, lessons).
+        self.wr_l.next = self.zero_nv.val();
         for i in 0..NV {
-            self.buf[i].wr.next = false;
-            self.buf[i].wr_data.next = self.zero_fw.val();
+            self.wr_d[i].next = self.zero_fw.val();
             for p in 0..5 {
                 if self.idx_port[i].val().index() == p {
-                    self.buf[i].wr.next = self.in_flit_valid.val().get_bit(p) & (self.in_flit_vc[p].val() == self.idx_vc[i].val());
-                    self.buf[i].wr_data.next = self.in_flit[p].val();
+                    if self.in_flit_valid.val().get_bit(p) & (self.in_flit_vc[p].val() == self.idx_vc[i].val()) {
+                        self.wr_l.next = self.wr_l.val() | self.bit_nv[i].val();
+                    }
+                    self.wr_d[i].next = self.in_flit[p].val();
                 }
             }
+            self.buf[i].wr.next = self.wr_l.val().get_bit(i);
+            self.buf[i].wr_data.next = self.wr_d[i].val();
         }
         self.cr_in.next = self.zero_nv.val();
         for i in 0..NV {
@@ -317,7 +331,10 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize, const FW
                 self.f_low.next = self.f_low.val() | self.bit_nv[i].val();
             }
             self.ctrl.in_dest_x[i].next = self.buf[i].front.val().get_bits::<CW>(3);
-            self.ctrl.in_dest_y[i].next = self.buf[i].front.val().get_bits::<CW>(self.off_dy.val().index());
+            // dest_y through a shift (a constant part-select base would need a log2(FW)-bit
+            // index, which a generic width cannot size).
+            self.fy[i].next = self.buf[i].front.val() >> self.off_dy.val();
+            self.ctrl.in_dest_y[i].next = self.fy[i].val().get_bits::<CW>(0);
         }
         self.ctrl.cur_x.next = self.cur_x.val();
         self.ctrl.cur_y.next = self.cur_y.val();
