@@ -213,6 +213,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--seed", NUMS), ("--threads", NUMS), ("--routing-delay", NUMS), ("--va-delay", NUMS), ("--sa-delay", NUMS),
                 ("--st-delay", NUMS), ("--link-latency", NUMS), ("--credit-delay", NUMS), ("--flit-bytes", NUMS), ("--link-width", NUMS),
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--trace", GLOBS), ("--window", WINDOWS), ("--plot", OUT), ("--line-trace", GLOBS), ("--gtkw", OUT),
+                ("--rtl", &["router", "nosuch", ""]),
             ],
             &["--no-fast-forward", "--per-router", "--quiet", "--help"],
         ),
@@ -234,7 +235,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
         "export-verilog" => (
             &[
                 ("--out", OUT),
-                ("--block", &["rr_arbiter", "credit_counter", "rr_arbiter_5", "iodie_scheduler", "iodie_scheduler_sweep", "iodie_sweep_c9_e32", "router_ctrl", "nosuch", ""]),
+                ("--block", &["rr_arbiter", "credit_counter", "rr_arbiter_5", "iodie_scheduler", "iodie_scheduler_sweep", "iodie_sweep_c9_e32", "router_ctrl", "router", "nosuch", ""]),
                 ("--param", &["n=5", "n=7", "n=x", "width=4", "n", "=5", "", "chiplets=16", "experts=128", "experts=17", "chiplets=0"]),
                 ("--cycles", NUMS),
                 ("--seed", NUMS),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use hw::noc::{run_sweep, NocCfg, SweepResult, TrafficPattern, WaveOut};
+use hw::noc::{run_sweep_with, NocCfg, NocRtl, SweepResult, TrafficPattern, WaveOut};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{ensure_parent, CliResult};
@@ -81,6 +81,25 @@ pub struct NocArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Run this block's rust-hdl RTL twin in every tile in place of its CL model (same
+    /// results and waveforms; slower) (default: none, every block CL).
+    #[arg(long, value_enum)]
+    pub rtl: Option<NocRtlBlock>,
+}
+
+/// Blocks with an RTL stand-in for `noc --rtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NocRtlBlock {
+    /// Every tile's router (`router`: VC buffers, allocators, crossbar).
+    Router,
+}
+
+impl NocRtlBlock {
+    pub fn factory(self) -> NocRtl {
+        match self {
+            NocRtlBlock::Router => NocRtl { router: Some(rtl::noc::router_swap::router_factory) },
+        }
+    }
 }
 
 /// Waveform flags shared by `noc` and `run` (the dump covers the first rate's run).
@@ -306,8 +325,8 @@ pub struct TracedPoint {
 
 /// Runs one rate with a waveform and/or a line trace (streamed to stdout as the run goes).
 /// Windows are clamped by the run; one that starts after the run ended is reported.
-pub fn traced_point(cfg: &NocCfg, w: Option<&WaveOpts>, line: Option<&LineOpts>, pb: &ProgressBar) -> CliResult<TracedPoint> {
-    let mesh = hw::noc::Mesh::new(cfg).map_err(|e| e.to_string())?;
+pub fn traced_point(cfg: &NocCfg, rtl: NocRtl, w: Option<&WaveOpts>, line: Option<&LineOpts>, pb: &ProgressBar) -> CliResult<TracedPoint> {
+    let mesh = hw::noc::Mesh::with_rtl(cfg, rtl).map_err(|e| e.to_string())?;
     let line_filter = match line {
         Some(l) => Some(waves::WaveFilter { globs: vec![l.glob.clone()], window: None }.compile().map_err(|e| format!("--line-trace: {e}"))?),
         None => None,
@@ -434,6 +453,11 @@ pub fn print_table(r: &SweepResult) {
 
 pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
     let cfg = build_cfg(&a)?;
+    let rtl = a.rtl.map(NocRtlBlock::factory).unwrap_or_default();
+    if rtl.router.is_some() {
+        // A configuration the stand-in cannot model is refused before anything runs.
+        hw::noc::Mesh::with_rtl(&cfg, rtl).map_err(|e| format!("--rtl router: {e}"))?;
+    }
     let rates = match (&a.rates, &a.config) {
         (Some(r), _) => parse_rates(r)?,
         // A config's `traffic.rate` is one point; it wins over the built-in sweep.
@@ -468,10 +492,10 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
         let mut c = cfg.clone();
         c.traffic.rate = rates[0];
         let start = std::time::Instant::now();
-        let t = traced_point(&c, waves.as_ref(), line.as_ref(), &pb)?;
+        let t = traced_point(&c, rtl, waves.as_ref(), line.as_ref(), &pb)?;
         late_error = t.late_error;
         pb.inc(1);
-        let rest = run_sweep(&cfg, &rates[1..], &mut sweep_progress(&pb, &rates[1..], 1)).map_err(|e| e.to_string())?;
+        let rest = run_sweep_with(&cfg, rtl, &rates[1..], &mut sweep_progress(&pb, &rates[1..], 1)).map_err(|e| e.to_string())?;
         let mut r = rest;
         r.points.insert(0, t.result);
         r.cycles = r.points.iter().map(|p| p.cycles).sum();
@@ -481,7 +505,7 @@ pub fn run(a: NocArgs) -> CliResult<std::process::ExitCode> {
         r.max_accepted_flit_rate = r.points.iter().map(|p| p.accepted_flit_rate).fold(0.0, f64::max);
         r
     } else {
-        run_sweep(&cfg, &rates, &mut sweep_progress(&pb, &rates, 0)).map_err(|e| e.to_string())?
+        run_sweep_with(&cfg, rtl, &rates, &mut sweep_progress(&pb, &rates, 0)).map_err(|e| e.to_string())?
     };
     pb.finish_and_clear();
     print_table(&result);

@@ -76,7 +76,7 @@ pub fn run(a: RunArgs) -> CliResult<ExitCode> {
     if let Some(w) = &waves {
         let mut c = sc.noc.clone();
         c.traffic.rate = rates[0];
-        let t = traced_point(&c, Some(w), None, &progress_bar(true, 0, ""))?;
+        let t = traced_point(&c, hw::noc::NocRtl::default(), Some(w), None, &progress_bar(true, 0, ""))?;
         late_error = t.late_error;
         let p = t.result;
         // Tracing never changes results.

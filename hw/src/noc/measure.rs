@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::config::NocCfg;
 use super::mesh::{Mesh, NocError, RunEnd};
 use super::terminal::{NiCtx, Phase};
+use super::tile_router::NocRtl;
 use crate::harness::{Cycle, SignalSink};
 
 /// How a measurement ended (BookSim's messages).
@@ -345,7 +346,7 @@ pub fn run_mesh(
         cycles: mesh.now(),
         evaluated_cycles: mesh.evaluated,
         router: mesh.router_totals(),
-        per_router: cfg.measure.per_router_stats.then(|| mesh.tiles().map(|t| (format!("{}.router", t.scope()), t.router.stats)).collect()),
+        per_router: cfg.measure.per_router_stats.then(|| mesh.tiles().map(|t| (format!("{}.router", t.scope()), t.model().stats())).collect()),
         wall_seconds: start.elapsed().as_secs_f64(),
     };
     Ok((r, mesh))
@@ -353,12 +354,17 @@ pub fn run_mesh(
 
 /// Runs a list of injection rates (one fresh network each, as BookSim runs one per config).
 pub fn run_sweep(cfg: &NocCfg, rates: &[f64], progress: &mut dyn FnMut(usize, Cycle)) -> Result<SweepResult, NocError> {
+    run_sweep_with(cfg, NocRtl::default(), rates, progress)
+}
+
+/// [`run_sweep`] with stand-ins for some blocks (`noc --rtl router`): same results.
+pub fn run_sweep_with(cfg: &NocCfg, rtl: NocRtl, rates: &[f64], progress: &mut dyn FnMut(usize, Cycle)) -> Result<SweepResult, NocError> {
     let start = Instant::now();
     let mut points = Vec::new();
     for (i, &rate) in rates.iter().enumerate() {
         let mut c = cfg.clone();
         c.traffic.rate = rate;
-        let (p, _) = run_point(&c, None, &mut |cy| progress(i, cy))?;
+        let (p, _) = run_mesh(Mesh::with_rtl(&c, rtl)?, None, None, &mut |cy| progress(i, cy))?;
         points.push(p);
     }
     let cycles: Cycle = points.iter().map(|p| p.cycles).sum();

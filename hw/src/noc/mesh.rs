@@ -15,6 +15,7 @@ use super::config::{CfgError, NocCfg};
 use super::flit::{Credit, Flit};
 use super::router::{RouterCl, RouterPorts, RouterStats, NPORTS};
 use super::terminal::{NiCtx, NiPorts, NiStats, TerminalCl};
+use super::tile_router::{NocRtl, RouterModel};
 use crate::harness::{
     run_partitions, ChangeLog, Control, Cycle, LinkArena, LinkId, PartStatus, Partition, Probe, SignalDecl, SignalSink, Step, Watchdog,
     WatchdogReport, NEVER,
@@ -27,7 +28,11 @@ pub const C_GEN_FLITS: usize = 2;
 pub const C_RET_FLITS: usize = 3;
 
 pub struct Tile {
+    /// The CL router. With a stand-in (`rtl`) it is built (it names the tile, holds the
+    /// ports) but never evaluated.
     pub router: RouterCl,
+    /// The router's stand-in (`noc --rtl router`), evaluated instead of `router`.
+    pub rtl: Option<Box<dyn RouterModel>>,
     pub ni: TerminalCl,
     /// Last cycle anything was sent on one of this tile's links.
     last_send: Cycle,
@@ -36,6 +41,24 @@ pub struct Tile {
 impl Tile {
     pub fn scope(&self) -> String {
         format!("top.mesh.r_{}_{}", self.router.coord.y, self.router.coord.x)
+    }
+
+    /// The router that runs: the stand-in, else the CL model.
+    #[inline]
+    pub fn model(&self) -> &dyn RouterModel {
+        match &self.rtl {
+            Some(m) => m.as_ref(),
+            None => &self.router,
+        }
+    }
+
+    /// Flits held by the running router (the hot path: no dynamic call for the CL model).
+    #[inline]
+    fn occupancy(&self) -> u32 {
+        match &self.rtl {
+            Some(m) => m.occupancy(),
+            None => self.router.occupancy(),
+        }
     }
 }
 
@@ -154,20 +177,25 @@ impl Partition for MeshPart {
             // SAFETY: the engine calls eval for cycle `now` on every partition, with a barrier
             // between cycles; the mesh builder made each tile the sole sender/receiver of its
             // links.
-            let (m1, s1) = unsafe { t.router.eval(now, &w.flits, &w.credits) };
+            let (m1, s1) = unsafe {
+                match t.rtl.as_mut() {
+                    Some(m) => m.eval(now, &w.flits, &w.credits),
+                    None => t.router.eval(now, &w.flits, &w.credits),
+                }
+            };
             let (m2, s2) = unsafe { t.ni.eval(now, &w.flits, &w.credits, ctx) };
             if s1 || s2 {
                 t.last_send = now;
             }
             st.progress += m1 + m2;
-            let busy = t.router.occupancy() > 0 || t.ni.has_packet() || (t.last_send != NEVER && now < t.last_send + self.max_lat);
+            let busy = t.occupancy() > 0 || t.ni.has_packet() || (t.last_send != NEVER && now < t.last_send + self.max_lat);
             st.busy |= busy;
             st.next_event = st.next_event.min(t.ni.next_event());
             // The per-buffer stall check runs every 1024 cycles: a stuck flit is reported at
             // most 1023 cycles late, and the hot path stays free of it. (Fast-forward only
             // skips cycles with no flit anywhere, when nothing can be stuck.)
-            if now & 1023 == 0 && t.router.occupancy() > 0 {
-                st.oldest_wait = st.oldest_wait.min(t.router.oldest_front());
+            if now & 1023 == 0 && t.occupancy() > 0 {
+                st.oldest_wait = st.oldest_wait.min(t.model().oldest_front());
             }
             let s = &t.ni.stats;
             st.counters[C_MEASURED_GEN] += s.measured_gen;
@@ -180,7 +208,7 @@ impl Partition for MeshPart {
             if log.active(now) {
                 let buf = log.begin();
                 for t in &self.tiles {
-                    t.router.sample(buf);
+                    t.model().sample(buf);
                     t.ni.sample(buf);
                 }
                 log.commit(now);
@@ -190,7 +218,7 @@ impl Partition for MeshPart {
             if now >= *a && now < *b {
                 for &i in sel {
                     let t = &self.tiles[i];
-                    self.lines.push((now, self.first + i, format!("{:>8} {}  {}", now, t.router, t.ni)));
+                    self.lines.push((now, self.first + i, format!("{:>8} {}  {}", now, t.model(), t.ni)));
                 }
             }
         }
@@ -273,6 +301,12 @@ pub struct Mesh {
 impl Mesh {
     /// Builds the mesh; the config is validated first.
     pub fn new(cfg: &NocCfg) -> Result<Mesh, CfgError> {
+        Mesh::with_rtl(cfg, NocRtl::default())
+    }
+
+    /// [`Mesh::new`] with stand-ins for some blocks (`noc --rtl router`); a stand-in that
+    /// cannot model the config refuses it (the error names the field).
+    pub fn with_rtl(cfg: &NocCfg, rtl: NocRtl) -> Result<Mesh, CfgError> {
         cfg.validate()?;
         let k = cfg.mesh.k;
         let n = (k * k) as usize;
@@ -288,8 +322,12 @@ impl Mesh {
         for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
             let i = i as u32;
             let router = RouterCl::new(i, k, r, ser, ports);
+            let rtl = match rtl.router {
+                Some(f) => Some(f(i, k, r, ser, ports)?),
+                None => None,
+            };
             let ni = TerminalCl::new(i, k, r, &cfg.traffic, np);
-            tiles.push(Tile { router, ni, last_send: NEVER });
+            tiles.push(Tile { router, rtl, ni, last_send: NEVER });
         }
         let (flits, credits) = (w.flits, w.credits);
         // Row bands, one per thread.
@@ -373,7 +411,7 @@ impl Mesh {
         let mut blocked = Vec::new();
         let mut waiting = Vec::new();
         for t in self.tiles() {
-            t.router.blocked_report(&format!("{}.router", t.scope()), &mut blocked, &mut waiting);
+            t.model().blocked_report(&format!("{}.router", t.scope()), &mut blocked, &mut waiting);
         }
         // Longest-waiting first: the stuck buffers lead the diagnostic.
         blocked.sort_by_key(|(since, _)| *since);
@@ -394,7 +432,7 @@ impl Mesh {
     pub fn router_totals(&self) -> RouterStats {
         let mut s = RouterStats::default();
         for t in self.tiles() {
-            s.add(&t.router.stats);
+            s.add(&t.model().stats());
         }
         s
     }
@@ -421,7 +459,7 @@ impl Mesh {
             let scope: Vec<String> = t.scope().split('.').map(String::from).collect();
             let mut rscope = scope.clone();
             rscope.push("router".into());
-            t.router.declare(&rscope, &mut out);
+            t.model().declare(&rscope, &mut out);
             t.ni.declare(&scope, &mut out);
             out
         })
@@ -433,7 +471,7 @@ impl Mesh {
         let mut n = 0;
         for t in self.tiles() {
             decl.clear();
-            t.router.declare(&[], &mut decl);
+            t.model().declare(&[], &mut decl);
             t.ni.declare(&[], &mut decl);
             n += decl.len();
         }
@@ -458,7 +496,7 @@ impl Mesh {
             let mut n = 0;
             for t in &p.tiles {
                 decl.clear();
-                t.router.declare(&[], &mut decl);
+                t.model().declare(&[], &mut decl);
                 t.ni.declare(&[], &mut decl);
                 n += decl.len();
             }
@@ -543,12 +581,12 @@ impl Mesh {
                 }
                 let back = per_vc_c(r.ports.in_credit[p]);
                 for vc in 0..v {
-                    let credits = r.credits(p, vc) as usize;
+                    let credits = t.model().credits(p, vc) as usize;
                     // Downstream buffer of output p: the neighbour's facing input, or the NI
                     // (which retires on arrival: no buffer).
                     let d = Dir::from_idx(p);
                     let occ = match neighbour(i as u32, d, k) {
-                        Some(nb) => tiles[nb as usize].router.vc_occupancy(d.opposite().idx(), vc),
+                        Some(nb) => tiles[nb as usize].model().vc_occupancy(d.opposite().idx(), vc),
                         None => 0,
                     };
                     let link = flits_on[i].0[p][vc];
@@ -565,7 +603,7 @@ impl Mesh {
             let back = per_vc_c(t.ni.ports.inj_credit);
             for vc in 0..v {
                 let credits = t.ni.inj_credit(vc) as usize;
-                let total = credits + flits_on[i].1[vc] + r.vc_occupancy(Dir::Local.idx(), vc) + back[vc];
+                let total = credits + flits_on[i].1[vc] + t.model().vc_occupancy(Dir::Local.idx(), vc) + back[vc];
                 if total != depth {
                     return Err(NocError::Credits { channel: format!("{}.ni.inj vc{vc}", t.scope()), msg: format!("credits conservation {total} != {depth}") });
                 }

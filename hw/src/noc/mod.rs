@@ -9,8 +9,10 @@ pub mod measure;
 pub mod mesh;
 pub mod router;
 pub mod terminal;
+pub mod tile_router;
 
 pub use config::{CfgError, MeasureCfg, MeshCfg, NocCfg, RouterCfg, SimCfg, TrafficCfg, TrafficPattern};
-pub use measure::{run_mesh, run_point, run_point_traced, run_sweep, LineTraceOut, PointResult, SweepResult, WaveOut};
+pub use measure::{run_mesh, run_point, run_point_traced, run_sweep, run_sweep_with, LineTraceOut, PointResult, SweepResult, WaveOut};
 pub use mesh::{Mesh, NocError, RunEnd};
 pub use terminal::{NiCtx, Phase};
+pub use tile_router::{NocRtl, RouterFactory, RouterModel};

@@ -7,3 +7,7 @@
 
 pub mod route_compute;
 pub mod router_ctrl;
+pub mod vc_fifo;
+// The full router (issue 23): VC buffers + `router_ctrl` + crossbar, and its mesh stand-in.
+pub mod router;
+pub mod router_swap;

@@ -85,6 +85,16 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     pub in_dest_y: [Signal<In, Bits<CW>>; NV],
     /// Bit ov (= out port·V + vc): a credit for output VC ov arrives this cycle.
     pub credit_in: Signal<In, Bits<NV>>,
+    /// Migration VC priority on (strap; CL `low_class != u8::MAX`): a low-priority front flit
+    /// (`in_low`) is allocated only the last VC of its output, regular ones never it, and an
+    /// output a regular flit requests is not granted to a low one (see the module doc).
+    pub prio_en: Signal<In, Bit>,
+    /// Router cycles an output must go without regular requests before a low-priority flit
+    /// may take it (strap; CL `low_idle`).
+    pub low_idle: Signal<In, Bits<16>>,
+    /// Bit iv: the front flit of input VC iv belongs to the low-priority (migration) stream
+    /// (CL `class >= low_class`). Ignored while `prio_en` is low.
+    pub in_low: Signal<In, Bits<NV>>,
     /// Bit iv: input VC iv won an output VC this cycle (VA accept). comb.
     pub va_grant: Signal<Out, Bits<NV>>,
     /// Bit iv: the front flit of input VC iv crosses the switch this cycle: pop it and return
@@ -109,6 +119,13 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     /// Sticky protocol error (illegal credit traffic, a body flit where a head must be).
     /// registered.
     pub err: Signal<Out, Bit>,
+    /// Event masks for the statistics counters (CL `RouterStats`), comb: input VCs asking for
+    /// VA this cycle (`va_stalls` = |ev_va_req| − |va_grant|), input VCs asking for the
+    /// switch with a credit (`sa_conflicts` = |ev_sa_req| − |sa_grant|), and Active VCs with
+    /// a flit but no downstream credit (`sa_credit_stalls`).
+    pub ev_va_req: Signal<Out, Bits<NV>>,
+    pub ev_sa_req: Signal<Out, Bits<NV>>,
+    pub ev_sa_cstall: Signal<Out, Bits<NV>>,
 
     // --- blocks
     /// RC stage and route register of each input VC.
@@ -141,6 +158,9 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     ovc_held: DFF<Bits<NV>>,
     /// Sticky protocol error behind `err` (the counters keep their own).
     err_q: DFF<Bit>,
+    /// Per output port: cycles left in which a low-priority flit may not request it (a
+    /// regular flit requested it less than `low_idle` cycles ago; CL `hi_seen`).
+    hi_wait: [DFF<Bits<16>>; 5],
 
     // --- combinational locals (each defaulted before it is accumulated)
     /// Input VCs whose route register names port o.
@@ -176,6 +196,26 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     proto_err: Signal<Local, Bit>,
     /// Any credit counter's sticky error.
     cc_err: Signal<Local, Bit>,
+    /// `in_low` while the priority is on (else 0: every flit regular).
+    low: Signal<Local, Bits<NV>>,
+    /// Class mask of output VC j's VA grant arbiter: the last VC of a port serves low
+    /// requesters only, the others regular ones only (all ones while the priority is off).
+    va_cls: [Signal<Local, Bits<NV>>; NV],
+    /// Outputs a low-priority flit may not request this cycle (`hi_wait` running).
+    lo_block: Signal<Local, Bits<5>>,
+    /// SA requesters: regular ones, and low-priority ones whose output is not blocked.
+    sa_hi: Signal<Local, Bits<NV>>,
+    sa_lo: Signal<Local, Bits<NV>>,
+    /// Per output port: input ports with a regular requester, and with any requester.
+    sa_hreq: [Signal<Local, Bits<5>>; 5],
+    sa_areq: [Signal<Local, Bits<5>>; 5],
+    /// Per input port: output ports it requests with a regular VC.
+    sa_hport: [Signal<Local, Bits<5>>; 5],
+    /// Per input port: the grants its accept arbiter chooses among (regular ones first).
+    sa_ain: [Signal<Local, Bits<5>>; 5],
+    /// Per input port: its regular / low VCs routed to the output it accepted.
+    sa_vc_hi: [Signal<Local, Bits<V>>; 5],
+    sa_vc_lo: [Signal<Local, Bits<V>>; 5],
 
     // --- constants
     /// Port and VC number of index i (input and output VCs share the numbering).
@@ -197,6 +237,11 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     zero_v: Constant<Bits<V>>,
     zero3: Constant<Bits<3>>,
     zero4: Constant<Bits<4>>,
+    /// Output VCs that are the last VC of their port (the migration VC).
+    last_vc: Constant<Bits<NV>>,
+    ones_nv: Constant<Bits<NV>>,
+    zero16: Constant<Bits<16>>,
+    one16: Constant<Bits<16>>,
     st_idle: Constant<Bits<2>>,
     st_routing: Constant<Bits<2>>,
     st_vcalloc: Constant<Bits<2>>,
@@ -260,6 +305,9 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             in_dest_x: std::array::from_fn(|_| Default::default()),
             in_dest_y: std::array::from_fn(|_| Default::default()),
             credit_in: Default::default(),
+            prio_en: Default::default(),
+            low_idle: Default::default(),
+            in_low: Default::default(),
             va_grant: Default::default(),
             sa_grant: Default::default(),
             st_valid: Default::default(),
@@ -271,6 +319,9 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             ovc_busy: Default::default(),
             credits: std::array::from_fn(|_| Default::default()),
             err: Default::default(),
+            ev_va_req: Default::default(),
+            ev_sa_req: Default::default(),
+            ev_sa_cstall: Default::default(),
             rc: std::array::from_fn(|_| RouteComputeRtl::new(p.k)),
             va_in: std::array::from_fn(|_| RrArbiterRtl::new(NV)),
             va_out: std::array::from_fn(|_| RrArbiterRtl::new(NV)),
@@ -284,6 +335,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             out_vc: std::array::from_fn(|_| Default::default()),
             ovc_held: Default::default(),
             err_q: Default::default(),
+            hi_wait: std::array::from_fn(|_| Default::default()),
             route_is: std::array::from_fn(|_| Default::default()),
             va_elig: Default::default(),
             va_req: std::array::from_fn(|_| Default::default()),
@@ -301,6 +353,17 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             freed: Default::default(),
             proto_err: Default::default(),
             cc_err: Default::default(),
+            low: Default::default(),
+            va_cls: std::array::from_fn(|_| Default::default()),
+            lo_block: Default::default(),
+            sa_hi: Default::default(),
+            sa_lo: Default::default(),
+            sa_hreq: std::array::from_fn(|_| Default::default()),
+            sa_areq: std::array::from_fn(|_| Default::default()),
+            sa_hport: std::array::from_fn(|_| Default::default()),
+            sa_ain: std::array::from_fn(|_| Default::default()),
+            sa_vc_hi: std::array::from_fn(|_| Default::default()),
+            sa_vc_lo: std::array::from_fn(|_| Default::default()),
             idx_port: std::array::from_fn(|i| Constant::new(((i / V) as u64).into())),
             idx_vc: std::array::from_fn(|i| Constant::new(((i % V) as u64).into())),
             idx_vc_oh: std::array::from_fn(|i| Constant::new((1u64 << (i % V)).into())),
@@ -315,6 +378,10 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             zero_v: Constant::new(0u64.into()),
             zero3: Constant::new(0u64.into()),
             zero4: Constant::new(0u64.into()),
+            last_vc: Constant::new((0..NPORTS).fold(zero_nv, |m, p| m.replace_bit(p * V + V - 1, true))),
+            ones_nv: Constant::new(!zero_nv),
+            zero16: Constant::new(0u64.into()),
+            one16: Constant::new(1u64.into()),
             st_idle: Constant::new(VC_IDLE.into()),
             st_routing: Constant::new(VC_ROUTING.into()),
             st_vcalloc: Constant::new(VC_VCALLOC.into()),
@@ -343,6 +410,10 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
     fn update(&mut self) {
         // 1. Clocks and resets of the registers and sub-blocks; registers hold by default.
         dff_setup!(self, clock, ovc_held, err_q);
+        for o in 0..5 {
+            self.hi_wait[o].clock.next = self.clock.val();
+            self.hi_wait[o].d.next = self.hi_wait[o].q.val();
+        }
         for i in 0..NV {
             self.vc_st[i].clock.next = self.clock.val();
             self.rc_wait[i].clock.next = self.clock.val();
@@ -411,6 +482,21 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         for o in 0..5 {
             self.va_req[o].next = self.va_elig.val() & self.route_is[o].val();
         }
+        // Migration VC priority: the last VC of a port is the low-priority stream's.
+        self.low.next = self.zero_nv.val();
+        if self.prio_en.val() {
+            self.low.next = self.in_low.val();
+        }
+        for j in 0..NV {
+            self.va_cls[j].next = self.ones_nv.val();
+            if self.prio_en.val() {
+                if self.last_vc.val().get_bit(j) {
+                    self.va_cls[j].next = self.low.val();
+                } else {
+                    self.va_cls[j].next = !self.low.val();
+                }
+            }
+        }
         // Sub-block inputs are written exactly once per evaluation (the request is built in a
         // local first): a default-then-override write glitches the input, the arbiter's
         // output glitches back, and an event-driven simulator (Icarus) ping-pongs forever.
@@ -418,7 +504,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             self.va_oreq[j].next = self.zero_nv.val();
             for o in 0..5 {
                 if (self.idx_port[j].val().index() == o) & !self.ovc_held.q.val().get_bit(j) {
-                    self.va_oreq[j].next = self.va_req[o].val();
+                    self.va_oreq[j].next = self.va_req[o].val() & self.va_cls[j].val();
                 }
             }
             self.va_out[j].req.next = self.va_oreq[j].val();
@@ -467,12 +553,43 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 self.sa_elig.next = self.sa_elig.val() | self.bit_nv[i].val();
             }
         }
+        // Migration priority: a low-priority requester is dropped while its output saw a
+        // regular request within `low_idle` cycles; an output with a regular requester grants
+        // only regular ones (without the priority every requester is regular).
+        self.lo_block.next = self.zero5.val();
         for o in 0..5 {
-            self.sa_req[o].next = self.zero5.val();
+            if self.hi_wait[o].q.val().any() {
+                self.lo_block.next = self.lo_block.val() | self.bit5[o].val();
+            }
+        }
+        self.sa_hi.next = self.sa_elig.val() & !self.low.val();
+        self.sa_lo.next = self.zero_nv.val();
+        for i in 0..NV {
+            if self.sa_elig.val().get_bit(i)
+                & self.low.val().get_bit(i)
+                & !(self.rc[i].route_oh.val() & self.lo_block.val()).any()
+            {
+                self.sa_lo.next = self.sa_lo.val() | self.bit_nv[i].val();
+            }
+        }
+        for p in 0..5 {
+            self.sa_hport[p].next = self.zero5.val();
+        }
+        for o in 0..5 {
+            self.sa_hreq[o].next = self.zero5.val();
+            self.sa_areq[o].next = self.zero5.val();
             for p in 0..5 {
-                if (self.sa_elig.val() & self.route_is[o].val() & self.port_mask[p].val()).any() {
-                    self.sa_req[o].next = self.sa_req[o].val() | self.bit5[p].val();
+                if (self.sa_hi.val() & self.route_is[o].val() & self.port_mask[p].val()).any() {
+                    self.sa_hreq[o].next = self.sa_hreq[o].val() | self.bit5[p].val();
+                    self.sa_hport[p].next = self.sa_hport[p].val() | self.bit5[o].val();
                 }
+                if ((self.sa_hi.val() | self.sa_lo.val()) & self.route_is[o].val() & self.port_mask[p].val()).any() {
+                    self.sa_areq[o].next = self.sa_areq[o].val() | self.bit5[p].val();
+                }
+            }
+            self.sa_req[o].next = self.sa_areq[o].val();
+            if self.sa_hreq[o].val().any() {
+                self.sa_req[o].next = self.sa_hreq[o].val();
             }
             self.sa_out[o].req.next = self.sa_req[o].val();
         }
@@ -488,24 +605,42 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         }
         self.sa_acc.next = self.zero5.val();
         for p in 0..5 {
-            self.sa_in[p].req.next = self.sa_gt[p].val();
+            // An input port sends one flit a cycle: a regular grant is accepted first.
+            self.sa_ain[p].next = self.sa_gt[p].val();
+            if (self.sa_gt[p].val() & self.sa_hport[p].val()).any() {
+                self.sa_ain[p].next = self.sa_gt[p].val() & self.sa_hport[p].val();
+            }
+            self.sa_in[p].req.next = self.sa_ain[p].val();
             self.sa_in[p].fire.next = true;
             self.sa_acc.next = self.sa_acc.val() | self.sa_in[p].grant.val();
         }
         for o in 0..5 {
             self.sa_out[o].fire.next = self.sa_acc.val().get_bit(o) & self.sa_out[o].grant_valid.val();
         }
+        // The accepted output's VC: among the port's regular VCs routed there, else among its
+        // low-priority ones (the CL ranks low VCs after every regular one).
         for p in 0..5 {
-            self.sa_vc_req[p].next = self.zero_v.val();
+            self.sa_vc_hi[p].next = self.zero_v.val();
+            self.sa_vc_lo[p].next = self.zero_v.val();
         }
         for i in 0..NV {
             for p in 0..5 {
                 if (self.idx_port[i].val().index() == p)
-                    & self.sa_elig.val().get_bit(i)
                     & (self.rc[i].route_oh.val() & self.sa_in[p].grant.val()).any()
                 {
-                    self.sa_vc_req[p].next = self.sa_vc_req[p].val() | self.idx_vc_oh[i].val();
+                    if self.sa_hi.val().get_bit(i) {
+                        self.sa_vc_hi[p].next = self.sa_vc_hi[p].val() | self.idx_vc_oh[i].val();
+                    }
+                    if self.sa_lo.val().get_bit(i) {
+                        self.sa_vc_lo[p].next = self.sa_vc_lo[p].val() | self.idx_vc_oh[i].val();
+                    }
                 }
+            }
+        }
+        for p in 0..5 {
+            self.sa_vc_req[p].next = self.sa_vc_lo[p].val();
+            if self.sa_vc_hi[p].val().any() {
+                self.sa_vc_req[p].next = self.sa_vc_hi[p].val();
             }
         }
         for p in 0..5 {
@@ -601,6 +736,21 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         if self.proto_err.val() {
             self.err_q.d.next = true;
         }
+        // The low-priority hold-off: restarted by a regular request, counted down otherwise.
+        for o in 0..5 {
+            if self.hi_wait[o].q.val().any() {
+                self.hi_wait[o].d.next = self.hi_wait[o].q.val() - self.one16.val();
+            }
+            if self.prio_en.val() & self.sa_hreq[o].val().any() {
+                self.hi_wait[o].d.next = self.zero16.val();
+                if self.low_idle.val().any() {
+                    self.hi_wait[o].d.next = self.low_idle.val() - self.one16.val();
+                }
+            }
+            if self.reset.val() {
+                self.hi_wait[o].d.next = self.zero16.val();
+            }
+        }
         if self.reset.val() {
             self.ovc_held.d.next = self.zero_nv.val();
             self.err_q.d.next = false;
@@ -620,6 +770,17 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             self.credits[j].next = self.cc[j].credits.val();
         }
         self.err.next = self.err_q.q.val() | self.cc_err.val();
+        self.ev_va_req.next = self.va_elig.val();
+        self.ev_sa_req.next = self.sa_elig.val();
+        self.ev_sa_cstall.next = self.zero_nv.val();
+        for i in 0..NV {
+            if (self.vc_st[i].q.val() == self.st_active.val())
+                & self.in_valid.val().get_bit(i)
+                & !(self.ovc_oh[i].q.val() & self.cok.val()).any()
+            {
+                self.ev_sa_cstall.next = self.ev_sa_cstall.val() | self.bit_nv[i].val();
+            }
+        }
     }
 }
 
@@ -748,6 +909,11 @@ impl RouterTb {
         u.in_head.next = head.into();
         u.in_tail.next = tail.into();
         u.credit_in.next = self.credit_mask().into();
+        // Every flit regular: the control's lockstep and co-sim run without the migration
+        // stream (the full router's lockstep, `rtl_noc_router.rs`, runs it).
+        u.prio_en.next = false;
+        u.low_idle.next = 0u64.into();
+        u.in_low.next = 0u64.into();
     }
 
     /// End of a cycle: the switch decisions (`pops` bit iv; `sends` per output port the output
