@@ -15,6 +15,7 @@ pub mod export;
 pub mod noc;
 pub mod pkg;
 pub mod rr_arbiter;
+pub mod wafer;
 
 use std::path::PathBuf;
 
