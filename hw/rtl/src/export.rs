@@ -309,6 +309,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::ucie_crc::EXPORT,
     &crate::pkg::ring::EXPORT,
     &crate::pkg::chiplet::EXPORT,
+    &crate::wafer::mapping::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

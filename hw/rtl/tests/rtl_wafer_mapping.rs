@@ -149,3 +149,12 @@ fn mapping_ctrl_rtl_factory() {
     assert_eq!(m, map(MappingKind::Er, one, 4, 4, false).unwrap());
     assert_eq!(cycles, MappingCtrlCl::new(MappingKind::Er, one, 4, 4, false).unwrap().run().1);
 }
+
+/// rust-hdl's structural checks (connectivity, write-before-read) pass on both builds.
+#[test]
+fn mapping_ctrl_passes_rust_hdl_checks() {
+    use rust_hdl::prelude::*;
+    let mut u = rtl::wafer::mapping::MappingCtrl64Rtl::new();
+    u.connect_all();
+    check_all(&u).unwrap();
+}

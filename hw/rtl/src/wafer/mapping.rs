@@ -145,7 +145,6 @@ pub struct MappingCtrlRtl<const D: usize> {
     /// wafer and local position (Replicate); row bases `py·bw`, `by·(cols/bw)`, `y·cols`
     /// (Dies) and `ly·die_cols`, `ly·cols`, `wy·wafers_x` (Replicate).
     x_r: DFF<Bits<16>>,
-    y_r: DFF<Bits<16>>,
     px_r: DFF<Bits<16>>,
     py_r: DFF<Bits<16>>,
     bx_r: DFF<Bits<16>>,
@@ -196,12 +195,23 @@ pub struct MappingCtrlRtl<const D: usize> {
     /// Replicate: wafer index and its group offset.
     wafer: Signal<Local, Bits<16>>,
     wgoff: Signal<Local, Bits<16>>,
-    last: Signal<Local, Bit>,
+    /// Products of the address arithmetic.
+    p_wg: Signal<Local, Bits<32>>,
+    p_inv: Signal<Local, Bits<32>>,
+    p_ring: Signal<Local, Bits<32>>,
+    p_dpw: Signal<Local, Bits<32>>,
+    p_grp: Signal<Local, Bits<32>>,
+    p_ftd: Signal<Local, Bits<32>>,
+    /// Sized constants (no 32-bit literals in the Verilog): state and kind codes, 0 and 1.
+    s_code: [Constant<Bits<3>>; 6],
+    k_code: [Constant<Bits<2>>; 3],
+    zero: Constant<Bits<16>>,
+    one: Constant<Bits<16>>,
 }
 
 impl<const D: usize> MappingCtrlRtl<D> {
     pub fn new() -> Self {
-        assert!((1..=256).contains(&D), "mapping table depth {D} outside 1..=256 (the shape dividers take operands up to 511)");
+        assert!((1..=256).contains(&D), "mapping table depth {D} outside 1..=256");
         Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -266,7 +276,6 @@ impl<const D: usize> MappingCtrlRtl<D> {
             ry_r: Default::default(),
             i_r: Default::default(),
             x_r: Default::default(),
-            y_r: Default::default(),
             px_r: Default::default(),
             py_r: Default::default(),
             bx_r: Default::default(),
@@ -309,7 +318,16 @@ impl<const D: usize> MappingCtrlRtl<D> {
             ftd_len: Default::default(),
             wafer: Default::default(),
             wgoff: Default::default(),
-            last: Default::default(),
+            p_wg: Default::default(),
+            p_inv: Default::default(),
+            p_ring: Default::default(),
+            p_dpw: Default::default(),
+            p_grp: Default::default(),
+            p_ftd: Default::default(),
+            s_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
+            k_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
+            zero: Constant::new(0u64.into()),
+            one: Constant::new(1u64.into()),
         }
     }
 }
@@ -325,7 +343,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
     fn update(&mut self) {
         // 1. Clocks; every register holds by default.
         dff_setup!(
-            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, y_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r
+            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r
         );
         for k in 0..D {
             self.ring_inv[k].clock.next = self.clock.val();
@@ -341,13 +359,17 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.groups[k].d.next = self.groups[k].q.val();
             self.ftds[k].d.next = self.ftds[k].q.val();
         }
+        // Products of registers (16 × 16 → 32 bits; each is below 2^16).
+        self.p_inv.next = self.ry_r.q.val() * self.gw_r.q.val();
+        self.p_ring.next = self.gw_r.q.val() * self.gh_r.q.val();
+        self.p_dpw.next = self.dc_r.q.val() * self.dr_r.q.val();
         // 2. Shape unit: h = n / w (n % w = 0), cols % w = 0, rows % h = 0.
-        self.div_n.a.next = bit_cast::<10, 16>(self.n_r.q.val());
-        self.div_n.b.next = bit_cast::<10, 16>(self.w_r.q.val());
-        self.h.next = bit_cast::<16, 10>(self.div_n.q.val());
-        self.div_c.a.next = bit_cast::<10, 16>(self.gc_r.q.val());
-        self.div_c.b.next = bit_cast::<10, 16>(self.w_r.q.val());
-        self.div_r.a.next = bit_cast::<10, 16>(self.gr_r.q.val());
+        self.div_n.a.next = self.n_r.q.val();
+        self.div_n.b.next = self.w_r.q.val();
+        self.h.next = self.div_n.q.val();
+        self.div_c.a.next = self.gc_r.q.val();
+        self.div_c.b.next = self.w_r.q.val();
+        self.div_r.a.next = self.gr_r.q.val();
         self.div_r.b.next = self.div_n.q.val();
         self.fits.next = !self.div_n.r.val().any() & !self.div_c.r.val().any() & !self.div_r.r.val().any();
         self.dw.next = self.h.val() - self.w_r.q.val();
@@ -367,83 +389,83 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         if self.better.val() {
             self.nbw.next = self.w_r.q.val();
             self.nbh.next = self.h.val();
-            self.nqc.next = bit_cast::<16, 10>(self.div_c.q.val());
-            self.nqr.next = bit_cast::<16, 10>(self.div_r.q.val());
+            self.nqc.next = self.div_c.q.val();
+            self.nqr.next = self.div_r.q.val();
         }
         // Ring sequencer: the cell after (rx, ry) in ring_order(gw, gh).
-        self.line.next = (self.gw_r.q.val() <= 1) | (self.gh_r.q.val() <= 1);
+        self.line.next = (self.gw_r.q.val() <= self.one.val()) | (self.gh_r.q.val() <= self.one.val());
         self.nrx.next = self.rx_r.q.val();
         self.nry.next = self.ry_r.q.val();
         if self.line.val() {
             // Row-major.
-            self.nrx.next = self.rx_r.q.val() + 1;
-            if self.rx_r.q.val() + 1 == self.gw_r.q.val() {
-                self.nrx.next = 0.into();
-                self.nry.next = self.ry_r.q.val() + 1;
+            self.nrx.next = self.rx_r.q.val() + self.one.val();
+            if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
+                self.nrx.next = self.zero.val();
+                self.nry.next = self.ry_r.q.val() + self.one.val();
             }
         } else if self.gw_r.q.val().get_bit(0) & self.gh_r.q.val().get_bit(0) {
             // Both odd: boustrophedon over the rows.
             if !self.ry_r.q.val().get_bit(0) {
-                self.nrx.next = self.rx_r.q.val() + 1;
-                if self.rx_r.q.val() + 1 == self.gw_r.q.val() {
+                self.nrx.next = self.rx_r.q.val() + self.one.val();
+                if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                     self.nrx.next = self.rx_r.q.val();
-                    self.nry.next = self.ry_r.q.val() + 1;
+                    self.nry.next = self.ry_r.q.val() + self.one.val();
                 }
             } else {
-                self.nrx.next = self.rx_r.q.val() - 1;
+                self.nrx.next = self.rx_r.q.val() - self.one.val();
                 if !self.rx_r.q.val().any() {
-                    self.nrx.next = 0.into();
-                    self.nry.next = self.ry_r.q.val() + 1;
+                    self.nrx.next = self.zero.val();
+                    self.nry.next = self.ry_r.q.val() + self.one.val();
                 }
             }
         } else if !self.ry_r.q.val().any() {
             // Row 0 left to right, then down into the last column.
-            self.nrx.next = self.rx_r.q.val() + 1;
-            if self.rx_r.q.val() + 1 == self.gw_r.q.val() {
+            self.nrx.next = self.rx_r.q.val() + self.one.val();
+            if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                 self.nrx.next = self.rx_r.q.val();
-                self.nry.next = 1.into();
+                self.nry.next = self.one.val();
             }
         } else if !self.rx_r.q.val().any() {
             // Back up column 0.
-            self.nry.next = self.ry_r.q.val() - 1;
+            self.nry.next = self.ry_r.q.val() - self.one.val();
         } else if !self.gh_r.q.val().get_bit(0) {
             // h even: the comb over columns 1..w, odd rows right to left.
             if self.ry_r.q.val().get_bit(0) {
-                self.nrx.next = self.rx_r.q.val() - 1;
-                if self.rx_r.q.val() == 1 {
-                    self.nrx.next = 1.into();
-                    self.nry.next = self.ry_r.q.val() + 1;
-                    if self.ry_r.q.val() + 1 == self.gh_r.q.val() {
-                        self.nrx.next = 0.into();
+                self.nrx.next = self.rx_r.q.val() - self.one.val();
+                if self.rx_r.q.val() == self.one.val() {
+                    self.nrx.next = self.one.val();
+                    self.nry.next = self.ry_r.q.val() + self.one.val();
+                    if self.ry_r.q.val() + self.one.val() == self.gh_r.q.val() {
+                        self.nrx.next = self.zero.val();
                         self.nry.next = self.ry_r.q.val();
                     }
                 }
             } else {
-                self.nrx.next = self.rx_r.q.val() + 1;
-                if self.rx_r.q.val() + 1 == self.gw_r.q.val() {
+                self.nrx.next = self.rx_r.q.val() + self.one.val();
+                if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                     self.nrx.next = self.rx_r.q.val();
-                    self.nry.next = self.ry_r.q.val() + 1;
+                    self.nry.next = self.ry_r.q.val() + self.one.val();
                 }
             }
         } else {
             // h odd, w even: the column snake over rows 1..h, columns w-1 down to 1 (column x
             // goes down when w-1-x is even, i.e. when x is odd).
             if self.rx_r.q.val().get_bit(0) {
-                self.nry.next = self.ry_r.q.val() + 1;
-                if self.ry_r.q.val() + 1 == self.gh_r.q.val() {
-                    self.nrx.next = self.rx_r.q.val() - 1;
+                self.nry.next = self.ry_r.q.val() + self.one.val();
+                if self.ry_r.q.val() + self.one.val() == self.gh_r.q.val() {
+                    self.nrx.next = self.rx_r.q.val() - self.one.val();
                     self.nry.next = self.ry_r.q.val();
                 }
             } else {
-                self.nry.next = self.ry_r.q.val() - 1;
-                if self.ry_r.q.val() == 1 {
-                    self.nrx.next = self.rx_r.q.val() - 1;
-                    self.nry.next = 1.into();
+                self.nry.next = self.ry_r.q.val() - self.one.val();
+                if self.ry_r.q.val() == self.one.val() {
+                    self.nrx.next = self.rx_r.q.val() - self.one.val();
+                    self.nry.next = self.one.val();
                 }
             }
         }
         // Dies: group / ring-inverse address / FTD of die (x, y), and its id.
-        if self.kind_r.q.val() == 0 {
+        if self.kind_r.q.val() == self.k_code[0].val() {
             self.g.next = self.brow_r.q.val() + self.bx_r.q.val();
             self.inv_rd.next = self.prow_r.q.val() + self.px_r.q.val();
             self.ftd.next = self.prow_r.q.val() + self.px_r.q.val();
@@ -453,7 +475,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.ftd.next = self.brow_r.q.val() + self.bx_r.q.val();
         }
         self.id.next = self.i_r.q.val();
-        if self.kind_r.q.val() == 2 {
+        if self.kind_r.q.val() == self.k_code[2].val() {
             self.id.next = self.idrow_r.q.val() + self.x_r.q.val();
         }
         // Replicate (HER): the die's wafer (bx_r counts wafer columns, brow_r = wy·wafers_x),
@@ -461,16 +483,17 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         // at that position (idrow_r = ly·cols).
         self.wafer.next = self.brow_r.q.val() + self.bx_r.q.val();
         self.src.next = self.idrow_r.q.val() + self.px_r.q.val();
-        self.wgoff.next = bit_cast::<16, 32>(self.wafer.val() * self.gpw_r.q.val());
+        self.p_wg.next = self.wafer.val() * self.gpw_r.q.val();
+        self.wgoff.next = self.p_wg.val().get_bits::<16>(0);
         // Table read ports (muxes over the register files).
-        self.rank.next = 0.into();
-        self.src_group.next = 0.into();
-        self.src_rank.next = 0.into();
-        self.rd_group_of.next = 0.into();
-        self.rd_rank_of.next = 0.into();
-        self.rd_ftd_of.next = 0.into();
-        self.rd_groups.next = 0.into();
-        self.rd_ftds.next = 0.into();
+        self.rank.next = self.zero.val();
+        self.src_group.next = self.zero.val();
+        self.src_rank.next = self.zero.val();
+        self.rd_group_of.next = self.zero.val();
+        self.rd_rank_of.next = self.zero.val();
+        self.rd_ftd_of.next = self.zero.val();
+        self.rd_groups.next = self.zero.val();
+        self.rd_ftds.next = self.zero.val();
         for k in 0..D {
             if self.inv_rd.val().index() == k {
                 self.rank.next = self.ring_inv[k].q.val();
@@ -490,18 +513,17 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         // Default outputs: no write this cycle.
         self.we.next = false;
         self.we_member.next = false;
-        self.wr_die.next = 0.into();
-        self.wr_group.next = 0.into();
-        self.wr_rank.next = 0.into();
-        self.wr_ftd.next = 0.into();
-        self.wr_member.next = 0.into();
+        self.wr_die.next = self.zero.val();
+        self.wr_group.next = self.zero.val();
+        self.wr_rank.next = self.zero.val();
+        self.wr_ftd.next = self.zero.val();
+        self.wr_member.next = self.zero.val();
         self.inv_valid.next = false;
-        self.inv_addr.next = 0.into();
-        self.inv_data.next = 0.into();
-        self.last.next = false;
+        self.inv_addr.next = self.zero.val();
+        self.inv_data.next = self.zero.val();
         self.ftd_len.next = self.dp_r.q.val();
         // 3. Next state.
-        if self.state_r.q.val() == 1 {
+        if self.state_r.q.val() == self.s_code[1].val() {
             if self.better.val() {
                 self.bvalid_r.d.next = true;
                 self.bw_r.d.next = self.nbw.val();
@@ -509,99 +531,95 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 self.bqc_r.d.next = self.nqc.val();
                 self.bqr_r.d.next = self.nqr.val();
             }
-            self.w_r.d.next = self.w_r.q.val() + 1;
+            self.w_r.d.next = self.w_r.q.val() + self.one.val();
             if self.w_r.q.val() == self.n_r.q.val() {
                 // Baseline rings run inside a TP block; ER rings over the grid of FTD blocks.
                 self.gw_r.d.next = self.nqc.val();
                 self.gh_r.d.next = self.nqr.val();
-                if self.kind_r.q.val() == 0 {
+                if self.kind_r.q.val() == self.k_code[0].val() {
                     self.gw_r.d.next = self.nbw.val();
                     self.gh_r.d.next = self.nbh.val();
                 }
-                self.rx_r.d.next = 0.into();
-                self.ry_r.d.next = 0.into();
-                self.i_r.d.next = 0.into();
-                self.state_r.d.next = 2.into();
+                self.rx_r.d.next = self.zero.val();
+                self.ry_r.d.next = self.zero.val();
+                self.i_r.d.next = self.zero.val();
+                self.state_r.d.next = self.s_code[2].val();
             }
         }
-        if self.state_r.q.val() == 2 {
+        if self.state_r.q.val() == self.s_code[2].val() {
             self.inv_valid.next = true;
-            self.inv_addr.next = bit_cast::<16, 32>(self.ry_r.q.val() * self.gw_r.q.val()) + self.rx_r.q.val();
+            self.inv_addr.next = self.p_inv.val().get_bits::<16>(0) + self.rx_r.q.val();
             self.inv_data.next = self.i_r.q.val();
             self.rx_r.d.next = self.nrx.val();
             self.ry_r.d.next = self.nry.val();
-            self.i_r.d.next = self.i_r.q.val() + 1;
-            if self.i_r.q.val() + 1 == bit_cast::<16, 32>(self.gw_r.q.val() * self.gh_r.q.val()) {
-                self.i_r.d.next = 0.into();
-                self.x_r.d.next = 0.into();
-                self.y_r.d.next = 0.into();
-                self.px_r.d.next = 0.into();
-                self.py_r.d.next = 0.into();
-                self.bx_r.d.next = 0.into();
-                self.prow_r.d.next = 0.into();
-                self.brow_r.d.next = 0.into();
-                self.idrow_r.d.next = 0.into();
-                self.state_r.d.next = 3.into();
+            self.i_r.d.next = self.i_r.q.val() + self.one.val();
+            if self.i_r.q.val() + self.one.val() == self.p_ring.val().get_bits::<16>(0) {
+                self.i_r.d.next = self.zero.val();
+                self.x_r.d.next = self.zero.val();
+                self.px_r.d.next = self.zero.val();
+                self.py_r.d.next = self.zero.val();
+                self.bx_r.d.next = self.zero.val();
+                self.prow_r.d.next = self.zero.val();
+                self.brow_r.d.next = self.zero.val();
+                self.idrow_r.d.next = self.zero.val();
+                self.state_r.d.next = self.s_code[3].val();
             }
         }
-        if self.state_r.q.val() == 3 {
+        if self.state_r.q.val() == self.s_code[3].val() {
             self.we.next = true;
-            self.we_member.next = self.kind_r.q.val() != 2;
+            self.we_member.next = self.kind_r.q.val() != self.k_code[2].val();
             self.wr_die.next = self.id.val();
             self.wr_group.next = self.g.val();
             self.wr_rank.next = self.rank.val();
             self.wr_ftd.next = self.ftd.val();
-            if self.kind_r.q.val() == 2 {
-                self.wr_ftd.next = 0.into();
+            if self.kind_r.q.val() == self.k_code[2].val() {
+                self.wr_ftd.next = self.zero.val();
             }
             self.wr_member.next = self.g.val();
             // Counters: x, px wrapping at bw (bx counts blocks); at the row's end y, py wrapping
             // at bh (the row bases move by bw, cols/bw and cols).
-            self.i_r.d.next = self.i_r.q.val() + 1;
-            self.x_r.d.next = self.x_r.q.val() + 1;
-            self.px_r.d.next = self.px_r.q.val() + 1;
-            if self.px_r.q.val() + 1 == self.bw_r.q.val() {
-                self.px_r.d.next = 0.into();
-                self.bx_r.d.next = self.bx_r.q.val() + 1;
+            self.i_r.d.next = self.i_r.q.val() + self.one.val();
+            self.x_r.d.next = self.x_r.q.val() + self.one.val();
+            self.px_r.d.next = self.px_r.q.val() + self.one.val();
+            if self.px_r.q.val() + self.one.val() == self.bw_r.q.val() {
+                self.px_r.d.next = self.zero.val();
+                self.bx_r.d.next = self.bx_r.q.val() + self.one.val();
             }
-            if self.x_r.q.val() + 1 == self.gc_r.q.val() {
-                self.x_r.d.next = 0.into();
-                self.px_r.d.next = 0.into();
-                self.bx_r.d.next = 0.into();
-                self.y_r.d.next = self.y_r.q.val() + 1;
+            if self.x_r.q.val() + self.one.val() == self.gc_r.q.val() {
+                self.x_r.d.next = self.zero.val();
+                self.px_r.d.next = self.zero.val();
+                self.bx_r.d.next = self.zero.val();
                 self.idrow_r.d.next = self.idrow_r.q.val() + self.cols_r.q.val();
-                self.py_r.d.next = self.py_r.q.val() + 1;
+                self.py_r.d.next = self.py_r.q.val() + self.one.val();
                 self.prow_r.d.next = self.prow_r.q.val() + self.bw_r.q.val();
-                if self.py_r.q.val() + 1 == self.bh_r.q.val() {
-                    self.py_r.d.next = 0.into();
-                    self.prow_r.d.next = 0.into();
+                if self.py_r.q.val() + self.one.val() == self.bh_r.q.val() {
+                    self.py_r.d.next = self.zero.val();
+                    self.prow_r.d.next = self.zero.val();
                     self.brow_r.d.next = self.brow_r.q.val() + self.bqc_r.q.val();
                 }
             }
-            if self.i_r.q.val() + 1 == self.gd_r.q.val() {
-                self.last.next = true;
-                self.i_r.d.next = 0.into();
+            if self.i_r.q.val() + self.one.val() == self.gd_r.q.val() {
+                self.i_r.d.next = self.zero.val();
                 // Replicate's counters: x, y over the system; (px, prow) = local (lx, ly·die_cols),
                 // py = ly, idrow = ly·cols; bx = wafer column, brow = wy·wafers_x, x_r the
                 // global column, y_r's row count inside a wafer in py.
-                self.x_r.d.next = 0.into();
-                self.y_r.d.next = 0.into();
-                self.px_r.d.next = 0.into();
-                self.py_r.d.next = 0.into();
-                self.bx_r.d.next = 0.into();
-                self.prow_r.d.next = 0.into();
-                self.brow_r.d.next = 0.into();
-                self.idrow_r.d.next = 0.into();
-                self.state_r.d.next = 5.into();
-                if self.kind_r.q.val() == 2 {
-                    self.state_r.d.next = 4.into();
+                self.x_r.d.next = self.zero.val();
+                self.px_r.d.next = self.zero.val();
+                self.py_r.d.next = self.zero.val();
+                self.bx_r.d.next = self.zero.val();
+                self.prow_r.d.next = self.zero.val();
+                self.brow_r.d.next = self.zero.val();
+                self.idrow_r.d.next = self.zero.val();
+                self.state_r.d.next = self.s_code[5].val();
+                if self.kind_r.q.val() == self.k_code[2].val() {
+                    self.state_r.d.next = self.s_code[4].val();
                 }
             }
         }
-        if self.state_r.q.val() == 4 {
+        if self.state_r.q.val() == self.s_code[4].val() {
             self.we.next = true;
             self.we_member.next = true;
-            self.ftd_len.next = bit_cast::<16, 32>(self.dc_r.q.val() * self.dr_r.q.val());
+            self.ftd_len.next = self.p_dpw.val().get_bits::<16>(0);
             self.wr_die.next = self.i_r.q.val();
             self.wr_group.next = self.src_group.val() + self.wgoff.val();
             self.wr_rank.next = self.src_rank.val();
@@ -609,34 +627,37 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.wr_member.next = self.prow_r.q.val() + self.px_r.q.val();
             // Counters over the system grid: lx wraps at die_cols (next wafer column), the
             // global column at cols (next row: ly, wrapping at die_rows = next wafer row).
-            self.i_r.d.next = self.i_r.q.val() + 1;
-            self.x_r.d.next = self.x_r.q.val() + 1;
-            self.px_r.d.next = self.px_r.q.val() + 1;
-            if self.px_r.q.val() + 1 == self.dc_r.q.val() {
-                self.px_r.d.next = 0.into();
-                self.bx_r.d.next = self.bx_r.q.val() + 1;
+            self.i_r.d.next = self.i_r.q.val() + self.one.val();
+            self.x_r.d.next = self.x_r.q.val() + self.one.val();
+            self.px_r.d.next = self.px_r.q.val() + self.one.val();
+            if self.px_r.q.val() + self.one.val() == self.dc_r.q.val() {
+                self.px_r.d.next = self.zero.val();
+                self.bx_r.d.next = self.bx_r.q.val() + self.one.val();
             }
-            if self.x_r.q.val() + 1 == self.cols_r.q.val() {
-                self.x_r.d.next = 0.into();
-                self.px_r.d.next = 0.into();
-                self.bx_r.d.next = 0.into();
-                self.py_r.d.next = self.py_r.q.val() + 1;
+            if self.x_r.q.val() + self.one.val() == self.cols_r.q.val() {
+                self.x_r.d.next = self.zero.val();
+                self.px_r.d.next = self.zero.val();
+                self.bx_r.d.next = self.zero.val();
+                self.py_r.d.next = self.py_r.q.val() + self.one.val();
                 self.prow_r.d.next = self.prow_r.q.val() + self.dc_r.q.val();
                 self.idrow_r.d.next = self.idrow_r.q.val() + self.cols_r.q.val();
-                if self.py_r.q.val() + 1 == self.dr_r.q.val() {
-                    self.py_r.d.next = 0.into();
-                    self.prow_r.d.next = 0.into();
-                    self.idrow_r.d.next = 0.into();
+                if self.py_r.q.val() + self.one.val() == self.dr_r.q.val() {
+                    self.py_r.d.next = self.zero.val();
+                    self.prow_r.d.next = self.zero.val();
+                    self.idrow_r.d.next = self.zero.val();
                     self.brow_r.d.next = self.brow_r.q.val() + self.wx_r.q.val();
                 }
             }
-            if self.i_r.q.val() + 1 == self.dies_r.q.val() {
-                self.state_r.d.next = 5.into();
+            if self.i_r.q.val() + self.one.val() == self.dies_r.q.val() {
+                self.state_r.d.next = self.s_code[5].val();
             }
         }
+        // Products of the table addresses (16 × 16 → 32 bits; each is below 2^16).
+        self.p_grp.next = self.wr_group.val() * self.tp_r.q.val();
+        self.p_ftd.next = self.wr_ftd.val() * self.ftd_len.val();
         // Table writes.
-        self.grp_addr.next = bit_cast::<16, 32>(self.wr_group.val() * self.tp_r.q.val()) + self.wr_rank.val();
-        self.ftd_addr.next = bit_cast::<16, 32>(self.wr_ftd.val() * self.ftd_len.val()) + self.wr_member.val();
+        self.grp_addr.next = self.p_grp.val().get_bits::<16>(0) + self.wr_rank.val();
+        self.ftd_addr.next = self.p_ftd.val().get_bits::<16>(0) + self.wr_member.val();
         for k in 0..D {
             if self.inv_valid.val() & (self.inv_addr.val().index() == k) {
                 self.ring_inv[k].d.next = self.inv_data.val();
@@ -668,17 +689,17 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.dc_r.d.next = self.die_cols.val();
             self.dr_r.d.next = self.die_rows.val();
             self.gpw_r.d.next = self.gpw.val();
-            self.w_r.d.next = 1.into();
+            self.w_r.d.next = self.one.val();
             self.bvalid_r.d.next = false;
-            self.bw_r.d.next = 0.into();
-            self.bh_r.d.next = 0.into();
-            self.bqc_r.d.next = 0.into();
-            self.bqr_r.d.next = 0.into();
-            self.i_r.d.next = 0.into();
-            self.state_r.d.next = 1.into();
+            self.bw_r.d.next = self.zero.val();
+            self.bh_r.d.next = self.zero.val();
+            self.bqc_r.d.next = self.zero.val();
+            self.bqr_r.d.next = self.zero.val();
+            self.i_r.d.next = self.zero.val();
+            self.state_r.d.next = self.s_code[1].val();
         }
         if self.reset.val() {
-            self.state_r.d.next = 0.into();
+            self.state_r.d.next = self.s_code[0].val();
             self.bvalid_r.d.next = false;
         }
         // 4. Registered outputs.
@@ -686,7 +707,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.shape_valid.next = self.bvalid_r.q.val();
         self.shape_w.next = self.bw_r.q.val();
         self.shape_h.next = self.bh_r.q.val();
-        self.done.next = self.state_r.q.val() == 5;
+        self.done.next = self.state_r.q.val() == self.s_code[5].val();
         self.wr_valid.next = self.we.val();
         self.wr_member_valid.next = self.we_member.val();
     }
