@@ -1,5 +1,5 @@
 //! `waferstream wafer --rtl mapping`: the mapping controller's RTL block in place of the CL
-//! model gives the same JSON as the CL run (the wall-clock fields aside), for ER on one wafer
+//! model gives the same JSON as the CL run (the wall-clock fields aside: wall_seconds, cycles_per_second, flits_per_second), for ER on one wafer
 //! and for HER on a multi-wafer system; a system larger than the RTL's tables is refused
 //! naming `--rtl mapping` and `wafer`.
 
@@ -29,6 +29,7 @@ fn both(name: &str, args: &[&str]) -> (serde_json::Value, serde_json::Value) {
         for r in v["results"].as_array_mut().unwrap() {
             r["wall_seconds"] = 0.into();
             r["cycles_per_second"] = 0.into();
+            r["flits_per_second"] = 0.into();
         }
         v
     };
