@@ -271,6 +271,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--tokens-per-die", NUMS), ("--comm-dtype", &["int8", "fp16", "bf16", ""]), ("--replica-split", &["nearest", "even", "x", ""]),
                 ("--skew", FRACS), ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml", "@D/pkg.toml"]), ("--threads", NUMS),
                 ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
+                ("--rtl", &["mapping", "nosuch", ""]),
             ],
             &["--no-all-gather", "--functional", "--no-fast-forward", "--quiet", "--help"],
         ),

@@ -90,6 +90,17 @@ pub struct WaferArgs {
     pub plot: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+    /// Run this controller's rust-hdl RTL block in place of its CL model (same tables, same
+    /// JSON; slower) (default: none, every block CL).
+    #[arg(long, value_enum)]
+    pub rtl: Option<WaferRtlBlock>,
+}
+
+/// Controllers with an RTL stand-in for `wafer --rtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaferRtlBlock {
+    /// The mapping controller (`mapping_ctrl`): baseline / ER / HER tables.
+    Mapping,
 }
 
 fn parse_grid(s: &str, flag: &str) -> CliResult<GridArg> {
@@ -135,7 +146,14 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     let kinds: Vec<MappingKind> = a.mapping.split(',').map(|s| s.trim().parse::<MappingKind>().map_err(|e| format!("--mapping: {e}"))).collect::<Result<_, _>>()?;
     super::no_duplicates("--mapping", &kinds, |k| k.name().to_string())?;
     let input = LayerInput { trace: a.trace.clone(), skew: a.skew };
-    let layer = WaferLayer::new(base.clone(), model.clone(), kinds.clone(), a.functional, &input).map_err(|e| e.to_string())?;
+    let mut layer = WaferLayer::new(base.clone(), model.clone(), kinds.clone(), a.functional, &input).map_err(|e| e.to_string())?;
+    if a.rtl == Some(WaferRtlBlock::Mapping) {
+        // What the RTL's tables cannot hold is refused before any run, naming the flag.
+        for &k in &kinds {
+            rtl::wafer::mapping_swap::MapRegs::of(k, base.geom(), base.tp, base.dp, base.all_gather).map_err(|e| format!("--rtl mapping ({}): {e}", k.name()))?;
+        }
+        layer.mapping_ctrl = rtl::wafer::mapping_swap::mapping_ctrl_rtl;
+    }
     // One waveform per mapping (NAME-<mapping>.EXT when several): every one checked now.
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     super::check_run_outputs(a.json.as_deref(), a.vcd.as_deref(), a.fst.as_deref(), &names)?;

@@ -338,6 +338,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::tag_fifo::EXPORT,
     &crate::wafer::predictor::EXPORT,
     &crate::wafer::semmoe_lut::EXPORT,
+    &crate::wafer::mapping::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

@@ -190,20 +190,22 @@ impl MappingCtrlCl {
                 self.rank_of[d as usize] = rank;
                 self.groups[group as usize][rank as usize] = d;
                 self.ftd_of[d as usize] = w;
+                // FTD member lists: every wafer's dies in id order (the FL's order). A wafer's
+                // dies in id order are its local order (row-major inside the wafer), so die
+                // `d` is member `l` of FTD `w`: one member write per die, like the RTL's.
+                self.ftds[w as usize][l as usize] = d;
                 self.i += 1;
                 if self.i == g.dies() {
-                    // FTD member lists: every wafer's dies in id order (the FL's order).
-                    for (wi, f) in self.ftds.iter_mut().enumerate() {
-                        for (j, slot) in f.iter_mut().enumerate() {
-                            *slot = g.global_of(wi as u32, j as u32);
-                        }
-                        f.sort_unstable();
-                    }
                     self.state = MapState::Done;
                 }
             }
             MapState::Done => {}
         }
+    }
+
+    /// The ring ROM's inverse as written so far (cell `y·gw + x` → its place in the ring).
+    pub fn ring_inv(&self) -> &[u32] {
+        &self.ring_inv
     }
 
     /// Runs to completion; returns the decision as the FL's type.
@@ -225,4 +227,27 @@ impl MappingCtrlCl {
         };
         (m, self.cycles)
     }
+}
+
+/// A mapping controller a wafer run can swap (`wafer --rtl mapping`): the CL model above, or
+/// an RTL stand-in (the rtl crate's `wafer::mapping_swap`), so `hw` does not depend on the
+/// RTL crate.
+pub trait MappingCtrl {
+    /// Runs to completion: the tables as the FL's type, and the cycles it took.
+    fn run_to_end(self: Box<Self>) -> Result<(Mapping, u64), MapError>;
+}
+
+impl MappingCtrl for MappingCtrlCl {
+    fn run_to_end(self: Box<Self>) -> Result<(Mapping, u64), MapError> {
+        Ok((*self).run())
+    }
+}
+
+/// Builds a mapping controller for (kind, geometry, TP, DP, all-gather); refusals name the
+/// field (the FL's checks, then the stand-in's own limits).
+pub type MappingCtrlFactory = fn(MappingKind, WaferGeom, u32, u32, bool) -> Result<Box<dyn MappingCtrl>, MapError>;
+
+/// [`MappingCtrlFactory`] of the CL model.
+pub fn mapping_ctrl_cl(kind: MappingKind, geom: WaferGeom, tp: u32, dp: u32, all_gather: bool) -> Result<Box<dyn MappingCtrl>, MapError> {
+    Ok(Box::new(MappingCtrlCl::new(kind, geom, tp, dp, all_gather)?))
 }

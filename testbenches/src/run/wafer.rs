@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hw::wafer::mapping::MappingCtrlCl;
+use hw::wafer::mapping::{mapping_ctrl_cl, MappingCtrlFactory};
 use hw::wafer::program::{build, LayerProgram};
 use hw::wafer::{Wafer, WaferCfg, WaferResult, WaferRun};
 use sched::models::ModelPreset;
@@ -226,8 +226,14 @@ pub fn layer_routing(c: &WaferCfg, m: &ModelPreset, input: &LayerInput) -> Resul
 /// The mapping controller's (CL) decision for `c`: the tables the collective engines run on,
 /// and the cycles it took.
 pub fn run_mapping_ctrl(c: &WaferCfg) -> Result<(Mapping, u64)> {
-    let ctrl = MappingCtrlCl::new(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(|e| Error::input(format!("--mapping {}", c.mapping.name()), e.to_string()))?;
-    Ok(ctrl.run())
+    run_mapping_ctrl_with(c, mapping_ctrl_cl)
+}
+
+/// The decision of the mapping controller `ctrl` builds (the CL model, or an RTL stand-in:
+/// `wafer --rtl mapping`) for `c`.
+pub fn run_mapping_ctrl_with(c: &WaferCfg, ctrl: MappingCtrlFactory) -> Result<(Mapping, u64)> {
+    let refused = |e: sched::wafer::MapError| Error::input(format!("--mapping {}", c.mapping.name()), e.to_string());
+    ctrl(c.mapping, c.geom(), c.tp, c.dp, c.all_gather).map_err(refused)?.run_to_end().map_err(refused)
 }
 
 /// Where a waveform of a wafer run ends: the last die's end (a layer) or the run's end (a
@@ -287,7 +293,12 @@ pub fn run_program(c: &WaferCfg, mp: &Mapping, map_cycles: u64, prog: &LayerProg
 
 /// One mapping end to end: the mapping controller's decision, the layer program, the run.
 pub fn run_one(c: &WaferCfg, m: &ModelPreset, routing: &Routing, functional: bool, opts: &RunOptions) -> Result<(WaferResult, LayerProgram)> {
-    let (mp, map_cycles) = run_mapping_ctrl(c)?;
+    run_one_with(c, m, routing, functional, opts, mapping_ctrl_cl)
+}
+
+/// [`run_one`] with the mapping controller `ctrl` builds.
+pub fn run_one_with(c: &WaferCfg, m: &ModelPreset, routing: &Routing, functional: bool, opts: &RunOptions, ctrl: MappingCtrlFactory) -> Result<(WaferResult, LayerProgram)> {
+    let (mp, map_cycles) = run_mapping_ctrl_with(c, ctrl)?;
     let prog = build(c, m, &mp, routing);
     let r = run_program(c, &mp, map_cycles, &prog, functional, opts)?;
     Ok((r, prog))
@@ -303,6 +314,9 @@ pub struct WaferLayer {
     /// Real values through the collectives, checked against the FL after each run.
     pub functional: bool,
     pub routing: Routing,
+    /// The mapping controller each part runs (default: the CL model; `wafer --rtl mapping`
+    /// sets the RTL stand-in's factory).
+    pub mapping_ctrl: MappingCtrlFactory,
 }
 
 impl WaferLayer {
@@ -318,7 +332,7 @@ impl WaferLayer {
             map(k, cfg.geom(), cfg.tp, cfg.dp, cfg.all_gather).map_err(|e| Error::input(format!("--mapping {}", k.name()), e.to_string()))?;
         }
         input.check()?;
-        Ok(WaferLayer { cfg, model, mappings, functional, routing: Routing::default() })
+        Ok(WaferLayer { cfg, model, mappings, functional, routing: Routing::default(), mapping_ctrl: mapping_ctrl_cl })
     }
 
     /// Reads or generates the layer's routing (a trace file is read here).
@@ -344,7 +358,7 @@ impl WaferLayer {
             let c = self.cfg_of(k);
             let waves = opts.waves.as_ref().map(|s| WaveSink { path: s.part_path(k.name(), several), format: s.format });
             let o = RunOptions { waves, ..opts.clone() };
-            let result = contained(k.name(), || run_one(&c, &self.model, &self.routing, self.functional, &o).map(|(r, _)| r));
+            let result = contained(k.name(), || run_one_with(&c, &self.model, &self.routing, self.functional, &o, self.mapping_ctrl).map(|(r, _)| r));
             if let Ok(r) = &result {
                 tracing::debug!(mapping = k.name(), layer_cycles = r.layer_cycles, "wafer mapping done");
             }
