@@ -204,7 +204,9 @@ pub struct MappingCtrlRtl<const D: usize> {
     p_ftd: Signal<Local, Bits<32>>,
     /// Sized constants (no 32-bit literals in the Verilog): state and kind codes, 0 and 1.
     s_code: [Constant<Bits<3>>; 6],
-    k_code: [Constant<Bits<2>>; 3],
+    /// Kind codes compared directly: baseline (0) and HER (2); ER (1) is what is neither.
+    k_base: Constant<Bits<2>>,
+    k_her: Constant<Bits<2>>,
     zero: Constant<Bits<16>>,
     one: Constant<Bits<16>>,
 }
@@ -325,7 +327,8 @@ impl<const D: usize> MappingCtrlRtl<D> {
             p_grp: Default::default(),
             p_ftd: Default::default(),
             s_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
-            k_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
+            k_base: Constant::new(0u64.into()),
+            k_her: Constant::new(2u64.into()),
             zero: Constant::new(0u64.into()),
             one: Constant::new(1u64.into()),
         }
@@ -465,7 +468,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             }
         }
         // Dies: group / ring-inverse address / FTD of die (x, y), and its id.
-        if self.kind_r.q.val() == self.k_code[0].val() {
+        if self.kind_r.q.val() == self.k_base.val() {
             self.g.next = self.brow_r.q.val() + self.bx_r.q.val();
             self.inv_rd.next = self.prow_r.q.val() + self.px_r.q.val();
             self.ftd.next = self.prow_r.q.val() + self.px_r.q.val();
@@ -475,7 +478,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.ftd.next = self.brow_r.q.val() + self.bx_r.q.val();
         }
         self.id.next = self.i_r.q.val();
-        if self.kind_r.q.val() == self.k_code[2].val() {
+        if self.kind_r.q.val() == self.k_her.val() {
             self.id.next = self.idrow_r.q.val() + self.x_r.q.val();
         }
         // Replicate (HER): the die's wafer (bx_r counts wafer columns, brow_r = wy·wafers_x),
@@ -536,7 +539,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 // Baseline rings run inside a TP block; ER rings over the grid of FTD blocks.
                 self.gw_r.d.next = self.nqc.val();
                 self.gh_r.d.next = self.nqr.val();
-                if self.kind_r.q.val() == self.k_code[0].val() {
+                if self.kind_r.q.val() == self.k_base.val() {
                     self.gw_r.d.next = self.nbw.val();
                     self.gh_r.d.next = self.nbh.val();
                 }
@@ -567,12 +570,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         }
         if self.state_r.q.val() == self.s_code[3].val() {
             self.we.next = true;
-            self.we_member.next = self.kind_r.q.val() != self.k_code[2].val();
+            self.we_member.next = self.kind_r.q.val() != self.k_her.val();
             self.wr_die.next = self.id.val();
             self.wr_group.next = self.g.val();
             self.wr_rank.next = self.rank.val();
             self.wr_ftd.next = self.ftd.val();
-            if self.kind_r.q.val() == self.k_code[2].val() {
+            if self.kind_r.q.val() == self.k_her.val() {
                 self.wr_ftd.next = self.zero.val();
             }
             self.wr_member.next = self.g.val();
@@ -611,7 +614,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 self.brow_r.d.next = self.zero.val();
                 self.idrow_r.d.next = self.zero.val();
                 self.state_r.d.next = self.s_code[5].val();
-                if self.kind_r.q.val() == self.k_code[2].val() {
+                if self.kind_r.q.val() == self.k_her.val() {
                     self.state_r.d.next = self.s_code[4].val();
                 }
             }
