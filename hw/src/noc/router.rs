@@ -799,41 +799,49 @@ fn bits_for(max: u64) -> u32 {
     (64 - max.leading_zeros()).max(1)
 }
 
+/// The router's traced signals under `scope` (per input VC its occupancy and state; per output
+/// the flit sent and per output VC its credits and busy bit), for a router with `ports`, `v`
+/// VCs and `depth`-flit buffers. Shared by the CL router and any stand-in (`noc --rtl
+/// router`), so both runs declare the same waveform.
+pub fn declare_signals(ports: &RouterPorts, v: usize, depth: usize, scope: &[String], out: &mut Vec<SignalDecl>) {
+    let occ_w = bits_for(depth as u64);
+    for p in 0..NPORTS {
+        if ports.in_flit[p].is_none() {
+            continue;
+        }
+        for vc in 0..v {
+            let mut sc = scope.to_vec();
+            sc.push(format!("in_{}", Dir::from_idx(p).short()));
+            sc.push(format!("vc{vc}"));
+            out.push(SignalDecl { scope: sc.clone(), name: "occ".into(), width: occ_w });
+            out.push(SignalDecl { scope: sc, name: "state".into(), width: 2 });
+        }
+    }
+    for p in 0..NPORTS {
+        if ports.out_flit[p].is_none() {
+            continue;
+        }
+        let mut sc = scope.to_vec();
+        sc.push(format!("out_{}", Dir::from_idx(p).short()));
+        out.push(SignalDecl { scope: sc.clone(), name: "flit_valid".into(), width: 1 });
+        out.push(SignalDecl { scope: sc.clone(), name: "flit_id".into(), width: 32 });
+        for vc in 0..v {
+            let mut s2 = sc.clone();
+            s2.push(format!("vc{vc}"));
+            out.push(SignalDecl { scope: s2.clone(), name: "credits".into(), width: occ_w });
+            out.push(SignalDecl { scope: s2, name: "busy".into(), width: 1 });
+        }
+    }
+}
+
 impl Probe for RouterCl {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let occ_w = bits_for(self.depth as u64);
-        for p in 0..NPORTS {
-            if self.ports.in_flit[p] .is_none() {
-                continue;
-            }
-            for vc in 0..self.v {
-                let mut sc = scope.to_vec();
-                sc.push(format!("in_{}", Dir::from_idx(p).short()));
-                sc.push(format!("vc{vc}"));
-                out.push(SignalDecl { scope: sc.clone(), name: "occ".into(), width: occ_w });
-                out.push(SignalDecl { scope: sc, name: "state".into(), width: 2 });
-            }
-        }
-        for p in 0..NPORTS {
-            if self.ports.out_flit[p] .is_none() {
-                continue;
-            }
-            let mut sc = scope.to_vec();
-            sc.push(format!("out_{}", Dir::from_idx(p).short()));
-            out.push(SignalDecl { scope: sc.clone(), name: "flit_valid".into(), width: 1 });
-            out.push(SignalDecl { scope: sc.clone(), name: "flit_id".into(), width: 32 });
-            for vc in 0..self.v {
-                let mut s2 = sc.clone();
-                s2.push(format!("vc{vc}"));
-                out.push(SignalDecl { scope: s2.clone(), name: "credits".into(), width: occ_w });
-                out.push(SignalDecl { scope: s2, name: "busy".into(), width: 1 });
-            }
-        }
+        declare_signals(&self.ports, self.v, self.depth, scope, out);
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
         for p in 0..NPORTS {
-            if self.ports.in_flit[p] .is_none() {
+            if self.ports.in_flit[p].is_none() {
                 continue;
             }
             for vc in 0..self.v {
@@ -843,7 +851,7 @@ impl Probe for RouterCl {
             }
         }
         for p in 0..NPORTS {
-            if self.ports.out_flit[p] .is_none() {
+            if self.ports.out_flit[p].is_none() {
                 continue;
             }
             out.push((self.out_trace[p] != 0) as u64);

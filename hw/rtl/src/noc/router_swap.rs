@@ -73,10 +73,6 @@ fn vc_state(s: u64) -> VcState {
     }
 }
 
-fn bits_for(max: u64) -> u32 {
-    (64 - max.leading_zeros()).max(1)
-}
-
 /// [`hw::noc::RouterFactory`] of the RTL router.
 pub fn router_factory(id: u32, k: u32, cfg: &RouterCfg, ser: u32, ports: RouterPorts) -> Result<Box<dyn RouterModel>, CfgError> {
     let p = RouterParams::of(cfg, k, ser, V, SLOTS, CW)?;
@@ -263,34 +259,7 @@ impl RouterModel for RouterRtlModel {
 /// order, so `noc --rtl router --vcd` writes the CL run's waveform.
 impl Probe for RouterRtlModel {
     fn declare(&self, scope: &[String], out: &mut Vec<SignalDecl>) {
-        let occ_w = bits_for(self.depth as u64);
-        for p in 0..NPORTS {
-            if self.ports.in_flit[p].is_none() {
-                continue;
-            }
-            for vc in 0..V {
-                let mut sc = scope.to_vec();
-                sc.push(format!("in_{}", Dir::from_idx(p).short()));
-                sc.push(format!("vc{vc}"));
-                out.push(SignalDecl { scope: sc.clone(), name: "occ".into(), width: occ_w });
-                out.push(SignalDecl { scope: sc, name: "state".into(), width: 2 });
-            }
-        }
-        for p in 0..NPORTS {
-            if self.ports.out_flit[p].is_none() {
-                continue;
-            }
-            let mut sc = scope.to_vec();
-            sc.push(format!("out_{}", Dir::from_idx(p).short()));
-            out.push(SignalDecl { scope: sc.clone(), name: "flit_valid".into(), width: 1 });
-            out.push(SignalDecl { scope: sc.clone(), name: "flit_id".into(), width: 32 });
-            for vc in 0..V {
-                let mut s2 = sc.clone();
-                s2.push(format!("vc{vc}"));
-                out.push(SignalDecl { scope: s2.clone(), name: "credits".into(), width: occ_w });
-                out.push(SignalDecl { scope: s2, name: "busy".into(), width: 1 });
-            }
-        }
+        hw::noc::router::declare_signals(&self.ports, V, self.depth, scope, out);
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
