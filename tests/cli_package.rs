@@ -2,24 +2,15 @@
 //! a timing run writes every JSON field the issue names; impossible inputs are refused
 //! before simulating with the field named (exit 2).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_waferstream"));
-    c.env("RUST_LOG", "warn");
-    c
-}
+use std::path::PathBuf;
 
+use common::run;
+
+/// A fresh scratch directory for one test.
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
+    common::tmp("cli_package", name)
 }
 
 #[test]

@@ -3,24 +3,15 @@
 //! counts — the stand-in errors if the RTL's busy cycles ever differ from the CL fold
 //! timing), and `--rtl pe` without `--functional` is refused naming the flag.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_waferstream"));
-    c.env("RUST_LOG", "warn");
-    c
-}
+use common::run;
 
+/// A fresh scratch directory for one test.
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
+    common::tmp("cli_pe_rtl", name)
 }
 
 /// The results JSON without the fields that measure the host (wall time, speed).
