@@ -840,27 +840,42 @@ impl Probe for RouterCl {
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
-        for p in 0..NPORTS {
-            if self.ports.in_flit[p].is_none() {
-                continue;
-            }
-            for vc in 0..self.v {
-                let s = &self.ivc[p * self.v + vc];
-                out.push(s.len as u64);
-                out.push(s.state as u64);
-            }
+        sample_signals(
+            &self.ports,
+            self.v,
+            &self.out_trace,
+            |iv| (self.ivc[iv].len as u64, self.ivc[iv].state as u64),
+            |ov| (self.ovc_credits[ov].credits as u64, (self.ovc_owner[ov] != NONE8) as u64),
+            out,
+        );
+    }
+}
+
+/// The values of [`declare_signals`]'s signals, in its order: `in_vc(iv)` gives input VC
+/// `iv`'s (occupancy, state), `out_vc(ov)` output VC `ov`'s (credits, busy); `out_trace` is the
+/// flit id sent per output this cycle (0: none). Shared by the CL router and any stand-in, so
+/// the sample order follows the declaration in one place.
+pub fn sample_signals(ports: &RouterPorts, v: usize, out_trace: &[u64; NPORTS], in_vc: impl Fn(usize) -> (u64, u64), out_vc: impl Fn(usize) -> (u64, u64), out: &mut Vec<u64>) {
+    for p in 0..NPORTS {
+        if ports.in_flit[p].is_none() {
+            continue;
         }
-        for p in 0..NPORTS {
-            if self.ports.out_flit[p].is_none() {
-                continue;
-            }
-            out.push((self.out_trace[p] != 0) as u64);
-            out.push(self.out_trace[p]);
-            for vc in 0..self.v {
-                let ov = p * self.v + vc;
-                out.push(self.ovc_credits[ov].credits as u64);
-                out.push((self.ovc_owner[ov] != NONE8) as u64);
-            }
+        for vc in 0..v {
+            let (occ, state) = in_vc(p * v + vc);
+            out.push(occ);
+            out.push(state);
+        }
+    }
+    for p in 0..NPORTS {
+        if ports.out_flit[p].is_none() {
+            continue;
+        }
+        out.push((out_trace[p] != 0) as u64);
+        out.push(out_trace[p]);
+        for vc in 0..v {
+            let (credits, busy) = out_vc(p * v + vc);
+            out.push(credits);
+            out.push(busy);
         }
     }
 }
@@ -872,31 +887,41 @@ impl Probe for RouterCl {
 /// to this cycle.
 impl std::fmt::Display for RouterCl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "r_{}_{}", self.coord.y, self.coord.x)?;
-        for p in 0..NPORTS {
-            if self.ports.in_flit[p].is_none() {
-                continue;
-            }
-            write!(f, " {}[", Dir::from_idx(p).short())?;
-            for vc in 0..self.v {
-                let s = &self.ivc[p * self.v + vc];
-                let c = match s.state {
-                    VcState::Idle => '.',
-                    VcState::Routing => 'R',
-                    VcState::VcAlloc => 'V',
-                    VcState::Active => 'A',
-                };
-                let stall = if s.len > 0 && s.front_since < self.last_eval { "#" } else { "" };
-                write!(f, "{}{c}{}{stall}", if vc > 0 { " " } else { "" }, s.len)?;
-            }
-            write!(f, "]")?;
-        }
-        write!(f, " >")?;
-        for p in 0..NPORTS {
-            if self.out_trace[p] != 0 {
-                write!(f, " {}", Dir::from_idx(p).short())?;
-            }
-        }
-        Ok(())
+        write_line_trace(f, self.coord, &self.ports, self.v, &self.out_trace, |iv| {
+            let s = &self.ivc[iv];
+            (s.state, s.len as usize, s.len > 0 && s.front_since < self.last_eval)
+        })
     }
+}
+
+/// Writes the line trace above for a router at `coord`: `vc(iv)` gives input VC `iv`'s
+/// (state, occupancy, stalled this cycle); `out_trace` the flit id sent per output (0: none).
+/// Shared by the CL router and any stand-in, so both print the same line.
+pub fn write_line_trace(f: &mut std::fmt::Formatter<'_>, coord: Coord, ports: &RouterPorts, v: usize, out_trace: &[u64; NPORTS], vc: impl Fn(usize) -> (VcState, usize, bool)) -> std::fmt::Result {
+    write!(f, "r_{}_{}", coord.y, coord.x)?;
+    for p in 0..NPORTS {
+        if ports.in_flit[p].is_none() {
+            continue;
+        }
+        write!(f, " {}[", Dir::from_idx(p).short())?;
+        for c in 0..v {
+            let (state, len, stalled) = vc(p * v + c);
+            let g = match state {
+                VcState::Idle => '.',
+                VcState::Routing => 'R',
+                VcState::VcAlloc => 'V',
+                VcState::Active => 'A',
+            };
+            let stall = if stalled { "#" } else { "" };
+            write!(f, "{}{g}{}{stall}", if c > 0 { " " } else { "" }, len)?;
+        }
+        write!(f, "]")?;
+    }
+    write!(f, " >")?;
+    for p in 0..NPORTS {
+        if out_trace[p] != 0 {
+            write!(f, " {}", Dir::from_idx(p).short())?;
+        }
+    }
+    Ok(())
 }

@@ -264,59 +264,24 @@ impl Probe for RouterRtlModel {
 
     fn sample(&self, out: &mut Vec<u64>) {
         let u = &self.uut;
-        for p in 0..NPORTS {
-            if self.ports.in_flit[p].is_none() {
-                continue;
-            }
-            for vc in 0..V {
-                out.push(u.vc_occ[p * V + vc].val().to_u64());
-                out.push(u.vc_state[p * V + vc].val().to_u64());
-            }
-        }
         let busy = u.ovc_busy.val().to_u64();
-        for p in 0..NPORTS {
-            if self.ports.out_flit[p].is_none() {
-                continue;
-            }
-            out.push((self.out_trace[p] != 0) as u64);
-            out.push(self.out_trace[p]);
-            for vc in 0..V {
-                out.push(u.credits[p * V + vc].val().to_u64());
-                out.push(busy >> (p * V + vc) & 1);
-            }
-        }
+        hw::noc::router::sample_signals(
+            &self.ports,
+            V,
+            &self.out_trace,
+            |iv| (u.vc_occ[iv].val().to_u64(), u.vc_state[iv].val().to_u64()),
+            |ov| (u.credits[ov].val().to_u64(), busy >> ov & 1),
+            out,
+        );
     }
 }
 
 /// The CL router's line trace (`RouterCl`'s `Display`), from the RTL's registers.
 impl std::fmt::Display for RouterRtlModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "r_{}_{}", self.coord.y, self.coord.x)?;
-        for p in 0..NPORTS {
-            if self.ports.in_flit[p].is_none() {
-                continue;
-            }
-            write!(f, " {}[", Dir::from_idx(p).short())?;
-            for vc in 0..V {
-                let iv = p * V + vc;
-                let c = match vc_state(self.uut.vc_state[iv].val().to_u64()) {
-                    VcState::Idle => '.',
-                    VcState::Routing => 'R',
-                    VcState::VcAlloc => 'V',
-                    VcState::Active => 'A',
-                };
-                let len = self.queued[iv].len();
-                let stall = if len > 0 && self.front_since[iv] < self.last_eval { "#" } else { "" };
-                write!(f, "{}{c}{}{stall}", if vc > 0 { " " } else { "" }, len)?;
-            }
-            write!(f, "]")?;
-        }
-        write!(f, " >")?;
-        for p in 0..NPORTS {
-            if self.out_trace[p] != 0 {
-                write!(f, " {}", Dir::from_idx(p).short())?;
-            }
-        }
-        Ok(())
+        hw::noc::router::write_line_trace(f, self.coord, &self.ports, V, &self.out_trace, |iv| {
+            let len = self.queued[iv].len();
+            (vc_state(self.uut.vc_state[iv].val().to_u64()), len, len > 0 && self.front_since[iv] < self.last_eval)
+        })
     }
 }
