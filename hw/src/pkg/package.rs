@@ -55,6 +55,7 @@ use crate::harness::{
 // The package's parts under the paths they have always had.
 pub use super::layer::{LayerInput, LayerRequests};
 pub use super::tile::ChipletTile;
+use super::tile::TileStatus;
 pub use super::traj::PkgTraj;
 pub use super::wires::{FuncData, PkgCtx, PkgWires};
 
@@ -149,10 +150,14 @@ impl Partition for PkgPart {
         for t in self.tiles.iter_mut() {
             // A block that sends on a link wakes the tile when the value lands.
             t.wake.advance(now);
+            // Whether any block of the tile was evaluated at this tick (else its status is
+            // the one cached at its last evaluation).
+            let mut touched = core;
             if ucie_edge {
                 for (_, a) in t.ucie.iter_mut() {
                     // SAFETY: engine protocol; the adapter is its links' sole endpoint.
                     if unsafe { a.due(now, &w.flits) } {
+                        touched = true;
                         if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
                             t.wake.add(at);
                         }
@@ -161,6 +166,7 @@ impl Partition for PkgPart {
             }
             // SAFETY: engine protocol.
             if ddr_edge && unsafe { if traced { t.ddr.traced_due(now, &w.ddr_req) } else { t.ddr.due(now, &w.ddr_req) } } {
+                touched = true;
                 if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
                     t.wake.add(at);
                 }
@@ -175,31 +181,19 @@ impl Partition for PkgPart {
                     t.count_traffic(now, ctx);
                 }
             }
-            // An adapter hands one flit per edge to the router; its other work is announced
-            // by its next event.
-            let ucie_busy = t.ucie.iter().any(|(_, a)| a.delivering());
-            // A request or its response on the crossing links.
-            let ddr_wait = t.glue.ddr_outstanding > 0 && !t.ddr.has_requests();
-            core_due |= active || t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()) || ddr_wait;
-            // The adapters' work is due at the next tick.
-            let busy = ucie_busy || t.ddr.busy();
-            // Traced, the edges where a traced register changes between events are visited
-            // too, so the waveform is the same with and without fast-forward.
-            if traced {
-                st.next_event = st.next_event.min(t.pe.next_change()).min(t.ddr.traced_next_event());
+            if touched || !t.status.valid {
+                t.status = TileStatus::of(t, traced);
             }
-            st.busy |= busy;
-            st.next_event = st.next_event.min(t.pe.next_event()).min(t.ddr.next_event()).min(t.wake.next());
-            for (_, a) in &t.ucie {
-                st.next_event = st.next_event.min(a.next_event());
-            }
+            let c = &t.status;
+            core_due |= active || c.core_due;
+            st.busy |= c.busy;
+            st.next_event = st.next_event.min(c.next_event).min(t.wake.next());
             // Progress: a link that only replays (bit-error rate too high for a flit to get
             // through) is not progress, so such a run ends in the watchdog.
-            let delivered: u64 = t.ucie.iter().map(|(_, a)| a.stats().delivered).sum();
             // (a DDR woken only for refresh is not progress either)
-            st.progress += std::mem::take(&mut t.stats.progress) + t.ddr.has_requests() as u64 + (delivered - t.stats.ucie_delivered);
-            t.stats.ucie_delivered = delivered;
-            all_done &= t.finished();
+            st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered);
+            t.stats.ucie_delivered = c.ucie_delivered;
+            all_done &= c.finished;
         }
         if core_due {
             st.next_event = st.next_event.min(ctx.core.edge_after(now));
@@ -321,6 +315,9 @@ impl Package {
         // Progress here is a flit moved or delivered, a controller event, PE compute or DDR
         // service — never a replay — so an unfinished package without it is stuck, busy or not.
         ctl.watch_unfinished = true;
+        for p in self.parts.iter_mut() {
+            p.tiles.iter_mut().for_each(|t| t.status.valid = false);
+        }
         loop {
             ctl.end = (self.now + chunk * tk).min(end);
             let (last, c) = run_partitions(&mut self.parts, &self.wires, &self.ctx, self.now, ctl, threads);

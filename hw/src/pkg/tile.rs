@@ -53,6 +53,56 @@ pub struct ChipletTile {
     pub(super) pe_error: Option<String>,
     /// Ticks at which values this tile's blocks sent land (the tile is evaluated then).
     pub(super) wake: WakeSet,
+    /// Its part of the partition's status at its last evaluated tick.
+    pub(super) status: TileStatus,
+}
+
+/// A tile's part of its partition's status, a function of its blocks' state only: cached
+/// at the tile's last evaluated tick and reused at the ticks where none of its blocks is
+/// evaluated (the UCIe and DDR edges between core edges, when this tile's adapters and
+/// channel are not due) — the same values the blocks would report, without re-reading
+/// them. `valid` is cleared when a run starts (the blocks are public and may have been
+/// changed between runs).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TileStatus {
+    pub(super) valid: bool,
+    /// Core-domain work at the next core edge: flits in the router, the D2D engine with
+    /// more than a slot to wait for, or a DDR request or response on the crossing links.
+    pub(super) core_due: bool,
+    /// An adapter hands one flit per edge to the router (its other work is announced by its
+    /// next event); the DDR channel's work at the next tick.
+    pub(super) busy: bool,
+    /// The blocks' next events (the PE array's, the channel's, the adapters'; traced, also
+    /// the edges where a traced register changes on its own — so the waveform is the same
+    /// with and without fast-forward); the wake set is read at every tick.
+    pub(super) next_event: Cycle,
+    pub(super) ddr_requests: bool,
+    /// Flits the adapters have delivered (progress counter).
+    pub(super) ucie_delivered: u64,
+    pub(super) finished: bool,
+}
+
+impl TileStatus {
+    #[inline]
+    pub(super) fn of(t: &ChipletTile, traced: bool) -> Self {
+        let ddr_wait = t.glue.ddr_outstanding > 0 && !t.ddr.has_requests();
+        let mut next_event = t.pe.next_event().min(t.ddr.next_event());
+        if traced {
+            next_event = next_event.min(t.pe.next_change()).min(t.ddr.traced_next_event());
+        }
+        for (_, a) in &t.ucie {
+            next_event = next_event.min(a.next_event());
+        }
+        TileStatus {
+            valid: true,
+            core_due: t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()) || ddr_wait,
+            busy: t.ucie.iter().any(|(_, a)| a.delivering()) || t.ddr.busy(),
+            next_event,
+            ddr_requests: t.ddr.has_requests(),
+            ucie_delivered: t.ucie.iter().map(|(_, a)| a.stats().delivered).sum(),
+            finished: t.finished(),
+        }
+    }
 }
 
 /// The tile's ends of the package's links (ids in the arenas of [`PkgWires`]).
@@ -226,6 +276,7 @@ impl ChipletTile {
             pe_compute: None,
             pe_error: None,
             wake: WakeSet::default(),
+            status: Default::default(),
         }
     }
 
