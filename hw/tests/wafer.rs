@@ -225,7 +225,7 @@ fn mapping_controller_equals_fl() {
                                     }
                                 }
                             }
-                            assert!(cycles >= dies as u64 && cycles <= 3 * dies as u64 + tp.max(dies / tp) as u64 + 1, "{cycles} cycles");
+                            assert!(cycles >= dies as u64 && cycles <= 3 * dies as u64 + hw::wafer::mapping::SHAPE_CYCLES as u64 * tp.max(dies / tp) as u64 + 1, "{cycles} cycles");
                             checked += 1;
                         }
                         (a, b) => panic!("{g:?} tp={tp} {kind:?}: FL {:?} vs CL {:?}", a.is_ok(), b.is_ok()),

@@ -6,8 +6,14 @@
 //! cases), its cost is the cycles below.
 //!
 //! Micro-architecture, one state per phase:
-//! 1. `Shape`: the tile-shape unit tries one width per cycle (w = 1..=n) and keeps the most
-//!    square `w × n/w` rectangle that divides the grid (ties → wider): n cycles.
+//! 1. `Shape`: the tile-shape unit tries the widths w = 1..=n and keeps the most square
+//!    `w × n/w` rectangle that divides the grid (ties → wider). Each candidate takes
+//!    [`SHAPE_CYCLES`] cycles: its three divisions run on radix-2 sequential dividers (one
+//!    quotient bit per cycle, 16-bit operands), `n / w` and `cols / w` in the first 16 cycles,
+//!    `rows / (n / w)` in the next 16, and the candidate is compared in the last: 32·n cycles.
+//!    (A first version tried one width per cycle on combinational dividers; its RTL closed at
+//!    3 MHz on an ECP5 — two chained 16-bit dividers, 519 logic levels — for a controller
+//!    that runs once per mapping.)
 //! 2. `Ring`: the ring-order sequencer writes the ring ROM of the block grid (the comb cycle
 //!    of `sched::wafer::ring_order`; a fixed function of the grid size, so a ROM) and its
 //!    inverse, one cell per cycle.
@@ -19,6 +25,10 @@
 //! offset by the wafer), then one cycle per die to replicate the tables across wafers.
 
 use sched::wafer::{ring_order, Mapping, MappingKind, MapError, WaferGeom};
+
+/// Cycles per candidate width of the shape search: two chained 16-step sequential divisions
+/// (`n / w` beside `cols / w`, then `rows / (n / w)`).
+pub const SHAPE_CYCLES: u32 = 32;
 
 /// Controller state (the FSM's phase).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +52,9 @@ pub struct MappingCtrlCl {
     /// The grid the layout unit works on (a wafer's under HER) and the tile size it searches.
     grid: (u32, u32),
     n: u32,
-    /// Shape search: candidate width and best shape so far.
+    /// Shape search: candidate width, the dividers' step within it, and the best shape so far.
     w: u32,
+    k: u32,
     pub shape: Option<(u32, u32)>,
     /// Ring ROM of the block (baseline: of the TP block) grid, and its inverse.
     ring: Vec<(u32, u32)>,
@@ -85,6 +96,7 @@ impl MappingCtrlCl {
             grid,
             n,
             w: 1,
+            k: 0,
             shape: None,
             ring: Vec::new(),
             ring_inv: Vec::new(),
@@ -107,6 +119,12 @@ impl MappingCtrlCl {
         let (cols, rows) = self.grid;
         match self.state {
             MapState::Shape => {
+                // The dividers step; the candidate is decided at its last cycle.
+                if self.k + 1 < SHAPE_CYCLES {
+                    self.k += 1;
+                    return;
+                }
+                self.k = 0;
                 let (w, n) = (self.w, self.n);
                 if n % w == 0 && cols % w == 0 && rows % (n / w) == 0 {
                     let h = n / w;

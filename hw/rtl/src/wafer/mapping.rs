@@ -3,11 +3,13 @@
 //! cycle count — for baseline, ER- and HER-Mapping (MoEntwine §IV, Fig. 8 / Fig. 10).
 //!
 //! Phases (state codes: 0 idle, 1 `Shape`, 2 `Ring`, 3 `Dies`, 4 `Replicate`, 5 `Done`):
-//! 1. `Shape`: the tile-shape unit tries one width `w = 1..=n` per cycle; three
-//!    combinational dividers ([`super::div::DivRtl`]) give `n / w`, `cols % w` and
-//!    `rows % (n / w)`; the most square `w × n/w` rectangle that tiles the grid is kept (ties →
-//!    wider). Its last cycle latches the ring grid (`gw × gh`: the TP block under baseline,
-//!    the grid of FTD blocks under ER/HER).
+//! 1. `Shape`: the tile-shape unit tries the widths `w = 1..=n`, 32 cycles each (the CL's
+//!    `SHAPE_CYCLES`, counted by `k_r`): three sequential dividers ([`super::div::DivRtl`],
+//!    one quotient bit per cycle) give `n / w` and `cols / w` in cycles 0–15 and
+//!    `rows / (n / w)` in cycles 16–31; at cycle 31 (the last division's last step, read
+//!    combinationally) the candidate is compared and the most square `w × n/w` rectangle that
+//!    tiles the grid is kept (ties → wider). The last candidate's last cycle latches the ring
+//!    grid (`gw × gh`: the TP block under baseline, the grid of FTD blocks under ER/HER).
 //! 2. `Ring`: the ring sequencer walks `sched::wafer::ring_order(gw, gh)` one cell per cycle
 //!    — the next cell is a function of the current one (row 0 left→right, the comb or the
 //!    column snake, back up column 0; the boustrophedon when both sides are odd; row-major
@@ -127,8 +129,10 @@ pub struct MappingCtrlRtl<const D: usize> {
     gpw_r: DFF<Bits<16>>,
     // --- FSM ---
     state_r: DFF<Bits<3>>,
-    /// Shape search: candidate width; best shape and its block-grid size (cols/bw, rows/bh).
+    /// Shape search: candidate width and the dividers' step within it; best shape and its
+    /// block-grid size (cols/bw, rows/bh).
     w_r: DFF<Bits<16>>,
+    k_r: DFF<Bits<5>>,
     bvalid_r: DFF<Bit>,
     bw_r: DFF<Bits<16>>,
     bh_r: DFF<Bits<16>>,
@@ -164,6 +168,10 @@ pub struct MappingCtrlRtl<const D: usize> {
     div_r: DivRtl,
     /// Shape unit: h = n / w, the candidate tiles, it beats the best, |w − h| and |bw − bh|.
     h: Signal<Local, Bits<16>>,
+    /// In `Shape`; at the candidate's first cycle; at its second division's first cycle.
+    shaping: Signal<Local, Bit>,
+    k0: Signal<Local, Bit>,
+    k16: Signal<Local, Bit>,
     fits: Signal<Local, Bit>,
     better: Signal<Local, Bit>,
     dw: Signal<Local, Bits<16>>,
@@ -204,6 +212,11 @@ pub struct MappingCtrlRtl<const D: usize> {
     p_ftd: Signal<Local, Bits<32>>,
     /// Sized constants (no 32-bit literals in the Verilog): state and kind codes, 0 and 1.
     s_code: [Constant<Bits<3>>; 6],
+    /// Shape step codes: 0, 1, 16 (the second division starts), 31 (the candidate's last).
+    k_zero: Constant<Bits<5>>,
+    k_one: Constant<Bits<5>>,
+    k_half: Constant<Bits<5>>,
+    k_last: Constant<Bits<5>>,
     /// Kind codes compared directly: baseline (0) and HER (2); ER (1) is what is neither.
     k_base: Constant<Bits<2>>,
     k_her: Constant<Bits<2>>,
@@ -267,6 +280,7 @@ impl<const D: usize> MappingCtrlRtl<D> {
             gpw_r: Default::default(),
             state_r: Default::default(),
             w_r: Default::default(),
+            k_r: Default::default(),
             bvalid_r: Default::default(),
             bw_r: Default::default(),
             bh_r: Default::default(),
@@ -294,6 +308,9 @@ impl<const D: usize> MappingCtrlRtl<D> {
             div_c: Default::default(),
             div_r: Default::default(),
             h: Default::default(),
+            shaping: Default::default(),
+            k0: Default::default(),
+            k16: Default::default(),
             fits: Default::default(),
             better: Default::default(),
             dw: Default::default(),
@@ -327,6 +344,10 @@ impl<const D: usize> MappingCtrlRtl<D> {
             p_grp: Default::default(),
             p_ftd: Default::default(),
             s_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
+            k_zero: Constant::new(0u64.into()),
+            k_one: Constant::new(1u64.into()),
+            k_half: Constant::new(16u64.into()),
+            k_last: Constant::new(31u64.into()),
             k_base: Constant::new(0u64.into()),
             k_her: Constant::new(2u64.into()),
             zero: Constant::new(0u64.into()),
@@ -346,7 +367,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
     fn update(&mut self) {
         // 1. Clocks; every register holds by default.
         dff_setup!(
-            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r
+            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, k_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r
         );
         for k in 0..D {
             self.ring_inv[k].clock.next = self.clock.val();
@@ -366,7 +387,21 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.p_inv.next = self.ry_r.q.val() * self.gw_r.q.val();
         self.p_ring.next = self.gw_r.q.val() * self.gh_r.q.val();
         self.p_dpw.next = self.dc_r.q.val() * self.dr_r.q.val();
-        // 2. Shape unit: h = n / w (n % w = 0), cols % w = 0, rows % h = 0.
+        // 2. Shape unit: h = n / w (n % w = 0), cols % w = 0, rows % h = 0. `n / w` and
+        // `cols / w` step in cycles 0–15 of the candidate, `rows / h` in 16–31 (its divisor is
+        // the registered `n / w`); the candidate is decided at cycle 31 from the last step.
+        self.shaping.next = self.state_r.q.val() == self.s_code[1].val();
+        self.k0.next = self.k_r.q.val() == self.k_zero.val();
+        self.k16.next = self.k_r.q.val() == self.k_half.val();
+        self.div_n.clock.next = self.clock.val();
+        self.div_c.clock.next = self.clock.val();
+        self.div_r.clock.next = self.clock.val();
+        self.div_n.start.next = self.shaping.val() & self.k0.val();
+        self.div_c.start.next = self.shaping.val() & self.k0.val();
+        self.div_n.run.next = self.shaping.val() & !self.k0.val() & !self.k_r.q.val().get_bit(4);
+        self.div_c.run.next = self.shaping.val() & !self.k0.val() & !self.k_r.q.val().get_bit(4);
+        self.div_r.start.next = self.shaping.val() & self.k16.val();
+        self.div_r.run.next = self.shaping.val() & !self.k16.val() & self.k_r.q.val().get_bit(4);
         self.div_n.a.next = self.n_r.q.val();
         self.div_n.b.next = self.w_r.q.val();
         self.h.next = self.div_n.q.val();
@@ -374,7 +409,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.div_c.b.next = self.w_r.q.val();
         self.div_r.a.next = self.gr_r.q.val();
         self.div_r.b.next = self.div_n.q.val();
-        self.fits.next = !self.div_n.r.val().any() & !self.div_c.r.val().any() & !self.div_r.r.val().any();
+        self.fits.next = !self.div_n.r.val().any() & !self.div_c.r.val().any() & !self.div_r.r_next.val().any();
         self.dw.next = self.h.val() - self.w_r.q.val();
         if self.w_r.q.val() > self.h.val() {
             self.dw.next = self.w_r.q.val() - self.h.val();
@@ -393,7 +428,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.nbw.next = self.w_r.q.val();
             self.nbh.next = self.h.val();
             self.nqc.next = self.div_c.q.val();
-            self.nqr.next = self.div_r.q.val();
+            self.nqr.next = self.div_r.q_next.val();
         }
         // Ring sequencer: the cell after (rx, ry) in ring_order(gw, gh).
         self.line.next = (self.gw_r.q.val() <= self.one.val()) | (self.gh_r.q.val() <= self.one.val());
@@ -526,7 +561,11 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.inv_data.next = self.zero.val();
         self.ftd_len.next = self.dp_r.q.val();
         // 3. Next state.
-        if self.state_r.q.val() == self.s_code[1].val() {
+        if (self.state_r.q.val() == self.s_code[1].val()) & (self.k_r.q.val() != self.k_last.val()) {
+            self.k_r.d.next = self.k_r.q.val() + self.k_one.val();
+        }
+        if (self.state_r.q.val() == self.s_code[1].val()) & (self.k_r.q.val() == self.k_last.val()) {
+            self.k_r.d.next = self.k_zero.val();
             if self.better.val() {
                 self.bvalid_r.d.next = true;
                 self.bw_r.d.next = self.nbw.val();

@@ -201,7 +201,7 @@ impl<const D: usize> MappingDriver<D> {
 
 /// Cycle bound of one mapping: every shape candidate, ring cell and die twice over.
 fn limit(r: &MapRegs) -> u64 {
-    2 * (r.n as u64 + 2 * r.dies as u64) + 16
+    2 * (hw::wafer::mapping::SHAPE_CYCLES as u64 * r.n as u64 + 2 * r.dies as u64) + 16
 }
 
 /// The RTL controller of one request, built for the smallest table depth that holds it.
