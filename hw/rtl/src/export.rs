@@ -175,6 +175,19 @@ lint_off -rule UNUSEDSIGNAL -file \"*router_v*_d*.v\" -match \"*'fy$*\"
 // (every product is a table address below 2^16: at most 256 dies, checked by the stand-in's
 // host-side bounds); the upper half is zero by construction, so it is left unused.
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'p_*\"
+//
+// The PE array's file (pe_array_*): WIDTH for rust-hdl's literal and cast forms only — `x =
+// 32'h0` register defaults on 8/16/24/2-bit registers, `gi + 32'h1` on the 2-bit GEMM scan
+// index (counts to 3, no wrap), the operand sign extensions `(a_left & 16'hffff) | ext8`
+// (8 -> 16 bits), the product's `((prod & 16'hffff) & 32'hffffffff) | ext16` (low 16 bits
+// -> 32) and the stream's `cur_st & 32'hffffffff` (24 -> 32): each zero-extends and is then
+// sign-extended or added at the wider width, which is the Rust model's arithmetic (no `~`
+// inside a widening cast; audited in docs/rtl.md, PE array). UNUSEDSIGNAL on the systolic
+// pass-through outputs `a_out` / `b_out` of the PEs: the last column's activations and the
+// bottom row's B/weights have no neighbour to go to.
+lint_off -rule WIDTH -file \"*pe_array_*.v\"
+lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$a_out'*\"
+lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$b_out'*\"
 ";
 
 /// Top-level ports of a block in declaration order (rust-hdl's probe at depth 1).
@@ -345,6 +358,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::wafer::predictor::EXPORT,
     &crate::wafer::semmoe_lut::EXPORT,
     &crate::wafer::mapping::EXPORT,
+    &crate::pkg::pe_array::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

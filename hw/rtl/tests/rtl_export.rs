@@ -13,7 +13,7 @@ fn export_all_writes_files_and_manifest() {
     };
     let manifest = export_all(&dir, &filter).unwrap();
     let names: Vec<_> = manifest.modules.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names, ["rr_arbiter_5", "rr_arbiter_10", "credit_counter_8", "route_compute_3", "router_ctrl_v2", "router_v2_d8", "bitonic_sorter_16", "iodie_scheduler_c4_e16", "ucie_replay_8", "ucie_crc32_64", "ring_buffer_s8", "chiplet_ctrl_s8_e16", "age_picker_8", "tag_fifo_q16_e16", "dist_only_predictor_e8_w16", "semmoe_lut_n8_d4", "mapping_ctrl_64"]);
+    assert_eq!(names, ["rr_arbiter_5", "rr_arbiter_10", "credit_counter_8", "route_compute_3", "router_ctrl_v2", "router_v2_d8", "bitonic_sorter_16", "iodie_scheduler_c4_e16", "ucie_replay_8", "ucie_crc32_64", "ring_buffer_s8", "chiplet_ctrl_s8_e16", "age_picker_8", "tag_fifo_q16_e16", "dist_only_predictor_e8_w16", "semmoe_lut_n8_d4", "mapping_ctrl_64", "pe_array_4x4", "pe_array_8x8"]);
     let mut listed = blocks();
     for b in &mut listed {
         // blocks() shows the default co-sim length; the export above was shortened.
@@ -35,7 +35,7 @@ fn export_all_writes_files_and_manifest() {
     for m in &manifest.modules {
         // Every top and every leaf but the sorter (co-simulated inside the scheduler top)
         // registered a recorder: all co-sim files exist.
-        assert_eq!(m.top, m.name.starts_with("iodie_scheduler") || m.name.starts_with("chiplet_ctrl") || m.name.starts_with("router_v2"), "{}: top flag", m.name);
+        assert_eq!(m.top, m.name.starts_with("iodie_scheduler") || m.name.starts_with("chiplet_ctrl") || m.name.starts_with("router_v2") || m.name.starts_with("pe_array"), "{}: top flag", m.name);
         let Some(c) = m.cosim.as_ref() else {
             assert_eq!(m.name, "bitonic_sorter_16", "only the sorter has no co-sim");
             continue;

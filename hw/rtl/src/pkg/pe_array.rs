@@ -55,7 +55,7 @@
 
 use rust_hdl::prelude::*;
 
-use super::pe_cell::PeRowRtl;
+use super::pe_cell::PeRtl;
 
 /// GEMMs per job (the CL's `PeJob`: gate, up, down).
 pub const GEMMS: usize = 3;
@@ -112,8 +112,12 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     rf_q: [DFF<Bits<16>>; GEMMS],
     cf_q: [DFF<Bits<16>>; GEMMS],
     st_q: [DFF<Bits<24>>; GEMMS],
-    /// On the heap (the package's 32×64 array is megabytes of signals).
-    rows: Vec<PeRowRtl<C>>,
+    /// The PEs, row-major: PE (i, j) is `pe[i·C + j]`. One flat array rather than rows of
+    /// PEs: rust-hdl 0.46's Verilog generator resolves only the first index of an expression
+    /// (`rows[i].b_in[j]` became `rows$0$b_in[j]`), so the vertical wiring of a row array of
+    /// port arrays cannot be generated; every reference here has exactly one index. On the
+    /// heap (the package's 32×64 array is megabytes of signals).
+    pe: Vec<PeRtl>,
     // --- combinational locals
     /// A job is accepted this edge.
     start_ok: Signal<Local, Bit>,
@@ -137,6 +141,11 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     cur_st: Signal<Local, Bits<24>>,
     fold_len: Signal<Local, Bits<32>>,
     fold_end: Signal<Local, Bit>,
+    /// The PEs' broadcast controls this cycle (WS weight shift, OS accumulator restart and
+    /// result capture).
+    pe_preload: Signal<Local, Bit>,
+    pe_acc_zero: Signal<Local, Bit>,
+    pe_capture: Signal<Local, Bit>,
     /// Next non-empty GEMM after the current one.
     next_found: Signal<Local, Bit>,
     next_idx: Signal<Local, Bits<2>>,
@@ -145,6 +154,9 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     skew: Constant<Bits<32>>,
     prefix_ws: Constant<Bits<32>>,
     n_rows: Constant<Bits<32>>,
+    /// 1 at the fold counters' width: `cur_fr + one16 == cur_rf` wraps at 16 bits in Verilog
+    /// as in Rust (a Rust literal is a 32-bit Verilog constant, which widens the comparison).
+    one16: Constant<Bits<16>>,
 }
 
 impl<const R: usize, const C: usize> Default for PeArrayRtl<R, C> {
@@ -194,7 +206,7 @@ impl<const R: usize, const C: usize> PeArrayRtl<R, C> {
             rf_q: std::array::from_fn(|_| Default::default()),
             cf_q: std::array::from_fn(|_| Default::default()),
             st_q: std::array::from_fn(|_| Default::default()),
-            rows: (0..R).map(|_| PeRowRtl::new()).collect(),
+            pe: (0..R * C).map(|_| PeRtl::new()).collect(),
             start_ok: Default::default(),
             j_rf: std::array::from_fn(|_| Default::default()),
             j_cf: std::array::from_fn(|_| Default::default()),
@@ -213,12 +225,16 @@ impl<const R: usize, const C: usize> PeArrayRtl<R, C> {
             cur_st: Default::default(),
             fold_len: Default::default(),
             fold_end: Default::default(),
+            pe_preload: Default::default(),
+            pe_acc_zero: Default::default(),
+            pe_capture: Default::default(),
             next_found: Default::default(),
             next_idx: Default::default(),
             gi: Default::default(),
             skew: Constant::new(((R + C - 2) as u64).into()),
             prefix_ws: Constant::new((R as u64).into()),
             n_rows: Constant::new((R as u64).into()),
+            one16: Constant::new(1u64.into()),
         }
     }
 }
@@ -304,49 +320,80 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
             self.fold_len.next = bit_cast::<32, 24>(self.cur_st.val()) + self.skew.val() + self.prefix_ws.val();
         }
         self.fold_end.next = (self.cur_cyc.val() + 1) == self.fold_len.val();
-        // Next non-empty GEMM after the current one.
+        // Next non-empty GEMM after the current one (GEMM 0 is never after another: the scan
+        // starts at 1, so no `cur_g < 0` term is generated).
         self.next_found.next = false;
         self.next_idx.next = 0.into();
-        self.gi.next = 0.into();
-        for g in 0..GEMMS {
+        self.gi.next = 1.into();
+        for g in 1..GEMMS {
             if self.j_rf[g].val().any() & self.j_cf[g].val().any() & !self.next_found.val() & (self.cur_g.val().index() < g) {
                 self.next_found.next = true;
                 self.next_idx.next = self.gi.val();
             }
             self.gi.next = self.gi.val() + 1;
         }
-        // ---- the datapath's broadcast controls
+        // ---- the datapath. PE (i, j) is pe[i·C + j]. The Verilog generator evaluates an
+        // index expression with only the enclosing loop variables bound (evalexpr), so the
+        // one-iteration loop `for w in C..(C + 1)` binds the row stride `w = C` by name; in
+        // Rust it is the same loop, so simulation and Verilog compute the same index.
+        self.pe_preload.next = self.cur_busy.val() & self.cur_ws.val() & (self.cur_cyc.val() < self.n_rows.val());
+        self.pe_acc_zero.next = self.cur_busy.val() & !self.cur_ws.val() & !self.cur_cyc.val().any();
+        self.pe_capture.next = self.cur_busy.val() & !self.cur_ws.val() & self.fold_end.val();
         for i in 0..R {
-            self.rows[i].clock.next = self.clock.val();
-            self.rows[i].reset.next = self.reset.val();
-            self.rows[i].ws.next = self.cur_ws.val();
-            self.rows[i].preload.next = self.cur_busy.val() & self.cur_ws.val() & (self.cur_cyc.val() < self.n_rows.val());
-            self.rows[i].acc_zero.next = self.cur_busy.val() & !self.cur_ws.val() & !self.cur_cyc.val().any();
-            self.rows[i].capture.next = self.cur_busy.val() & !self.cur_ws.val() & self.fold_end.val();
-            self.rows[i].a_in.next = self.a_in[i].val();
+            for j in 0..C {
+                for w in C..(C + 1) {
+                    // Broadcast controls.
+                    self.pe[i * w + j].clock.next = self.clock.val();
+                    self.pe[i * w + j].reset.next = self.reset.val();
+                    self.pe[i * w + j].ws.next = self.cur_ws.val();
+                    self.pe[i * w + j].preload.next = self.pe_preload.val();
+                    self.pe[i * w + j].acc_zero.next = self.pe_acc_zero.val();
+                    self.pe[i * w + j].capture.next = self.pe_capture.val();
+                }
+            }
         }
+        // Activations: into column 0 from a_in[i], then one PE to the right per cycle.
+        for i in 0..R {
+            for w in C..(C + 1) {
+                self.pe[i * w].a_left.next = self.a_in[i].val();
+            }
+        }
+        for i in 0..R {
+            for j in 1..C {
+                for w in C..(C + 1) {
+                    self.pe[i * w + j].a_left.next = self.pe[i * w + j - 1].a_out.val();
+                }
+            }
+        }
+        // B/weights and partial sums: into row 0 from above, then one row down per cycle.
         for j in 0..C {
-            self.rows[0].b_in[j].next = self.b_in[j].val();
-            self.rows[0].psum_in[j].next = 0.into();
-            self.res[j].next = self.rows[0].res_out[j].val();
+            self.pe[j].b_top.next = self.b_in[j].val();
+            self.pe[j].psum_top.next = 0.into();
+            self.res[j].next = self.pe[j].res_out.val();
         }
         for i in 1..R {
             for j in 0..C {
-                self.rows[i].b_in[j].next = self.rows[i - 1].b_out[j].val();
-                self.rows[i].psum_in[j].next = self.rows[i - 1].acc_out[j].val();
+                for w in C..(C + 1) {
+                    self.pe[i * w + j].b_top.next = self.pe[i * w + j - w].b_out.val();
+                    self.pe[i * w + j].psum_top.next = self.pe[i * w + j - w].acc_out.val();
+                }
             }
         }
-        // The bottom row's partial sums (WS): the last assignment wins, i.e. row R-1 (an index
-        // must be a literal or a loop variable in `hdl_gen`).
-        for i in 0..R {
+        // The bottom row's partial sums (WS): a one-iteration loop binds i = R − 1.
+        for i in (R - 1)..R {
             for j in 0..C {
-                self.col_out[j].next = self.rows[i].acc_out[j].val();
+                for w in C..(C + 1) {
+                    self.col_out[j].next = self.pe[i * w + j].acc_out.val();
+                }
             }
         }
+        // Result bank row `res_row` (OS; row 0 is the default above).
         for i in 1..R {
             for j in 0..C {
-                if self.res_row.val().index() == i {
-                    self.res[j].next = self.rows[i].res_out[j].val();
+                for w in C..(C + 1) {
+                    if self.res_row.val().index() == i {
+                        self.res[j].next = self.pe[i * w + j].res_out.val();
+                    }
                 }
             }
         }
@@ -377,11 +424,11 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
             if self.fold_end.val() {
                 self.fold_done_q.d.next = true;
                 self.cyc_q.d.next = 0.into();
-                self.fr_q.d.next = self.cur_fr.val() + 1;
-                if (self.cur_fr.val() + 1) == self.cur_rf.val() {
+                self.fr_q.d.next = self.cur_fr.val() + self.one16.val();
+                if (self.cur_fr.val() + self.one16.val()) == self.cur_rf.val() {
                     self.fr_q.d.next = 0.into();
-                    self.fc_q.d.next = self.cur_fc.val() + 1;
-                    if (self.cur_fc.val() + 1) == self.cur_cf.val() {
+                    self.fc_q.d.next = self.cur_fc.val() + self.one16.val();
+                    if (self.cur_fc.val() + self.one16.val()) == self.cur_cf.val() {
                         if self.next_found.val() {
                             self.gemm_q.d.next = self.next_idx.val();
                             self.fc_q.d.next = 0.into();
@@ -414,18 +461,73 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
     }
 }
 
-/// The exported size: a 4×4 array (16 MACs; the package's 32×64 is the same code at another
-/// size, simulated by the `--rtl pe` stand-in).
+/// The exported sizes: a 4×4 and an 8×8 array (16 and 64 MACs; the package's 32×64 is the same
+/// code at another size, simulated by the `--rtl pe` stand-in).
 pub type PeArray4x4Rtl = PeArrayRtl<4, 4>;
+pub type PeArray8x8Rtl = PeArrayRtl<8, 8>;
 
-/// Co-simulation vectors: a reset edge, then `cycles − 1` edges of random jobs (1–3 GEMMs of
-/// dims 0..=9 or a gate/up/down micro-slice, output- or weight-stationary per job, issued as
-/// soon as the array is ready or after a random gap) fed and drained by [`PeArrayDriver`].
-pub fn record_pe_array_4x4(module: &str, cycles: usize, seed: u64) -> Result<crate::cosim::PortTrace, crate::RtlError> {
-    use super::pe_array_twin::{build_block, random_job, PeArrayDriver, PeArrayRtlPorts, PeIn};
+/// The outputs of a job's GEMMs, computed naively from its operands (the recorder's check of
+/// the vectors it writes; independent of the driver's feeder and drain).
+fn gemm_reference(job: &super::pe_array_twin::RtlJob) -> Vec<Vec<i32>> {
+    use super::pe_array_twin::OperandA;
+    let mut outs: Vec<Vec<i32>> = Vec::new();
+    for g in &job.gemms {
+        let mut o = vec![0i32; g.m * g.n];
+        for i in 0..g.m {
+            for kk in 0..g.k {
+                let a = match &g.a {
+                    OperandA::Given(a) => a[i * g.k + kk],
+                    &OperandA::Act { gate, gate_col, up, up_col, act } => {
+                        let (ng, nu) = (job.gemms[gate].n, job.gemms[up].n);
+                        act(outs[gate][i * ng + gate_col + kk], outs[up][i * nu + up_col + kk])
+                    }
+                };
+                for jj in 0..g.n {
+                    o[i * g.n + jj] = o[i * g.n + jj].wrapping_add(a as i32 * g.b[kk * g.n + jj] as i32);
+                }
+            }
+        }
+        outs.push(o);
+    }
+    outs
+}
+
+/// An FFN micro-slice job (gate and up `m×d · d×f`, then down `m×f · f×d` on `act_i8(gate,
+/// up)`) with random int8 data: the recorder's opening GEMMs, issued once per dataflow.
+fn ffn_job(rng: &mut impl rand::Rng, m: usize, d: usize, f: usize) -> super::pe_array_twin::RtlJob {
+    use super::pe_array_twin::{GemmData, OperandA, RtlJob};
+    let mut mat = |n: usize| -> Vec<i8> { (0..n).map(|_| rng.next_u32() as i8).collect() };
+    let x = mat(m * d);
+    let (wg, wu, wd) = (mat(d * f), mat(d * f), mat(f * d));
+    let act = OperandA::Act { gate: 0, gate_col: 0, up: 1, up_col: 0, act: sched::pkg::moe::act_i8 };
+    RtlJob {
+        tag: 0,
+        ws: false,
+        gemms: vec![
+            GemmData { m, k: d, n: f, a: OperandA::Given(x.clone()), b: wg },
+            GemmData { m, k: d, n: f, a: OperandA::Given(x), b: wu },
+            GemmData { m, k: f, n: d, a: act, b: wd },
+        ],
+    }
+}
+
+/// Co-simulation vectors of an R×C array: a reset edge, then `cycles − 1` edges fed and drained
+/// by [`PeArrayDriver`]: first one FFN micro-slice (gate, up, down; every GEMM several folds in
+/// both dimensions) output-stationary, then the same job weight-stationary, then random jobs
+/// (1–3 GEMMs of dims 0..=`max` or a gate/up/down micro-slice, OS or WS per job, issued as soon
+/// as the array is ready or after a random gap). Every job that finishes within the vectors is
+/// checked against a naive GEMM (`gemm_reference`), so the recorded `res`/`col_out` values are
+/// those of correct GEMMs.
+pub fn record_pe_array<const R: usize, const C: usize>(module: &str, cycles: usize, seed: u64, max: usize) -> Result<crate::cosim::PortTrace, crate::RtlError> {
+    use super::pe_array_twin::{build_block, random_job, PeArrayDriver, PeArrayRtlPorts, PeIn, RtlJob};
     use rand::{Rng, SeedableRng};
+    use std::collections::VecDeque;
+    let err = |e: String| crate::RtlError::Trace { module: module.to_string(), detail: e };
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut drv = PeArrayDriver::new(build_block(4, 4).expect("4x4 is built"));
+    let mut drv = PeArrayDriver::new(build_block(R, C).ok_or_else(|| err(format!("no {R}x{C} block built")))?);
+    let ffn = ffn_job(&mut rng, R + 3, 2 * R + 1, 2 * C + 3);
+    let mut opening: VecDeque<RtlJob> = [false, true].into_iter().map(|ws| RtlJob { ws, ..ffn.clone() }).collect();
+    let mut issued: VecDeque<(u32, Vec<Vec<i32>>)> = VecDeque::new();
     let mut stim: Vec<(PeIn, Vec<i8>, Vec<i8>)> = Vec::with_capacity(cycles);
     let mut tag = 1u32;
     let mut gap = 0u32;
@@ -433,8 +535,16 @@ pub fn record_pe_array_4x4(module: &str, cycles: usize, seed: u64) -> Result<cra
         let mut issue = None;
         if drv.ready() {
             if gap == 0 {
-                let ws = rng.gen_bool(0.5);
-                issue = Some(random_job(&mut rng, tag, ws, 9));
+                let mut job = match opening.pop_front() {
+                    Some(j) => j,
+                    None => {
+                        let ws = rng.gen_bool(0.5);
+                        random_job(&mut rng, tag, ws, max)
+                    }
+                };
+                job.tag = tag;
+                issued.push_back((tag, gemm_reference(&job)));
+                issue = Some(job);
                 tag += 1;
                 gap = if rng.gen_bool(0.5) { 0 } else { rng.gen_range(1..4) };
             } else {
@@ -442,14 +552,26 @@ pub fn record_pe_array_4x4(module: &str, cycles: usize, seed: u64) -> Result<cra
             }
         }
         drv.step(issue);
-        drv.check().map_err(|e| crate::RtlError::Trace { module: module.to_string(), detail: e })?;
-        let _ = drv.take_finished();
+        drv.check().map_err(err)?;
+        while let Some(done) = drv.take_finished() {
+            let (t, want) = issued.pop_front().ok_or_else(|| err(format!("job {} finished, none issued", done.tag)))?;
+            if done.tag != t || done.outs != want {
+                return Err(err(format!("job {} (expected tag {t}): outputs differ from the naive GEMM", done.tag)));
+            }
+        }
         stim.push((drv.last_in, drv.last_a.clone(), drv.last_b.clone()));
     }
-    crate::cosim::record(module, PeArray4x4Rtl::new(4, 4), cycles, |u| &mut u.clock, |c, u| {
+    // Jobs checked: issued (tags 1..tag) less those still running at the end. A full-length
+    // export must contain both opening jobs checked (a shortened one, as in the export
+    // tests, need not).
+    let checked = (tag as usize - 1) - issued.len();
+    if cycles >= crate::export::TOP_COSIM_CYCLES && checked < 2 {
+        return Err(err(format!("{cycles} cycles do not finish the opening OS and WS jobs")));
+    }
+    crate::cosim::record(module, PeArrayRtl::<R, C>::new(R, C), cycles, |u| &mut u.clock, |c, u| {
         if c == 0 {
             u.set_ctrl(&PeIn { reset: true, ..PeIn::default() });
-            u.set_feed(&[0; 4], &[0; 4]);
+            u.set_feed(&[0; R], &[0; C]);
         } else {
             let (i, a, b) = &stim[c - 1];
             u.set_ctrl(i);
@@ -458,23 +580,29 @@ pub fn record_pe_array_4x4(module: &str, cycles: usize, seed: u64) -> Result<cra
     })
 }
 
-/// Export registration: the 4×4 array with its sequencer (a composed top: 16 PEs in 4 rows),
-/// co-simulated over random OS and WS jobs. **Not in `export::REGISTRY` yet:** rust-hdl 0.46's
-/// Verilog generator substitutes only the first loop index of `self.rows[i].b_in[j]` (a port
-/// array of a sub-block array), so the generated Verilog of the vertical wiring is wrong
-/// (`rows$0$b_in[j]`); the Rust simulation is right. The fix is packed per-row column ports
-/// (`Bits<{8·C}>` as extra const generics) — docs/rtl.md, PE array, "Not done".
+/// Export registration: the 4×4 and 8×8 arrays with their sequencer (composed tops: 16 / 64
+/// PEs, `pe$<i·C+j>`), co-simulated over an FFN micro-slice in each dataflow and then random
+/// OS and WS jobs.
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "pe_array",
     top: true,
     cosim_cycles: crate::export::TOP_COSIM_CYCLES,
-    sets: &[crate::export::ParamSet {
-        module: "pe_array_4x4",
-        rust_type: "PeArray4x4Rtl",
-        params: &[("rows", 4), ("cols", 4)],
-        build: || crate::export::boxed(PeArray4x4Rtl::new(4, 4)),
-        recorder: Some(|cycles, seed| record_pe_array_4x4("pe_array_4x4", cycles, seed)),
-    }],
+    sets: &[
+        crate::export::ParamSet {
+            module: "pe_array_4x4",
+            rust_type: "PeArray4x4Rtl",
+            params: &[("rows", 4), ("cols", 4)],
+            build: || crate::export::boxed(PeArray4x4Rtl::new(4, 4)),
+            recorder: Some(|cycles, seed| record_pe_array::<4, 4>("pe_array_4x4", cycles, seed, 9)),
+        },
+        crate::export::ParamSet {
+            module: "pe_array_8x8",
+            rust_type: "PeArray8x8Rtl",
+            params: &[("rows", 8), ("cols", 8)],
+            build: || crate::export::boxed(PeArray8x8Rtl::new(8, 8)),
+            recorder: Some(|cycles, seed| record_pe_array::<8, 8>("pe_array_8x8", cycles, seed, 17)),
+        },
+    ],
 };
 
 #[cfg(test)]
@@ -482,7 +610,7 @@ mod tests {
     use super::*;
 
     #[test]
-    #[ignore = "rust-hdl 0.46 mistranslates the nested port-array indexing of the vertical wiring (see EXPORT)"]
+    #[cfg_attr(not(feature = "yosys"), ignore = "needs yosys (feature `yosys`)")]
     fn pe_array_synthesizable() {
         let mut uut = PeArray4x4Rtl::new(4, 4);
         uut.connect_all();

@@ -1,6 +1,6 @@
-//! One processing element `PeRtl` and one row of them `PeRowRtl<C>`: the datapath of the
-//! PE array (`super::pe_array::PeArrayRtl`), the RTL side of `hw::pkg::pe_array::PeArrayCl`'s
-//! int8 MAC grid.
+//! One processing element `PeRtl`: the cell of the PE array (`super::pe_array::PeArrayRtl`,
+//! which holds R×C of them in one flat row-major array), the RTL side of
+//! `hw::pkg::pe_array::PeArrayCl`'s int8 MAC grid.
 //!
 //! ```text
 //!            b_top (int8)   psum_top (i32, WS)
@@ -42,7 +42,7 @@ pub struct PeRtl {
     pub acc_zero: Signal<In, Bit>,
     /// OS: the fold's last cycle (the sum goes to the result register too).
     pub capture: Signal<In, Bit>,
-    /// Activation from the left (the row's port for column 0).
+    /// Activation from the left (the array's `a_in[i]` for column 0).
     pub a_left: Signal<In, Bits<8>>,
     /// B operand (OS) or weight (WS preload) from above (the array's port for row 0).
     pub b_top: Signal<In, Bits<8>>,
@@ -160,79 +160,6 @@ impl Logic for PeRtl {
             self.b_q.d.next = 0.into();
             self.acc_q.d.next = 0.into();
             self.res_q.d.next = 0.into();
-        }
-    }
-}
-
-/// A row of `C` PEs: the activation enters at column 0 and moves right one PE per cycle;
-/// B (OS), the weights (WS preload) and the partial sums (WS) enter from the row above.
-#[derive(LogicBlock)]
-pub struct PeRowRtl<const C: usize> {
-    pub clock: Signal<In, Clock>,
-    pub reset: Signal<In, Bit>,
-    pub ws: Signal<In, Bit>,
-    pub preload: Signal<In, Bit>,
-    pub acc_zero: Signal<In, Bit>,
-    pub capture: Signal<In, Bit>,
-    /// Activation into column 0.
-    pub a_in: Signal<In, Bits<8>>,
-    /// Per column: B/weight and partial sum from the row above.
-    pub b_in: [Signal<In, Bits<8>>; C],
-    pub psum_in: [Signal<In, Bits<32>>; C],
-    /// Per column: to the row below, and the result bank.
-    pub b_out: [Signal<Out, Bits<8>>; C],
-    pub acc_out: [Signal<Out, Bits<32>>; C],
-    pub res_out: [Signal<Out, Bits<32>>; C],
-    /// On the heap: a 64-column row of PEs does not fit a thread's stack.
-    pe: Vec<PeRtl>,
-}
-
-impl<const C: usize> Default for PeRowRtl<C> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const C: usize> PeRowRtl<C> {
-    pub fn new() -> Self {
-        assert!(C >= 1, "a PE row needs at least one column");
-        PeRowRtl {
-            clock: Default::default(),
-            reset: Default::default(),
-            ws: Default::default(),
-            preload: Default::default(),
-            acc_zero: Default::default(),
-            capture: Default::default(),
-            a_in: Default::default(),
-            b_in: std::array::from_fn(|_| Default::default()),
-            psum_in: std::array::from_fn(|_| Default::default()),
-            b_out: std::array::from_fn(|_| Default::default()),
-            acc_out: std::array::from_fn(|_| Default::default()),
-            res_out: std::array::from_fn(|_| Default::default()),
-            pe: (0..C).map(|_| PeRtl::new()).collect(),
-        }
-    }
-}
-
-impl<const C: usize> Logic for PeRowRtl<C> {
-    #[hdl_gen]
-    fn update(&mut self) {
-        for j in 0..C {
-            self.pe[j].clock.next = self.clock.val();
-            self.pe[j].reset.next = self.reset.val();
-            self.pe[j].ws.next = self.ws.val();
-            self.pe[j].preload.next = self.preload.val();
-            self.pe[j].acc_zero.next = self.acc_zero.val();
-            self.pe[j].capture.next = self.capture.val();
-            self.pe[j].b_top.next = self.b_in[j].val();
-            self.pe[j].psum_top.next = self.psum_in[j].val();
-            self.b_out[j].next = self.pe[j].b_out.val();
-            self.acc_out[j].next = self.pe[j].acc_out.val();
-            self.res_out[j].next = self.pe[j].res_out.val();
-        }
-        self.pe[0].a_left.next = self.a_in.val();
-        for j in 1..C {
-            self.pe[j].a_left.next = self.pe[j - 1].a_out.val();
         }
     }
 }
