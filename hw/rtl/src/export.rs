@@ -175,6 +175,12 @@ lint_off -rule UNUSEDSIGNAL -file \"*router_v*_d*.v\" -match \"*'fy$*\"
 // (every product is a table address below 2^16: at most 256 dies, checked by the stand-in's
 // host-side bounds); the upper half is zero by construction, so it is left unused.
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'p_*\"
+// UNUSEDSIGNAL on the shape unit's divider outputs each instance does not read: `n / w` and
+// `cols / w` are read from the registers (`q`, `r`) after their 16 steps, `rows / (n / w)` from
+// its last step (`q_next`, `r_next`) in the candidate's last cycle — one DivRtl, both views.
+lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_n$?_next'\"
+lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_c$?_next'\"
+lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_r$?'\"
 //
 // The PE array's file (pe_array_*): WIDTH for rust-hdl's literal and cast forms only — `x =
 // 32'h0` register defaults on 8/16/24/2-bit registers, `gi + 32'h1` on the 2-bit GEMM scan
