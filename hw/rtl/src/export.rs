@@ -175,6 +175,26 @@ lint_off -rule UNUSEDSIGNAL -file \"*router_v*_d*.v\" -match \"*'fy$*\"
 // (every product is a table address below 2^16: at most 256 dies, checked by the stand-in's
 // host-side bounds); the upper half is zero by construction, so it is left unused.
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'p_*\"
+//
+// UNOPTFLAT in the chiplet controller's file on its reload list (`rq`, ReloadListRtl: the
+// escape's append is computed from its combinational `found` / `any_granted`), load
+// sequencer (`ls`, LoadSeqRtl: its `take` is computed from the reload list's and the Rule-5
+// FIFO's answers, its `own_granted` feeds the escape) and Rule-5 report (`fr`,
+// FreeReportRtl: driven and read by the same always block): sub-blocks between the parent's
+// stages, as `aq` above.
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rq$*\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ls$*\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.fr$*\"
+// WIDTH in the chiplet's load sequencer and reload list files (load_seq_*, reload_list_*):
+// the literal forms (`x = 32'h0`, `n + 32'h1` / `n - 32'h1` on 8- and 16-bit counters that
+// stay <= E or Q + 3, `istar = 32'hff`), `bit_cast` as a mask, `replace_bit` as `(1'b1) << i`
+// and `granted[el_e]` with a 16-bit expert id into the E-bit vector (in range by
+// construction, as in the controller).
+lint_off -rule WIDTH -file \"*load_seq_*.v\"
+lint_off -rule WIDTH -file \"*reload_list_*.v\"
+// The same literal forms in its Rule-5 report file (free_report_*): `x = 32'h0` defaults and
+// `cnt + 32'h1` in the two 8-bit popcounts (at most S <= 64, no wrap).
+lint_off -rule WIDTH -file \"*free_report_*.v\"
 ";
 
 /// Top-level ports of a block in declaration order (rust-hdl's probe at depth 1).
@@ -345,6 +365,9 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::wafer::predictor::EXPORT,
     &crate::wafer::semmoe_lut::EXPORT,
     &crate::wafer::mapping::EXPORT,
+    &crate::pkg::load_seq::EXPORT,
+    &crate::pkg::reload_list::EXPORT,
+    &crate::pkg::free_report::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4
