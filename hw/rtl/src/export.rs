@@ -194,6 +194,24 @@ lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_r$?'\"
 lint_off -rule WIDTH -file \"*pe_array_*.v\"
 lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$a_out'*\"
 lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$b_out'*\"
+//
+// UNOPTFLAT in the chiplet controller's file on its reload list (`rq`, ReloadListRtl: the
+// escape's append is computed from its combinational `found` / `any_granted`) and load
+// sequencer (`ls`, LoadSeqRtl: its `take` is computed from the reload list's and the Rule-5
+// FIFO's answers, its `own_granted` feeds the escape): sub-blocks between the parent's
+// stages, as `aq` above. (The Rule-5 report `fr` needs none: nothing it drives feeds back.)
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rq$*\"
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ls$*\"
+// WIDTH in the chiplet's load sequencer and reload list files (load_seq_*, reload_list_*):
+// the literal forms (`x = 32'h0`, `n + 32'h1` / `n - 32'h1` on 8- and 16-bit counters that
+// stay <= E or Q + 3, `istar = 32'hff`), `bit_cast` as a mask, `replace_bit` as `(1'b1) << i`
+// and `granted[el_e]` with a 16-bit expert id into the E-bit vector (in range by
+// construction, as in the controller).
+lint_off -rule WIDTH -file \"*load_seq_*.v\"
+lint_off -rule WIDTH -file \"*reload_list_*.v\"
+// The same literal forms in its Rule-5 report file (free_report_*): `x = 32'h0` defaults and
+// `cnt + 32'h1` in the two 8-bit popcounts (at most S <= 64, no wrap).
+lint_off -rule WIDTH -file \"*free_report_*.v\"
 ";
 
 /// Top-level ports of a block in declaration order (rust-hdl's probe at depth 1).
@@ -365,6 +383,9 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::wafer::semmoe_lut::EXPORT,
     &crate::wafer::mapping::EXPORT,
     &crate::pkg::pe_array::EXPORT,
+    &crate::pkg::load_seq::EXPORT,
+    &crate::pkg::reload_list::EXPORT,
+    &crate::pkg::free_report::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

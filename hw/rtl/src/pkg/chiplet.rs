@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue, the per-slot and
-//! per-expert registers, the load sequence and the reload list; the selection circuits and
-//! the Rule-5 FIFO are sub-blocks, each tested on its own.
+//! per-expert registers and the age matrix; the selection circuits, the next-hop units, the
+//! Rule-5 FIFO, the reload list and the load sequencer are sub-blocks, each tested on its
+//! own.
 //!
 //! Hardware mapping of the CL's containers:
 //! * **Ring** — per-slot live bit, tag (expert, k, loader) and the allocation pointer; two
@@ -35,16 +36,16 @@
 //!   their mutual order — the CL's `push_back`s in program order. A slot that enters a queue
 //!   gets a fresh row and column, so stale bits of slots that left never matter.
 //!   `tx_q`'s destination is the slot's `next` register (the CL stores the same value twice).
-//! * **reload_q** — a compacting list of Q tags (one removal per cycle at the first granted
-//!   entry, appends behind); **assigned_q** — [`super::tag_fifo::TagFifoRtl`] (`aq`), a
-//!   Q-entry FIFO with a look-through front. Overflow sets `error`.
-//! * **load_seq** — one entry per pre-load in arrival order (E positions, valid bits, no
-//!   compaction): expert, next own micro-slice k, step and count. This chiplet's share of
-//!   an expert under Rule 4 is k ≡ p (mod n) — p its index in the trajectory's ring and n the
-//!   ring's size (sharded loading: its snake position and the chiplet count) — so the
-//!   pointer starts at p and steps by n: no modulo, and `own_left > 0` is `k < m`. The scan
-//!   is a priority encoder over the positions; the CL's `load_idle_cap` (a pure speed cache)
-//!   has no counterpart.
+//! * **reload_q** — [`super::reload_list::ReloadListRtl`] (`rq`), a compacting list of Q
+//!   tags (one removal per cycle at the first granted entry, appends behind);
+//!   **assigned_q** — [`super::tag_fifo::TagFifoRtl`] (`aq`), a Q-entry FIFO with a
+//!   look-through front. Overflow sets `error`.
+//! * **load_seq** — [`super::load_seq::LoadSeqRtl`] (`ls`): one entry per pre-load in
+//!   arrival order (E positions, valid bits, no compaction): expert, next own micro-slice k,
+//!   step and count. This chiplet's share of an expert under Rule 4 is k ≡ p (mod n) — p its
+//!   index in the trajectory's ring and n the ring's size (sharded loading: its snake
+//!   position and the chiplet count) — so the top pushes k = p and step = n (`ls_p`,
+//!   `ls_n`, from the mask and constants) and the sequencer never divides.
 //! * **Per expert** — micro-slices `m`, left to compute, tokens missing (and a tokens-here
 //!   bit), next-hop mask, granted bit: registers written through the `cfg_*` port at the
 //!   layer start (the CL's `begin_layer`) and by the scheduler messages.
@@ -61,8 +62,11 @@
 
 use rust_hdl::prelude::*;
 
+use super::free_report::FreeReportRtl;
+use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
 use super::picker::AgePickerRtl;
+use super::reload_list::ReloadListRtl;
 use super::ring::RingScanRtl;
 use super::tag_fifo::TagFifoRtl;
 
@@ -208,6 +212,13 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     sc_he: RingScanRtl<S>,
     // --- the Rule-5 tag FIFO (the CL's `assigned_q`)
     aq: TagFifoRtl<Q, E>,
+    // --- Rule 4's two sources of DDR loads
+    /// The reload list (the CL's `reload_q`): first granted entry first.
+    rq: ReloadListRtl<Q, E>,
+    /// The load sequence (the CL's `load_seq` / `load_next`): first issuable pre-load.
+    ls: LoadSeqRtl<E>,
+    // --- M: the Rule-5 free-slot report (the CL's `free_report` and `reported`)
+    fr: FreeReportRtl<S>,
 
     // --- registers: ring and slots
     live_q: DFF<Bits<S>>,
@@ -236,28 +247,12 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nh: [DFF<Bits<16>>; E],
     granted: DFF<Bits<E>>,
     tok_ok: DFF<Bits<E>>,
-    // --- registers: load sequence (by arrival position)
-    ls_v: DFF<Bits<E>>,
-    ls_g: DFF<Bits<E>>,
-    ls_e: [DFF<Bits<16>>; E],
-    ls_nk: [DFF<Bits<17>>; E],
-    ls_m: [DFF<Bits<16>>; E],
-    ls_step: [DFF<Bits<5>>; E],
-    ls_wr: DFF<Bits<16>>,
-    // --- registers: reload list and Rule-5 FIFO
-    rq_e: [DFF<Bits<16>>; Q],
-    rq_k: [DFF<Bits<16>>; Q],
-    rq_ld: [DFF<Bits<4>>; Q],
-    rq_n: DFF<Bits<8>>,
     // --- registers: counters
     pending_q: DFF<Bits<32>>,
     had_work: DFF<Bit>,
-    rep_g: DFF<Bits<16>>,
-    rep_p: DFF<Bits<16>>,
     err_q: DFF<Bit>,
 
     // --- combinational locals (stage letters as in the CL's `step`)
-    idx: Signal<Local, Bits<8>>,
     cnt: Signal<Local, Bits<8>>,
     // A: scheduler message
     g: Signal<Local, Bit>,
@@ -265,7 +260,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     on_s: Signal<Local, Bit>,
     m_s: Signal<Local, Bits<16>>,
     granted_a: Signal<Local, Bits<E>>,
-    ls_g_a: Signal<Local, Bits<E>>,
     push_ls: Signal<Local, Bit>,
     ls_p: Signal<Local, Bits<17>>,
     ls_n: Signal<Local, Bits<5>>,
@@ -351,33 +345,10 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // K: Rule 4 / 5 loads
     free_k: Signal<Local, Bits<8>>,
     kc: Signal<Local, Bit>,
-    hv: Signal<Local, Bit>,
-    n1: Signal<Local, Bits<8>>,
-    el_e: Signal<Local, Bits<16>>,
-    el_k: Signal<Local, Bits<16>>,
-    el_ld: Signal<Local, Bits<4>>,
-    k1: Signal<Local, Bit>,
-    istar: Signal<Local, Bits<8>>,
-    k1_e: Signal<Local, Bits<16>>,
-    k1_k: Signal<Local, Bits<16>>,
-    k1_ld: Signal<Local, Bits<4>>,
-    rq_any_g: Signal<Local, Bit>,
     k2: Signal<Local, Bit>,
     gs: Signal<Local, Bits<S>>,
     ung: Signal<Local, Bits<8>>,
     capf: Signal<Local, Bit>,
-    k3: Signal<Local, Bit>,
-    js_found: Signal<Local, Bit>,
-    ls_v_a: Signal<Local, Bits<E>>,
-    ls_v_k: Signal<Local, Bits<E>>,
-    le_e: Signal<Local, Bits<16>>,
-    le_nk: Signal<Local, Bits<17>>,
-    le_m: Signal<Local, Bits<16>>,
-    le_step: Signal<Local, Bits<5>>,
-    le_g: Signal<Local, Bit>,
-    gown: Signal<Local, Bit>,
-    k3_e: Signal<Local, Bits<16>>,
-    k3_k: Signal<Local, Bits<16>>,
     issue: Signal<Local, Bit>,
     is_e: Signal<Local, Bits<16>>,
     is_k: Signal<Local, Bits<16>>,
@@ -393,15 +364,11 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     v2_e: Signal<Local, Bits<16>>,
     v2_k: Signal<Local, Bits<16>>,
     v2_ld: Signal<Local, Bits<4>>,
-    n2: Signal<Local, Bits<8>>,
     // M, N: final state, Rule-5 report, done
     live_n: Signal<Local, Bits<S>>,
     clr: Signal<Local, Bits<S>>,
-    free_f: Signal<Local, Bits<8>>,
-    net: Signal<Local, Bits<8>>,
-    pre: Signal<Local, Bits<8>>,
-    ung_f: Signal<Local, Bits<8>>,
     te_n: Signal<Local, Bits<16>>,
+    um: Signal<Local, Bits<S>>,
     nv: Signal<Local, Bits<S>>,
     hd_a: Signal<Local, Bits<8>>,
     tail_n: Signal<Local, Bits<8>>,
@@ -411,7 +378,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     id: Constant<Bits<4>>,
     exist: Constant<Bits<S>>,
     capc: Constant<Bits<8>>,
-    half: Constant<Bits<8>>,
     last_slot: Constant<Bits<8>>,
     reserve: Constant<Bits<8>>,
     eager: Constant<Bit>,
@@ -422,8 +388,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     before_me: Constant<Bits<16>>,
     my_pos: Constant<Bits<17>>,
     nchip: Constant<Bits<5>>,
-    e_count: Constant<Bits<16>>,
-    q_depth: Constant<Bits<8>>,
 }
 
 impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
@@ -538,6 +502,9 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             sc_hd: RingScanRtl::new(),
             sc_he: RingScanRtl::new(),
             aq: TagFifoRtl::new(),
+            rq: ReloadListRtl::new(),
+            ls: LoadSeqRtl::new(),
+            fr: FreeReportRtl::new(p.slots, p.ddr_reserve),
             live_q: Default::default(),
             tail_q: Default::default(),
             head_q: Default::default(),
@@ -563,30 +530,15 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nh: std::array::from_fn(|_| Default::default()),
             granted: Default::default(),
             tok_ok: Default::default(),
-            ls_v: Default::default(),
-            ls_g: Default::default(),
-            ls_e: std::array::from_fn(|_| Default::default()),
-            ls_nk: std::array::from_fn(|_| Default::default()),
-            ls_m: std::array::from_fn(|_| Default::default()),
-            ls_step: std::array::from_fn(|_| Default::default()),
-            ls_wr: Default::default(),
-            rq_e: std::array::from_fn(|_| Default::default()),
-            rq_k: std::array::from_fn(|_| Default::default()),
-            rq_ld: std::array::from_fn(|_| Default::default()),
-            rq_n: Default::default(),
             pending_q: Default::default(),
             had_work: Default::default(),
-            rep_g: Default::default(),
-            rep_p: Default::default(),
             err_q: Default::default(),
-            idx: Default::default(),
             cnt: Default::default(),
             g: Default::default(),
             pl: Default::default(),
             on_s: Default::default(),
             m_s: Default::default(),
             granted_a: Default::default(),
-            ls_g_a: Default::default(),
             push_ls: Default::default(),
             ls_p: Default::default(),
             ls_n: Default::default(),
@@ -665,33 +617,10 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             tm: Default::default(),
             free_k: Default::default(),
             kc: Default::default(),
-            hv: Default::default(),
-            n1: Default::default(),
-            el_e: Default::default(),
-            el_k: Default::default(),
-            el_ld: Default::default(),
-            k1: Default::default(),
-            istar: Default::default(),
-            k1_e: Default::default(),
-            k1_k: Default::default(),
-            k1_ld: Default::default(),
-            rq_any_g: Default::default(),
             k2: Default::default(),
             gs: Default::default(),
             ung: Default::default(),
             capf: Default::default(),
-            k3: Default::default(),
-            js_found: Default::default(),
-            ls_v_a: Default::default(),
-            ls_v_k: Default::default(),
-            le_e: Default::default(),
-            le_nk: Default::default(),
-            le_m: Default::default(),
-            le_step: Default::default(),
-            le_g: Default::default(),
-            gown: Default::default(),
-            k3_e: Default::default(),
-            k3_k: Default::default(),
             issue: Default::default(),
             is_e: Default::default(),
             is_k: Default::default(),
@@ -706,14 +635,10 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v2_e: Default::default(),
             v2_k: Default::default(),
             v2_ld: Default::default(),
-            n2: Default::default(),
             live_n: Default::default(),
             clr: Default::default(),
-            free_f: Default::default(),
-            net: Default::default(),
-            pre: Default::default(),
-            ung_f: Default::default(),
             te_n: Default::default(),
+            um: Default::default(),
             nv: Default::default(),
             hd_a: Default::default(),
             tail_n: Default::default(),
@@ -721,7 +646,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             id: Constant::new((p.id as u64).into()),
             exist: Constant::new(exist.into()),
             capc: Constant::new((p.slots as u64).into()),
-            half: Constant::new((p.slots as u64).div_ceil(2).into()),
             last_slot: Constant::new(((p.slots - 1) as u64).into()),
             reserve: Constant::new((p.ddr_reserve as u64).into()),
             eager: Constant::new(p.eager),
@@ -732,8 +656,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             before_me: Constant::new(before.into()),
             my_pos: Constant::new(my.into()),
             nchip: Constant::new((n as u64).into()),
-            e_count: Constant::new((E as u64).into()),
-            q_depth: Constant::new((Q as u64).into()),
         }
     }
 }
@@ -743,8 +665,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
     fn update(&mut self) {
         // ---- clocks and hold defaults
         dff_setup!(
-            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok, ls_v,
-            ls_g, ls_wr, rq_n, pending_q, had_work, rep_g, rep_p, err_q
+            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok,
+            pending_q, had_work, err_q
         );
         for i in 0..S {
             self.t_exp[i].clock.next = self.clock.val();
@@ -767,23 +689,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.miss[e].d.next = self.miss[e].q.val();
             self.nh[e].clock.next = self.clock.val();
             self.nh[e].d.next = self.nh[e].q.val();
-            self.ls_e[e].clock.next = self.clock.val();
-            self.ls_e[e].d.next = self.ls_e[e].q.val();
-            self.ls_nk[e].clock.next = self.clock.val();
-            self.ls_nk[e].d.next = self.ls_nk[e].q.val();
-            self.ls_m[e].clock.next = self.clock.val();
-            self.ls_m[e].d.next = self.ls_m[e].q.val();
-            self.ls_step[e].clock.next = self.clock.val();
-            self.ls_step[e].d.next = self.ls_step[e].q.val();
         }
-        for j in 0..Q {
-            self.rq_e[j].clock.next = self.clock.val();
-            self.rq_e[j].d.next = self.rq_e[j].q.val();
-            self.rq_k[j].clock.next = self.clock.val();
-            self.rq_k[j].d.next = self.rq_k[j].q.val();
-            self.rq_ld[j].clock.next = self.clock.val();
-            self.rq_ld[j].d.next = self.rq_ld[j].q.val();
-        }
+        self.aq.clock.next = self.clock.val();
+        self.aq.reset.next = self.reset.val();
+        self.rq.clock.next = self.clock.val();
+        self.rq.reset.next = self.reset.val();
+        self.ls.clock.next = self.clock.val();
+        self.ls.reset.next = self.reset.val();
+        self.ls.clear.next = self.layer_start.val();
+        self.fr.clock.next = self.clock.val();
+        self.fr.reset.next = self.reset.val();
 
         // ---- registered outputs
         self.live.next = self.live_q.q.val();
@@ -794,7 +709,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.head.next = self.head_q.q.val();
         self.pending.next = self.pending_q.q.val();
         self.pe_busy.next = self.pe_busy_q.q.val();
-        self.reload_len.next = self.rq_n.q.val();
+        self.reload_len.next = self.rq.len.val();
         self.assigned_len.next = self.aq.len.val();
         self.error.next = self.err_q.q.val();
         self.cnt.next = 0.into();
@@ -804,17 +719,12 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         self.occ.next = self.cnt.val();
-        self.seq_len.next = 0.into();
-        for e in 0..E {
-            if self.ls_v.q.val().get_bit(e) {
-                self.seq_len.next = self.seq_len.val() + 1;
-            }
-        }
+        self.seq_len.next = self.ls.len.val();
         self.quiescent.next = !self.live_q.q.val().any()
             & !self.pending_q.q.val().any()
-            & !self.ls_v.q.val().any()
+            & !self.ls.len.val().any()
             & !self.pe_busy_q.q.val()
-            & !self.rq_n.q.val().any()
+            & !self.rq.len.val().any()
             & !self.aq.len.val().any();
         self.rd_expert.next = 0.into();
         self.rd_k.next = 0.into();
@@ -852,9 +762,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.handoff_k.next = 0.into();
         self.handoff_loader.next = 0.into();
         self.handoff_dest.next = 0.into();
-        self.free_valid.next = false;
-        self.free_granted.next = 0.into();
-        self.free_preload.next = 0.into();
         self.ev_rule1.next = false;
         self.ev_releases.next = 0.into();
         self.ev_evictions.next = 0.into();
@@ -873,7 +780,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
         self.granted_a.next = self.granted.q.val();
-        self.ls_g_a.next = self.ls_g.q.val();
         self.pending_a.next = self.pending_q.q.val();
         self.had_a.next = self.had_work.q.val();
         if self.g.val() {
@@ -884,9 +790,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                     if self.on_s.val() {
                         self.left[e].d.next = self.m_s.val();
                     }
-                }
-                if self.ls_v.q.val().get_bit(e) & (self.ls_e[e].q.val() == self.sched_expert.val()) {
-                    self.ls_g_a.next = self.ls_g_a.val().replace_bit(e, true);
                 }
             }
             if self.on_s.val() {
@@ -910,21 +813,15 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 }
             }
         }
-        if self.push_ls.val() {
-            if self.ls_wr.q.val() >= self.e_count.val() {
-                self.err_q.d.next = true;
-            } else {
-                self.ls_wr.d.next = self.ls_wr.q.val() + 1;
-            }
-            for e in 0..E {
-                if self.ls_wr.q.val().index() == e {
-                    self.ls_e[e].d.next = self.sched_expert.val();
-                    self.ls_nk[e].d.next = self.ls_p.val();
-                    self.ls_m[e].d.next = self.m_s.val();
-                    self.ls_step[e].d.next = self.ls_n.val();
-                }
-            }
-        }
+        self.ls.push.next = self.push_ls.val();
+        self.ls.push_expert.next = self.sched_expert.val();
+        self.ls.push_k.next = self.ls_p.val();
+        self.ls.push_step.next = self.ls_n.val();
+        self.ls.push_m.next = self.m_s.val();
+        self.ls.push_granted.next = self.granted_a.val().get_bit(self.sched_expert.val().index());
+        // A grant marks the expert's waiting entries granted.
+        self.ls.grant.next = self.g.val();
+        self.ls.grant_expert.next = self.sched_expert.val();
         // Grant: the waiting pre-loads of the expert (local_wait) may be computed, or (off
         // the trajectory, sharded loading) forwarded / released.
         self.mset.next = 0.into();
@@ -1325,63 +1222,25 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.free_k.next = self.cnt.val();
         self.kc.next = self.ddr_ready.val() & (self.free_k.val() > self.reserve.val());
-        // Reload list as the CL holds it at this point: hand-off received, then the evicted
-        // slice behind it.
-        self.hv.next = self.handoff_in_valid.val();
-        self.n1.next = self.rq_n.q.val();
-        if self.hv.val() {
-            self.n1.next = self.n1.val() + 1;
-        }
-        if self.vr.val() {
-            self.n1.next = self.n1.val() + 1;
-        }
-        self.k1.next = false;
-        self.istar.next = 255.into();
-        self.k1_e.next = 0.into();
-        self.k1_k.next = 0.into();
-        self.k1_ld.next = 0.into();
-        self.rq_any_g.next = false;
-        self.idx.next = 0.into();
-        for j in 0..Q {
-            // Element j of the list (old entries, then the hand-off, then the evicted slice).
-            if self.rq_n.q.val().index() > j {
-                self.el_e.next = self.rq_e[j].q.val();
-                self.el_k.next = self.rq_k[j].q.val();
-                self.el_ld.next = self.rq_ld[j].q.val();
-            } else if (self.rq_n.q.val().index() == j) & self.hv.val() {
-                self.el_e.next = self.handoff_in_expert.val();
-                self.el_k.next = self.handoff_in_k.val();
-                self.el_ld.next = self.handoff_in_loader.val();
-            } else {
-                self.el_e.next = self.v_e.val();
-                self.el_k.next = self.v_k.val();
-                self.el_ld.next = self.v_ld.val();
-            }
-            if (self.n1.val().index() > j) & self.granted_a.val().get_bit(self.el_e.val().index()) {
-                self.rq_any_g.next = true;
-                if !self.k1.val() {
-                    self.k1.next = true;
-                    self.istar.next = self.idx.val();
-                    self.k1_e.next = self.el_e.val();
-                    self.k1_k.next = self.el_k.val();
-                    self.k1_ld.next = self.el_ld.val();
-                }
-            }
-            self.idx.next = self.idx.val() + 1;
-        }
-        self.k1.next = self.k1.val() & self.kc.val();
-        if !self.k1.val() {
-            self.istar.next = 255.into();
-        }
+        // Rule 4 first: the reload list, as the CL holds it at this point (the hand-off
+        // received, then the evicted slice behind it), serves its first granted entry.
+        self.rq.hand_valid.next = self.handoff_in_valid.val();
+        self.rq.hand_expert.next = self.handoff_in_expert.val();
+        self.rq.hand_k.next = self.handoff_in_k.val();
+        self.rq.hand_loader.next = self.handoff_in_loader.val();
+        self.rq.evict_valid.next = self.vr.val();
+        self.rq.evict_expert.next = self.v_e.val();
+        self.rq.evict_k.next = self.v_k.val();
+        self.rq.evict_loader.next = self.v_ld.val();
+        self.rq.granted.next = self.granted_a.val();
+        self.rq.take.next = self.kc.val();
         // Rule-5 FIFO with this cycle's assignment behind; k2 pops its front.
-        self.aq.clock.next = self.clock.val();
-        self.aq.reset.next = self.reset.val();
         self.aq.push.next = self.load_valid.val();
         self.aq.push_expert.next = self.load_expert.val();
         self.aq.push_k.next = self.load_k.val();
         self.aq.push_loader.next = self.load_loader.val();
         self.aq.granted.next = self.granted_a.val();
-        self.k2.next = self.kc.val() & !self.k1.val() & self.aq.len_in.val().any();
+        self.k2.next = self.kc.val() & !self.rq.found.val() & self.aq.len_in.val().any();
         self.aq.pop.next = self.k2.val();
         // Load sequence: pre-loads may take at most half the ring while ungranted.
         self.gs.next = 0.into();
@@ -1402,69 +1261,29 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.ung.next = self.cnt.val();
         self.capf.next = (self.ung.val() + self.ung.val()) >= self.capc.val();
-        self.k3.next = self.kc.val() & !self.k1.val() & !self.k2.val();
-        self.ls_v_a.next = self.ls_v.q.val();
-        if self.push_ls.val() & (self.ls_wr.q.val() < self.e_count.val()) {
-            self.ls_v_a.next = self.ls_v.q.val().replace_bit(self.ls_wr.q.val().index(), true);
-            self.ls_g_a.next = self.ls_g_a.val().replace_bit(self.ls_wr.q.val().index(), self.granted_a.val().get_bit(self.sched_expert.val().index()));
-        }
-        self.ls_v_k.next = self.ls_v_a.val();
-        self.js_found.next = false;
-        self.k3_e.next = 0.into();
-        self.k3_k.next = 0.into();
-        self.gown.next = false;
-        for j in 0..E {
-            self.le_e.next = self.ls_e[j].q.val();
-            self.le_nk.next = self.ls_nk[j].q.val();
-            self.le_m.next = self.ls_m[j].q.val();
-            self.le_step.next = self.ls_step[j].q.val();
-            if self.push_ls.val() & (self.ls_wr.q.val().index() == j) {
-                self.le_e.next = self.sched_expert.val();
-                self.le_nk.next = self.ls_p.val();
-                self.le_m.next = self.m_s.val();
-                self.le_step.next = self.ls_n.val();
-            }
-            self.le_g.next = self.ls_g_a.val().get_bit(j);
-            if self.ls_v_a.val().get_bit(j) {
-                if self.le_nk.val() < bit_cast::<17, 16>(self.le_m.val()) {
-                    if self.le_g.val() {
-                        self.gown.next = true;
-                    }
-                    if !self.js_found.val() & (self.le_g.val() | !self.capf.val()) & self.k3.val() {
-                        self.js_found.next = true;
-                        self.k3_e.next = self.le_e.val();
-                        self.k3_k.next = self.le_nk.val().get_bits::<16>(0);
-                        self.ls_nk[j].d.next = self.le_nk.val() + bit_cast::<17, 5>(self.le_step.val());
-                    }
-                } else if !self.js_found.val() & self.k3.val() {
-                    // Exhausted: leaves the sequence when the scan passes it.
-                    self.ls_v_k.next = self.ls_v_k.val().replace_bit(j, false);
-                }
-            }
-        }
-        self.ls_v.d.next = self.ls_v_k.val();
-        self.ls_g.d.next = self.ls_g_a.val();
+        self.ls.cap_full.next = self.capf.val();
+        self.ls.take.next = self.kc.val() & !self.rq.found.val() & !self.k2.val();
         // The load issued this cycle, into the first free slot at/after the tail that the
         // D2D allocation left.
         self.sc_ld.bits.next = self.exist.val() & !self.live3.val();
         self.sc_ld.from.next = self.tail2.val();
-        // (Each of k1, k2, js_found needs kc, i.e. a free slot beyond the reserve, so the
+        // (Each of the three sources needs kc, i.e. a free slot beyond the reserve, so the
         // allocation's scan always finds one; the AND only states it.)
-        self.issue.next = (self.k1.val() | self.k2.val() | self.js_found.val()) & self.sc_ld.found.val();
-        self.is_e.next = self.k3_e.val();
-        self.is_k.next = self.k3_k.val();
+        self.issue.next = (self.rq.found.val() | self.k2.val() | self.ls.found.val()) & self.sc_ld.found.val();
+        self.is_e.next = self.ls.expert.val();
+        self.is_k.next = self.ls.k.val();
         self.is_ld.next = self.id.val();
         if self.k2.val() {
             self.is_e.next = self.aq.front_expert.val();
             self.is_k.next = self.aq.front_k.val();
             self.is_ld.next = self.aq.front_loader.val();
         }
-        if self.k1.val() {
-            self.is_e.next = self.k1_e.val();
-            self.is_k.next = self.k1_k.val();
-            self.is_ld.next = self.k1_ld.val();
+        if self.rq.found.val() {
+            self.is_e.next = self.rq.expert.val();
+            self.is_k.next = self.rq.k.val();
+            self.is_ld.next = self.rq.loader.val();
         }
-        self.ev_reload.next = self.k1.val();
+        self.ev_reload.next = self.rq.found.val();
         self.ka_slot.next = self.sc_ld.slot.val();
         self.kam.next = 0.into();
         self.tail_n.next = self.tail2.val();
@@ -1498,7 +1317,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             & (self.pending_d.val().any() | self.helpers.val())
             & (self.free_k.val() <= self.reserve.val())
             & self.lw3.val().any()
-            & (self.gown.val() | self.rq_any_g.val());
+            & (self.ls.own_granted.val() | self.rq.any_granted.val());
         self.sel_esc.req.next = self.lw3.val();
         self.sel_esc.newest.next = true;
         for i in 0..S {
@@ -1531,62 +1350,14 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.ev_evictions.next = 1.into();
         }
 
-        // ================= reload list: remove entry istar, append the escape's slice
-        for j in 0..Q {
-            if self.istar.val().index() > j {
-                if self.rq_n.q.val().index() > j {
-                    self.rq_e[j].d.next = self.rq_e[j].q.val();
-                    self.rq_k[j].d.next = self.rq_k[j].q.val();
-                    self.rq_ld[j].d.next = self.rq_ld[j].q.val();
-                } else if (self.rq_n.q.val().index() == j) & self.hv.val() {
-                    self.rq_e[j].d.next = self.handoff_in_expert.val();
-                    self.rq_k[j].d.next = self.handoff_in_k.val();
-                    self.rq_ld[j].d.next = self.handoff_in_loader.val();
-                } else {
-                    self.rq_e[j].d.next = self.v_e.val();
-                    self.rq_k[j].d.next = self.v_k.val();
-                    self.rq_ld[j].d.next = self.v_ld.val();
-                }
-            }
-        }
-        for j in 0..(Q - 1) {
-            if self.istar.val().index() <= j {
-                if self.rq_n.q.val().index() > (j + 1) {
-                    self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
-                    self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
-                    self.rq_ld[j].d.next = self.rq_ld[j + 1].q.val();
-                } else if (self.rq_n.q.val().index() == (j + 1)) & self.hv.val() {
-                    self.rq_e[j].d.next = self.handoff_in_expert.val();
-                    self.rq_k[j].d.next = self.handoff_in_k.val();
-                    self.rq_ld[j].d.next = self.handoff_in_loader.val();
-                } else {
-                    self.rq_e[j].d.next = self.v_e.val();
-                    self.rq_k[j].d.next = self.v_k.val();
-                    self.rq_ld[j].d.next = self.v_ld.val();
-                }
-            }
-        }
-        self.n2.next = self.n1.val();
-        if self.k1.val() {
-            self.n2.next = self.n1.val() - 1;
-        }
-        if self.esc.val() {
-            for j in 0..Q {
-                if self.n2.val().index() == j {
-                    self.rq_e[j].d.next = self.v2_e.val();
-                    self.rq_k[j].d.next = self.v2_k.val();
-                    self.rq_ld[j].d.next = self.v2_ld.val();
-                }
-            }
-            self.n2.next = self.n2.val() + 1;
-        }
-        self.rq_n.d.next = self.n2.val();
-        if self.n2.val() > self.q_depth.val() {
-            self.err_q.d.next = true;
-        }
+        // The reload list appends the escape's slice behind (after its removal).
+        self.rq.esc_valid.next = self.esc.val();
+        self.rq.esc_expert.next = self.v2_e.val();
+        self.rq.esc_k.next = self.v2_k.val();
+        self.rq.esc_loader.next = self.v2_ld.val();
 
-        // ================= Rule-5 FIFO: the edge applies its push and pop (TagFifoRtl)
-        if self.aq.overflow.val() {
+        // ================= queue overflow (load sequence, reload list, Rule-5 FIFO)
+        if self.ls.overflow.val() | self.rq.overflow.val() | self.aq.overflow.val() {
             self.err_q.d.next = true;
         }
 
@@ -1648,24 +1419,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             }
         }
 
-        // ================= M: Rule 5 free-slot report
-        self.cnt.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.live_n.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
-        }
-        self.free_f.next = self.cnt.val();
-        self.net.next = 0.into();
-        if self.free_f.val() > self.reserve.val() {
-            self.net.next = self.free_f.val() - self.reserve.val();
-        }
-        if self.net.val() > self.aq.len_next.val() {
-            self.net.next = self.net.val() - self.aq.len_next.val();
-        } else {
-            self.net.next = 0.into();
-        }
-        self.cnt.next = 0.into();
+        // ================= M: Rule 5 free-slot report, from the state after the edge: free
+        // slots, live slots of ungranted experts (this cycle's allocations' tags looked
+        // through), the Rule-5 FIFO
+        self.um.next = 0.into();
         for i in 0..S {
             self.te_n.next = self.t_exp[i].q.val();
             if self.ram.val().get_bit(i) {
@@ -1675,28 +1432,18 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 self.te_n.next = self.is_e.val();
             }
             if self.live_n.val().get_bit(i) & !self.granted_a.val().get_bit(self.te_n.val().index()) {
-                self.cnt.next = self.cnt.val() + 1;
+                self.um.next = self.um.val().replace_bit(i, true);
             }
         }
-        self.ung_f.next = self.cnt.val() + self.aq.ungranted.val();
-        self.pre.next = 0.into();
-        if self.ung_f.val() < self.half.val() {
-            self.pre.next = self.half.val() - self.ung_f.val();
-            if self.net.val() < self.pre.val() {
-                self.pre.next = self.net.val();
-            }
-        }
-        if self.rule5.val()
-            & !self.layer_start.val()
-            & !self.cfg_we.val()
-            & ((bit_cast::<16, 8>(self.net.val()) != self.rep_g.q.val()) | (bit_cast::<16, 8>(self.pre.val()) != self.rep_p.q.val()) | self.load_valid.val())
-        {
-            self.free_valid.next = true;
-            self.free_granted.next = bit_cast::<16, 8>(self.net.val());
-            self.free_preload.next = bit_cast::<16, 8>(self.pre.val());
-            self.rep_g.d.next = bit_cast::<16, 8>(self.net.val());
-            self.rep_p.d.next = bit_cast::<16, 8>(self.pre.val());
-        }
+        self.fr.enable.next = self.rule5.val() & !self.layer_start.val() & !self.cfg_we.val();
+        self.fr.resend.next = self.load_valid.val();
+        self.fr.free.next = self.exist.val() & !self.live_n.val();
+        self.fr.ung.next = self.um.val();
+        self.fr.fifo_len.next = self.aq.len_next.val();
+        self.fr.fifo_ung.next = self.aq.ungranted.val();
+        self.free_valid.next = self.fr.valid.val();
+        self.free_granted.next = self.fr.granted.val();
+        self.free_preload.next = self.fr.preload.val();
 
         // ================= N: ICV release
         self.had_work.d.next = self.had_a.val();
@@ -1710,9 +1457,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // ---- layer start, table writes, reset
         if self.layer_start.val() {
             self.granted.d.next = 0.into();
-            self.ls_v.d.next = 0.into();
-            self.ls_g.d.next = 0.into();
-            self.ls_wr.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
         }
@@ -1741,14 +1485,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.pe_busy_q.d.next = false;
             self.granted.d.next = 0.into();
             self.tok_ok.d.next = 0.into();
-            self.ls_v.d.next = 0.into();
-            self.ls_g.d.next = 0.into();
-            self.ls_wr.d.next = 0.into();
-            self.rq_n.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
-            self.rep_g.d.next = 0.into();
-            self.rep_p.d.next = 0.into();
             self.err_q.d.next = false;
         }
     }

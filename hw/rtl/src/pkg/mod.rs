@@ -18,6 +18,9 @@
 //!   (twin of the controller part of `hw::pkg::ucie::UcieAdapterCl`).
 //! * [`ucie_crc::UcieCrc32Rtl`]: the adapter's CRC-32 (ISO-HDLC) unit, checked against
 //!   `hw::pkg::ucie::frame_crc`.
+//! * [`load_seq::LoadSeqRtl`], [`reload_list::ReloadListRtl`] — the chiplet controller's
+//!   Rule-4 load sequencer and reload list; [`free_report::FreeReportRtl`] — its Rule-5
+//!   free-slot report.
 
 pub mod chiplet;
 pub mod chiplet_swap;
@@ -38,3 +41,6 @@ pub mod sorter;
 pub mod tag_fifo;
 pub mod ucie_crc;
 pub mod ucie_replay;
+pub mod load_seq;
+pub mod reload_list;
+pub mod free_report;

@@ -1,0 +1,307 @@
+//! The chiplet controller's Rule-4 load sequencer (`LoadSeqRtl<E>`): the CL's `load_seq`,
+//! `load_next` and `own_left` — the experts pre-loaded to this chiplet, in arrival order,
+//! each with the next micro-slice this chiplet loads itself.
+//!
+//! ```text
+//!  push (expert, first k, step, m, granted) ──► entry wr (E positions, valid bits, no compaction)
+//!  grant (expert) ──► the held entries of that expert become granted
+//!  take, cap_full ──► scan in arrival order: first entry with k < m that is granted or, while
+//!                     ungranted pre-loads leave room (cap_full = 0), any ──► found, expert, k
+//!                     └─► its k += step; exhausted entries (k ≥ m) passed by the scan leave
+//!  own_granted: some granted entry has own micro-slices left (the load-side escape's test)
+//! ```
+//!
+//! This chiplet's share of an expert under Rule 4 is k ≡ p (mod n) — p its index in the
+//! trajectory's ring, n the ring's size — so the controller pushes k = p and step = n and the
+//! sequencer never divides: `own_left > 0` is `k < m`. Entries are never compacted: each
+//! pre-load takes the next of E positions (an expert is pre-loaded at most once per layer), a
+//! layer start (`clear`) empties the sequence, and a push past E positions is lost and flags
+//! `overflow`. The CL's `load_idle_cap` is a pure speed cache and has no counterpart.
+//!
+//! Port coupling: `len` registered; `found`, `expert`, `k` comb in every input but `clear`;
+//! `own_granted` comb in `grant*`, `push*` (not in `take`, `cap_full`: the controller's
+//! escape reads it in the cycle the scan is not taken); `overflow` comb in `push`. The push
+//! is visible to the scan of the same cycle (the CL pushes in stage A and loads in stage K).
+
+use rust_hdl::prelude::*;
+
+/// Load sequencer of `E` positions (1..=256; 16-bit expert ids).
+#[derive(LogicBlock)]
+pub struct LoadSeqRtl<const E: usize> {
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset: empty.
+    pub reset: Signal<In, Bit>,
+    /// Layer start: empty (as reset; the entry fields are not cleared, valid bits gate them).
+    pub clear: Signal<In, Bit>,
+    /// A grant: the held entries of `grant_expert` become granted.
+    pub grant: Signal<In, Bit>,
+    pub grant_expert: Signal<In, Bits<16>>,
+    /// A pre-load: a new entry behind the held ones.
+    pub push: Signal<In, Bit>,
+    pub push_expert: Signal<In, Bits<16>>,
+    /// This chiplet's first own micro-slice (p), the stride (n) and the count (m).
+    pub push_k: Signal<In, Bits<17>>,
+    pub push_step: Signal<In, Bits<5>>,
+    pub push_m: Signal<In, Bits<16>>,
+    /// The pushed expert is granted already.
+    pub push_granted: Signal<In, Bit>,
+    /// Ungranted pre-loads hold half the ring: only granted entries may issue.
+    pub cap_full: Signal<In, Bit>,
+    /// The DDR port takes its load from the sequence this cycle (scan, advance, drop).
+    pub take: Signal<In, Bit>,
+    /// The load of this cycle (with `take`): expert and micro-slice.
+    pub found: Signal<Out, Bit>,
+    pub expert: Signal<Out, Bits<16>>,
+    pub k: Signal<Out, Bits<16>>,
+    /// A granted entry (this cycle's push and grant included) has own micro-slices left.
+    pub own_granted: Signal<Out, Bit>,
+    /// Valid entries (registered).
+    pub len: Signal<Out, Bits<16>>,
+    /// The push found no free position: it is lost.
+    pub overflow: Signal<Out, Bit>,
+
+    // --- registers (by arrival position)
+    ls_v: DFF<Bits<E>>,
+    ls_g: DFF<Bits<E>>,
+    ls_e: [DFF<Bits<16>>; E],
+    ls_nk: [DFF<Bits<17>>; E],
+    ls_m: [DFF<Bits<16>>; E],
+    ls_step: [DFF<Bits<5>>; E],
+    ls_wr: DFF<Bits<16>>,
+    // --- combinational locals
+    room: Signal<Local, Bit>,
+    v_a: Signal<Local, Bits<E>>,
+    g_a: Signal<Local, Bits<E>>,
+    v_k: Signal<Local, Bits<E>>,
+    le_e: Signal<Local, Bits<16>>,
+    le_nk: Signal<Local, Bits<17>>,
+    le_m: Signal<Local, Bits<16>>,
+    le_step: Signal<Local, Bits<5>>,
+    le_g: Signal<Local, Bit>,
+    hit: Signal<Local, Bit>,
+    cnt: Signal<Local, Bits<16>>,
+    e_count: Constant<Bits<16>>,
+}
+
+impl<const E: usize> Default for LoadSeqRtl<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const E: usize> LoadSeqRtl<E> {
+    pub fn new() -> Self {
+        assert!((1..=256).contains(&E), "load sequence of {E} positions (1..=256)");
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            clear: Default::default(),
+            grant: Default::default(),
+            grant_expert: Default::default(),
+            push: Default::default(),
+            push_expert: Default::default(),
+            push_k: Default::default(),
+            push_step: Default::default(),
+            push_m: Default::default(),
+            push_granted: Default::default(),
+            cap_full: Default::default(),
+            take: Default::default(),
+            found: Default::default(),
+            expert: Default::default(),
+            k: Default::default(),
+            own_granted: Default::default(),
+            len: Default::default(),
+            overflow: Default::default(),
+            ls_v: Default::default(),
+            ls_g: Default::default(),
+            ls_e: std::array::from_fn(|_| Default::default()),
+            ls_nk: std::array::from_fn(|_| Default::default()),
+            ls_m: std::array::from_fn(|_| Default::default()),
+            ls_step: std::array::from_fn(|_| Default::default()),
+            ls_wr: Default::default(),
+            room: Default::default(),
+            v_a: Default::default(),
+            g_a: Default::default(),
+            v_k: Default::default(),
+            le_e: Default::default(),
+            le_nk: Default::default(),
+            le_m: Default::default(),
+            le_step: Default::default(),
+            le_g: Default::default(),
+            hit: Default::default(),
+            cnt: Default::default(),
+            e_count: Constant::new((E as u64).into()),
+        }
+    }
+}
+
+impl<const E: usize> Logic for LoadSeqRtl<E> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, ls_v, ls_g, ls_wr);
+        for e in 0..E {
+            self.ls_e[e].clock.next = self.clock.val();
+            self.ls_e[e].d.next = self.ls_e[e].q.val();
+            self.ls_nk[e].clock.next = self.clock.val();
+            self.ls_nk[e].d.next = self.ls_nk[e].q.val();
+            self.ls_m[e].clock.next = self.clock.val();
+            self.ls_m[e].d.next = self.ls_m[e].q.val();
+            self.ls_step[e].clock.next = self.clock.val();
+            self.ls_step[e].d.next = self.ls_step[e].q.val();
+        }
+        self.cnt.next = 0.into();
+        for e in 0..E {
+            if self.ls_v.q.val().get_bit(e) {
+                self.cnt.next = self.cnt.val() + 1;
+            }
+        }
+        self.len.next = self.cnt.val();
+
+        // ---- grant: the held entries of the expert (the push's own bit is `push_granted`)
+        self.g_a.next = self.ls_g.q.val();
+        if self.grant.val() {
+            for e in 0..E {
+                if self.ls_v.q.val().get_bit(e) & (self.ls_e[e].q.val() == self.grant_expert.val()) {
+                    self.g_a.next = self.g_a.val().replace_bit(e, true);
+                }
+            }
+        }
+        // ---- push into position wr (a push past E positions is lost)
+        self.room.next = self.ls_wr.q.val() < self.e_count.val();
+        self.overflow.next = self.push.val() & !self.room.val();
+        self.v_a.next = self.ls_v.q.val();
+        if self.push.val() {
+            if self.room.val() {
+                self.ls_wr.d.next = self.ls_wr.q.val() + 1;
+                self.v_a.next = self.ls_v.q.val().replace_bit(self.ls_wr.q.val().index(), true);
+                self.g_a.next = self.g_a.val().replace_bit(self.ls_wr.q.val().index(), self.push_granted.val());
+            }
+            for e in 0..E {
+                if self.ls_wr.q.val().index() == e {
+                    self.ls_e[e].d.next = self.push_expert.val();
+                    self.ls_nk[e].d.next = self.push_k.val();
+                    self.ls_m[e].d.next = self.push_m.val();
+                    self.ls_step[e].d.next = self.push_step.val();
+                }
+            }
+        }
+
+        // ---- the scan: first issuable entry in arrival order (a priority encoder)
+        self.v_k.next = self.v_a.val();
+        self.hit.next = false;
+        self.expert.next = 0.into();
+        self.k.next = 0.into();
+        self.own_granted.next = false;
+        for j in 0..E {
+            // Entry j as it stands this cycle (this cycle's push looked through).
+            self.le_e.next = self.ls_e[j].q.val();
+            self.le_nk.next = self.ls_nk[j].q.val();
+            self.le_m.next = self.ls_m[j].q.val();
+            self.le_step.next = self.ls_step[j].q.val();
+            if self.push.val() & (self.ls_wr.q.val().index() == j) {
+                self.le_e.next = self.push_expert.val();
+                self.le_nk.next = self.push_k.val();
+                self.le_m.next = self.push_m.val();
+                self.le_step.next = self.push_step.val();
+            }
+            self.le_g.next = self.g_a.val().get_bit(j);
+            if self.v_a.val().get_bit(j) {
+                if self.le_nk.val() < bit_cast::<17, 16>(self.le_m.val()) {
+                    if self.le_g.val() {
+                        self.own_granted.next = true;
+                    }
+                    if !self.hit.val() & (self.le_g.val() | !self.cap_full.val()) & self.take.val() {
+                        self.hit.next = true;
+                        self.expert.next = self.le_e.val();
+                        self.k.next = self.le_nk.val().get_bits::<16>(0);
+                        self.ls_nk[j].d.next = self.le_nk.val() + bit_cast::<17, 5>(self.le_step.val());
+                    }
+                } else if !self.hit.val() & self.take.val() {
+                    // Exhausted: leaves the sequence when the scan passes it.
+                    self.v_k.next = self.v_k.val().replace_bit(j, false);
+                }
+            }
+        }
+        self.found.next = self.hit.val();
+        self.ls_v.d.next = self.v_k.val();
+        self.ls_g.d.next = self.g_a.val();
+        if self.clear.val() {
+            self.ls_v.d.next = 0.into();
+            self.ls_g.d.next = 0.into();
+            self.ls_wr.d.next = 0.into();
+        }
+        if self.reset.val() {
+            self.ls_v.d.next = 0.into();
+            self.ls_g.d.next = 0.into();
+            self.ls_wr.d.next = 0.into();
+        }
+    }
+}
+
+// ---------------------------------------------------------------- export
+
+/// The exported size: the standard chiplet's sequence (`chiplet_ctrl_s8_e16`: E = 16).
+pub type LoadSeq16Rtl = LoadSeqRtl<16>;
+
+/// Co-sim recorder: reset in cycle 0, a clear every 500 cycles, then random grants and pushes
+/// (an expert pushed at most once per layer, as the package guarantees, with m 0..12, k 0..4,
+/// step 1..4), random `cap_full` and `take`. Past 16 pushes in a layer the push is lost
+/// (`overflow`), which the recorder also reaches.
+pub fn record_load_seq_16(module: &str, cycles: usize, seed: u64) -> Result<crate::cosim::PortTrace, crate::RtlError> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    // (reset, clear, grant, grant_expert, push, (expert, k, step, m, granted), cap_full, take)
+    type Row = (bool, bool, bool, u64, bool, (u64, u64, u64, u64, bool), bool, bool);
+    let mut pushed = 0u32;
+    let stim: Vec<Row> = (0..cycles)
+        .map(|c| {
+            let clear = c % 500 == 1;
+            if clear {
+                pushed = 0;
+            }
+            let grant = rng.gen_bool(0.1);
+            let push = !grant && rng.gen_bool(0.035);
+            let mut e = rng.gen_range(0..16u64);
+            if push {
+                // A fresh expert while any is left (past 16: a repeated one, lost anyway).
+                if pushed != 0xffff {
+                    while pushed >> e & 1 == 1 {
+                        e = rng.gen_range(0..16u64);
+                    }
+                }
+                pushed |= 1 << e;
+            }
+            let tag = (e, rng.gen_range(0..4u64), rng.gen_range(1..5u64), rng.gen_range(0..12u64), rng.gen_bool(0.2));
+            (c == 0, clear, grant, rng.gen_range(0..16u64), push, tag, rng.gen_bool(0.3), rng.gen_bool(0.6))
+        })
+        .collect();
+    crate::cosim::record(module, LoadSeq16Rtl::new(), cycles, |u| &mut u.clock, |c, u| {
+        let (reset, clear, grant, ge, push, (e, k, step, m, g), cap_full, take) = stim[c];
+        u.reset.next = reset;
+        u.clear.next = clear;
+        u.grant.next = grant;
+        u.grant_expert.next = ge.into();
+        u.push.next = push;
+        u.push_expert.next = e.into();
+        u.push_k.next = k.into();
+        u.push_step.next = step.into();
+        u.push_m.next = m.into();
+        u.push_granted.next = g;
+        u.cap_full.next = cap_full;
+        u.take.next = take;
+    })
+}
+
+/// Export registration: linted and co-simulated like the other leaf blocks.
+pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
+    name: "load_seq",
+    top: false,
+    cosim_cycles: 4096,
+    sets: &[crate::export::ParamSet {
+        module: "load_seq_e16",
+        rust_type: "LoadSeq16Rtl",
+        params: &[("experts", 16)],
+        build: || crate::export::boxed(LoadSeq16Rtl::new()),
+        recorder: Some(|cycles, seed| record_load_seq_16("load_seq_e16", cycles, seed)),
+    }],
+};

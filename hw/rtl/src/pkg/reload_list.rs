@@ -1,0 +1,345 @@
+//! The chiplet controller's reload list (`ReloadListRtl<Q, E>`): the CL's `reload_q`, the
+//! micro-slices this chiplet must load again from DDR (a hand-off from the previous station,
+//! a slice evicted to let a D2D arrival in, a pre-load dropped by the load-side escape), in
+//! arrival order; Rule 4 serves the first one whose expert is granted.
+//!
+//! ```text
+//!  held entries ◄─ hand-off (1st) ◄─ evicted slice (2nd)        list as the DDR stage sees it
+//!  granted (E bits) ──► first entry whose expert is granted ──► found, tag (with take: removed)
+//!                   └─► any_granted: some entry is (the escape's test)
+//!  removal: entries behind it move up one;  then the escape's slice (3rd) appends behind
+//! ```
+//!
+//! A compacting shift list of Q tags: the removal is at any position (the first granted
+//! entry), so neither a circular FIFO (`DoneFifoRtl`) nor the look-through FIFO
+//! (`TagFifoRtl`, front removal only) fits. The two appends before the removal are visible to
+//! the search of the same cycle (the CL pushes them in stages C and H, before the loads of
+//! stage K); the escape's append comes after it (stage L). An append past Q entries is lost
+//! and flags `overflow`.
+//!
+//! Port coupling: `len` registered; `found`, `expert`, `k`, `loader`, `any_granted` comb in
+//! `hand*`, `evict*`, `granted` (and `found` in `take`); `overflow` comb in every input but
+//! `reset`.
+
+use rust_hdl::prelude::*;
+
+/// Reload list of `Q` entries (1..=64) of (expert, k, loader), `E` experts (1..=256).
+#[derive(LogicBlock)]
+pub struct ReloadListRtl<const Q: usize, const E: usize> {
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset: empty.
+    pub reset: Signal<In, Bit>,
+    /// A hand-off received: appended first.
+    pub hand_valid: Signal<In, Bit>,
+    pub hand_expert: Signal<In, Bits<16>>,
+    pub hand_k: Signal<In, Bits<16>>,
+    pub hand_loader: Signal<In, Bits<4>>,
+    /// A slice evicted for a D2D arrival: appended behind the hand-off.
+    pub evict_valid: Signal<In, Bit>,
+    pub evict_expert: Signal<In, Bits<16>>,
+    pub evict_k: Signal<In, Bits<16>>,
+    pub evict_loader: Signal<In, Bits<4>>,
+    /// Granted experts.
+    pub granted: Signal<In, Bits<E>>,
+    /// The DDR port may load (a free slot beyond the reserve): the found entry is removed.
+    pub take: Signal<In, Bit>,
+    /// The load-side escape's dropped pre-load: appended after the removal.
+    pub esc_valid: Signal<In, Bit>,
+    pub esc_expert: Signal<In, Bits<16>>,
+    pub esc_k: Signal<In, Bits<16>>,
+    pub esc_loader: Signal<In, Bits<4>>,
+    /// The reload of this cycle (with `take`): the first entry of a granted expert.
+    pub found: Signal<Out, Bit>,
+    /// That entry (the first granted one, also without `take`).
+    pub expert: Signal<Out, Bits<16>>,
+    pub k: Signal<Out, Bits<16>>,
+    pub loader: Signal<Out, Bits<4>>,
+    /// Some entry (the two appends included) is of a granted expert.
+    pub any_granted: Signal<Out, Bit>,
+    /// Entries held (registered).
+    pub len: Signal<Out, Bits<8>>,
+    /// More than Q entries after the edge: an append was lost.
+    pub overflow: Signal<Out, Bit>,
+
+    // --- registers
+    rq_e: [DFF<Bits<16>>; Q],
+    rq_k: [DFF<Bits<16>>; Q],
+    rq_ld: [DFF<Bits<4>>; Q],
+    rq_n: DFF<Bits<8>>,
+    // --- combinational locals
+    /// Entries with the two appends, and after the removal and the escape's append.
+    n1: Signal<Local, Bits<8>>,
+    n2: Signal<Local, Bits<8>>,
+    hit: Signal<Local, Bit>,
+    /// Position of the removed entry (255: none).
+    istar: Signal<Local, Bits<8>>,
+    idx: Signal<Local, Bits<8>>,
+    el_e: Signal<Local, Bits<16>>,
+    el_k: Signal<Local, Bits<16>>,
+    el_ld: Signal<Local, Bits<4>>,
+    q_depth: Constant<Bits<8>>,
+}
+
+impl<const Q: usize, const E: usize> Default for ReloadListRtl<Q, E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
+    pub fn new() -> Self {
+        assert!((1..=64).contains(&Q) && (1..=256).contains(&E), "reload list Q {Q}, E {E}");
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            hand_valid: Default::default(),
+            hand_expert: Default::default(),
+            hand_k: Default::default(),
+            hand_loader: Default::default(),
+            evict_valid: Default::default(),
+            evict_expert: Default::default(),
+            evict_k: Default::default(),
+            evict_loader: Default::default(),
+            granted: Default::default(),
+            take: Default::default(),
+            esc_valid: Default::default(),
+            esc_expert: Default::default(),
+            esc_k: Default::default(),
+            esc_loader: Default::default(),
+            found: Default::default(),
+            expert: Default::default(),
+            k: Default::default(),
+            loader: Default::default(),
+            any_granted: Default::default(),
+            len: Default::default(),
+            overflow: Default::default(),
+            rq_e: std::array::from_fn(|_| Default::default()),
+            rq_k: std::array::from_fn(|_| Default::default()),
+            rq_ld: std::array::from_fn(|_| Default::default()),
+            rq_n: Default::default(),
+            n1: Default::default(),
+            n2: Default::default(),
+            hit: Default::default(),
+            istar: Default::default(),
+            idx: Default::default(),
+            el_e: Default::default(),
+            el_k: Default::default(),
+            el_ld: Default::default(),
+            q_depth: Constant::new((Q as u64).into()),
+        }
+    }
+}
+
+impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, rq_n);
+        for j in 0..Q {
+            self.rq_e[j].clock.next = self.clock.val();
+            self.rq_e[j].d.next = self.rq_e[j].q.val();
+            self.rq_k[j].clock.next = self.clock.val();
+            self.rq_k[j].d.next = self.rq_k[j].q.val();
+            self.rq_ld[j].clock.next = self.clock.val();
+            self.rq_ld[j].d.next = self.rq_ld[j].q.val();
+        }
+        self.len.next = self.rq_n.q.val();
+        // ---- the list as the search sees it: held entries, the hand-off, the evicted slice
+        self.n1.next = self.rq_n.q.val();
+        if self.hand_valid.val() {
+            self.n1.next = self.n1.val() + 1;
+        }
+        if self.evict_valid.val() {
+            self.n1.next = self.n1.val() + 1;
+        }
+        self.hit.next = false;
+        self.istar.next = 255.into();
+        self.expert.next = 0.into();
+        self.k.next = 0.into();
+        self.loader.next = 0.into();
+        self.any_granted.next = false;
+        self.idx.next = 0.into();
+        for j in 0..Q {
+            if self.rq_n.q.val().index() > j {
+                self.el_e.next = self.rq_e[j].q.val();
+                self.el_k.next = self.rq_k[j].q.val();
+                self.el_ld.next = self.rq_ld[j].q.val();
+            } else if (self.rq_n.q.val().index() == j) & self.hand_valid.val() {
+                self.el_e.next = self.hand_expert.val();
+                self.el_k.next = self.hand_k.val();
+                self.el_ld.next = self.hand_loader.val();
+            } else {
+                self.el_e.next = self.evict_expert.val();
+                self.el_k.next = self.evict_k.val();
+                self.el_ld.next = self.evict_loader.val();
+            }
+            if (self.n1.val().index() > j) & self.granted.val().get_bit(self.el_e.val().index()) {
+                self.any_granted.next = true;
+                if !self.hit.val() {
+                    self.hit.next = true;
+                    self.istar.next = self.idx.val();
+                    self.expert.next = self.el_e.val();
+                    self.k.next = self.el_k.val();
+                    self.loader.next = self.el_ld.val();
+                }
+            }
+            self.idx.next = self.idx.val() + 1;
+        }
+        self.found.next = self.hit.val() & self.take.val();
+        if !self.found.val() {
+            self.istar.next = 255.into();
+        }
+
+        // ---- the edge: entries before istar take the list's element j, those from istar on
+        // element j + 1 (the removal), then the escape's slice lands at the end
+        for j in 0..Q {
+            if self.istar.val().index() > j {
+                if self.rq_n.q.val().index() > j {
+                    self.rq_e[j].d.next = self.rq_e[j].q.val();
+                    self.rq_k[j].d.next = self.rq_k[j].q.val();
+                    self.rq_ld[j].d.next = self.rq_ld[j].q.val();
+                } else if (self.rq_n.q.val().index() == j) & self.hand_valid.val() {
+                    self.rq_e[j].d.next = self.hand_expert.val();
+                    self.rq_k[j].d.next = self.hand_k.val();
+                    self.rq_ld[j].d.next = self.hand_loader.val();
+                } else {
+                    self.rq_e[j].d.next = self.evict_expert.val();
+                    self.rq_k[j].d.next = self.evict_k.val();
+                    self.rq_ld[j].d.next = self.evict_loader.val();
+                }
+            }
+        }
+        for j in 0..(Q - 1) {
+            if self.istar.val().index() <= j {
+                if self.rq_n.q.val().index() > (j + 1) {
+                    self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
+                    self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
+                    self.rq_ld[j].d.next = self.rq_ld[j + 1].q.val();
+                } else if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
+                    self.rq_e[j].d.next = self.hand_expert.val();
+                    self.rq_k[j].d.next = self.hand_k.val();
+                    self.rq_ld[j].d.next = self.hand_loader.val();
+                } else {
+                    self.rq_e[j].d.next = self.evict_expert.val();
+                    self.rq_k[j].d.next = self.evict_k.val();
+                    self.rq_ld[j].d.next = self.evict_loader.val();
+                }
+            }
+        }
+        for j in (Q - 1)..Q {
+            // The last position takes element Q when an entry is removed: an append behind a
+            // full list (the inline list this block replaced left the old entry there, losing
+            // the append without an overflow).
+            if self.istar.val().index() <= j {
+                if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
+                    self.rq_e[j].d.next = self.hand_expert.val();
+                    self.rq_k[j].d.next = self.hand_k.val();
+                    self.rq_ld[j].d.next = self.hand_loader.val();
+                } else {
+                    self.rq_e[j].d.next = self.evict_expert.val();
+                    self.rq_k[j].d.next = self.evict_k.val();
+                    self.rq_ld[j].d.next = self.evict_loader.val();
+                }
+            }
+        }
+        self.n2.next = self.n1.val();
+        if self.found.val() {
+            self.n2.next = self.n1.val() - 1;
+        }
+        if self.esc_valid.val() {
+            for j in 0..Q {
+                if self.n2.val().index() == j {
+                    self.rq_e[j].d.next = self.esc_expert.val();
+                    self.rq_k[j].d.next = self.esc_k.val();
+                    self.rq_ld[j].d.next = self.esc_loader.val();
+                }
+            }
+            self.n2.next = self.n2.val() + 1;
+        }
+        self.rq_n.d.next = self.n2.val();
+        self.overflow.next = self.n2.val() > self.q_depth.val();
+        if self.reset.val() {
+            self.rq_n.d.next = 0.into();
+        }
+    }
+}
+
+// ---------------------------------------------------------------- export
+
+/// The exported size: the standard chiplet's list (`chiplet_ctrl_s8_e16`: Q = 16, E = 16).
+pub type ReloadList16Rtl = ReloadListRtl<16, 16>;
+
+/// Co-sim recorder: reset in cycle 0, then random appends on the three ports (hand-off p 0.2,
+/// eviction p 0.2, escape p 0.15), random `take` and granted sets (sparse, so entries wait
+/// and the removal lands anywhere in the list). The appends stop while the list holds 13 or
+/// more entries, so it never overflows (past a lost append its contents are not defined on;
+/// the unit test checks the flag).
+pub fn record_reload_list_16(module: &str, cycles: usize, seed: u64) -> Result<crate::cosim::PortTrace, crate::RtlError> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    type Tag = (u64, u64, u64);
+    // (reset, hand, evict, esc, take, granted), each append (valid, tag)
+    type Row = (bool, (bool, Tag), (bool, Tag), (bool, Tag), bool, u64);
+    let mut held: Vec<u64> = Vec::new();
+    let stim: Vec<Row> = (0..cycles)
+        .map(|c| {
+            let tag = |rng: &mut rand_xoshiro::Xoshiro256PlusPlus| (rng.gen_range(0..16u64), rng.gen_range(0..0x10000u64), rng.gen_range(0..16u64));
+            let room = held.len() < 13;
+            let hand = (room && rng.gen_bool(0.2), tag(&mut rng));
+            let evict = (room && rng.gen_bool(0.2), tag(&mut rng));
+            let esc = (room && rng.gen_bool(0.15), tag(&mut rng));
+            let granted = rng.gen_range(0..0x10000u64) & rng.gen_range(0..0x10000u64) & rng.gen_range(0..0x10000u64);
+            let take = rng.gen_bool(0.5);
+            if c == 0 {
+                held.clear();
+                return (true, hand, evict, esc, take, granted);
+            }
+            // The list's length after the edge (the expert ids decide the removal).
+            for a in [&hand, &evict] {
+                if a.0 {
+                    held.push(a.1 .0);
+                }
+            }
+            if take {
+                if let Some(p) = held.iter().position(|&e| granted >> e & 1 == 1) {
+                    held.remove(p);
+                }
+            }
+            if esc.0 {
+                held.push(esc.1 .0);
+            }
+            (false, hand, evict, esc, take, granted)
+        })
+        .collect();
+    crate::cosim::record(module, ReloadList16Rtl::new(), cycles, |u| &mut u.clock, |c, u| {
+        let (reset, (hv, h), (ev, v), (sv, s), take, granted) = stim[c];
+        u.reset.next = reset;
+        u.hand_valid.next = hv;
+        u.hand_expert.next = h.0.into();
+        u.hand_k.next = h.1.into();
+        u.hand_loader.next = h.2.into();
+        u.evict_valid.next = ev;
+        u.evict_expert.next = v.0.into();
+        u.evict_k.next = v.1.into();
+        u.evict_loader.next = v.2.into();
+        u.esc_valid.next = sv;
+        u.esc_expert.next = s.0.into();
+        u.esc_k.next = s.1.into();
+        u.esc_loader.next = s.2.into();
+        u.take.next = take;
+        u.granted.next = granted.into();
+    })
+}
+
+/// Export registration: linted and co-simulated like the other leaf blocks.
+pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
+    name: "reload_list",
+    top: false,
+    cosim_cycles: 4096,
+    sets: &[crate::export::ParamSet {
+        module: "reload_list_q16_e16",
+        rust_type: "ReloadList16Rtl",
+        params: &[("depth", 16), ("experts", 16)],
+        build: || crate::export::boxed(ReloadList16Rtl::new()),
+        recorder: Some(|cycles, seed| record_reload_list_16("reload_list_q16_e16", cycles, seed)),
+    }],
+};
