@@ -323,17 +323,35 @@ impl<const D: usize, const E: usize, const R: usize> NiDecisionDriver<D, E, R> {
 /// The RTL decision unit as the balance loop's `NiDecisionUnit`.
 pub struct NiBalancerRtlModel {
     drv: NiDecisionDriver<64, 256, 16>,
+    /// The CL traces `dst` as the first field of its `(hops, device)` register + 1, i.e. the
+    /// hop count of the nearest cold device so far (not its id, as its doc says). The same
+    /// value from the block's ports: latched whenever `dst` changes (in Cold/ColdSum, while
+    /// `hot` holds), from the two devices' coordinates — the block's `dhops` register.
+    dst_traced: u64,
 }
 
 /// [`hw::wafer::balancer::NiDecisionFactory`] of the RTL decision unit.
 pub fn ni_decision_rtl(load: &[f64], placement: &[Vec<u32>], shadow_slots: &[u32], geom: WaferGeom, rule: ColdRule) -> Result<Box<dyn NiDecisionUnit>, hw::Error> {
     let t = NiTables::new(load, placement, shadow_slots, geom, rule, (NiBalancerSwapRtl::DEVICES, NiBalancerSwapRtl::EXPERTS, NiBalancerSwapRtl::REPLICAS))?;
-    Ok(Box::new(NiBalancerRtlModel { drv: NiDecisionDriver::load(t) }))
+    Ok(Box::new(NiBalancerRtlModel { drv: NiDecisionDriver::load(t), dst_traced: 0 }))
 }
 
 impl NiDecisionUnit for NiBalancerRtlModel {
     fn step(&mut self) -> Result<(), hw::Error> {
-        self.drv.edge()
+        let before = self.drv.uut.dst.val().to_u64();
+        self.drv.edge()?;
+        let u = &self.drv.uut;
+        let dst = u.dst.val().to_u64();
+        if dst != before {
+            self.dst_traced = match dst {
+                0 => 0,
+                x => {
+                    let ((hx, hy), (dx, dy)) = (self.drv.tables.coords[u.hot.val().index()], self.drv.tables.coords[x as usize - 1]);
+                    (hx.abs_diff(dx) + hy.abs_diff(dy)) as u64 + 1
+                }
+            };
+        }
+        Ok(())
     }
     fn done(&self) -> bool {
         self.drv.uut.done.val()
@@ -346,17 +364,7 @@ impl NiDecisionUnit for NiBalancerRtlModel {
         out.push(u.state.val().to_u64().min(st::DONE));
         out.push(u.hot.val().to_u64() & 0xffff);
         out.push(u.src.val().to_u64() & 0xffff);
-        // The CL traces `dst` as the first field of its `(hops, device)` register + 1, i.e. the
-        // hop count of the nearest cold device so far (not its id, as its doc says); shown the
-        // same way from the block's `hot` and `dst` so the waveforms stay equal.
-        let dst = match u.dst.val().to_u64() {
-            0 => 0,
-            x => {
-                let ((hx, hy), (dx, dy)) = (self.drv.tables.coords[u.hot.val().index()], self.drv.tables.coords[x as usize - 1]);
-                (hx.abs_diff(dx) + hy.abs_diff(dy)) as u64 + 1
-            }
-        };
-        out.push(dst & 0xffff);
+        out.push(self.dst_traced & 0xffff);
         out.push(u.moves.val().to_u64() & 0xffff);
         // The rounded heats need the read ports only at an exact half: a copy of the driver's
         // view is enough otherwise.
