@@ -304,6 +304,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--micro-batches", NUMS), ("--comm-dtype", &["int8", "fp16", "x"]), ("--replica-split", &["nearest", "even", "x"]),
                 ("--seed", NUMS), ("--config", &["@D/wafer.toml", "@D/bad.toml", "@D/missing.toml"]), ("--balance-config", &["@D/bal.toml", "@D/bad.toml", "@D/missing.toml"]),
                 ("--shadow-slots", NUMS), ("--alpha", FRACS), ("--warmup", NUMS), ("--threads", NUMS), ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--gtkw", OUT),
+                ("--rtl", &["balancer", "nosuch", ""]),
             ],
             &["--quiet", "--help"],
         ),

@@ -97,6 +97,18 @@ pub struct BalanceArgs {
     pub gtkw: Option<PathBuf>,
     #[arg(long)]
     pub quiet: bool,
+    /// Run this block's rust-hdl RTL twin in place of its CL model (same JSON and decision
+    /// waveform; slower) (default: none, every block CL).
+    #[arg(long, value_enum)]
+    pub rtl: Option<BalanceRtl>,
+}
+
+/// Blocks with an RTL stand-in for `balance --rtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BalanceRtl {
+    /// The NI-Balancer's Eq. 2 trigger and Algorithm 1 decision unit (`ni_trigger`,
+    /// `ni_balancer`): every balancer's trigger, topo's and topo-ni's decisions.
+    Balancer,
 }
 
 pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
@@ -124,7 +136,10 @@ pub fn run(a: BalanceArgs) -> CliResult<ExitCode> {
     check_fits(&c, &model).map_err(|e| e.to_string())?;
     let base: BalanceCfg = super::noc::load_toml_or_default(a.balance_config.as_deref())?;
     let bal = balance_cfg(base, &BalanceOverrides { shadow_slots: a.shadow_slots, alpha: a.alpha, warmup: a.warmup }).map_err(|e| e.to_string())?;
-    let setup = BalanceSetup::new(c.clone(), model.clone(), bal.clone(), kinds.clone(), a.iters, a.warmup.is_some()).map_err(|e| e.to_string())?;
+    let mut setup = BalanceSetup::new(c.clone(), model.clone(), bal.clone(), kinds.clone(), a.iters, a.warmup.is_some()).map_err(|e| e.to_string())?;
+    if let Some(BalanceRtl::Balancer) = a.rtl {
+        setup.units = rtl::wafer::ni_balancer_swap::ni_units();
+    }
     if a.vcd.is_some() && a.fst.is_some() {
         return Err("give --vcd or --fst, not both".into());
     }

@@ -212,6 +212,18 @@ lint_off -rule WIDTH -file \"*reload_list_*.v\"
 // The same literal forms in its Rule-5 report file (free_report_*): `x = 32'h0` defaults and
 // `cnt + 32'h1` in the two 8-bit popcounts (at most S <= 64, no wrap).
 lint_off -rule WIDTH -file \"*free_report_*.v\"
+//
+// WIDTH in the NI-Balancer's decision unit and trigger files (ni_balancer_*, ni_trigger*):
+// rust-hdl's literal forms only (`x = 32'h0`, `state_q$q == 32'h6`, `n + 32'h1` on 16-bit
+// counters that stay below 2^16, `(1'b1) << src` from `replace_bit`), the `bit_cast` masks of
+// the 32 x 32 multiplier's partial products, and dynamic bit selects with a 16-bit index
+// (`row[src]`: src < E by construction). UNOPTFLAT on their multipliers (`mul`, `lhs_mul`,
+// `rhs_mul`, Mul32Rtl): combinational sub-blocks the parent's one always block drives and
+// reads, a loop at always-block granularity only (as the ring's scans).
+lint_off -rule WIDTH -file \"*ni_balancer_*.v\"
+lint_off -rule WIDTH -file \"*ni_trigger*.v\"
+lint_off -rule UNOPTFLAT -file \"*ni_balancer_*.v\" -match \"*.mul$*\"
+lint_off -rule UNOPTFLAT -file \"*ni_trigger*.v\" -match \"*_mul$*\"
 ";
 
 /// Top-level ports of a block in declaration order (rust-hdl's probe at depth 1).
@@ -386,6 +398,8 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::load_seq::EXPORT,
     &crate::pkg::reload_list::EXPORT,
     &crate::pkg::free_report::EXPORT,
+    &crate::wafer::ni_balancer::EXPORT,
+    &crate::wafer::ni_trigger::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

@@ -41,7 +41,7 @@ use sched::models::ModelPreset;
 use sched::wafer::{A2aXfer, Mapping, Routing};
 use serde::{Deserialize, Serialize};
 
-use super::balancer::{NiBalancerCl, TriggerCl};
+use super::balancer::{run_decision, run_trigger, NiUnits};
 use super::config::WaferCfg;
 use super::migration::MigrationPlan;
 use super::program::{build_planned, plans, LayerOpts, LayerProgram, Phase};
@@ -267,6 +267,8 @@ pub struct BalanceLoop {
     last_mig: Option<u64>,
     res: BalanceResult,
     decision_wave: Option<(PathBuf, WaveFormat)>,
+    /// The trigger and decision unit (CL, or RTL stand-ins: [`BalanceLoop::with_units`]).
+    units: NiUnits,
 }
 
 /// An invasive migration: the wafer runs nothing but the copies (each chunk straight from
@@ -327,7 +329,16 @@ impl BalanceLoop {
             last_mig: None,
             res,
             decision_wave: decision_wave.map(|(p, f)| (p.to_path_buf(), f)),
+            units: NiUnits::CL,
         })
+    }
+
+    /// The loop with `units` as its Eq. 2 trigger and Algorithm 1 decision unit (the CL's by
+    /// default; `balance --rtl balancer` passes the RTL stand-ins). EPLB's decision is not a
+    /// unit (its trigger is).
+    pub fn with_units(mut self, units: NiUnits) -> Self {
+        self.units = units;
+        self
     }
 
     /// The layer of one iteration's routing (`[group][token]` → top-k) under the placement in
@@ -421,8 +432,9 @@ impl BalanceLoop {
         }
         let since = self.last_mig.map_or(u64::MAX, |t| self.now - t);
         // The trigger (CL) runs only when a decision could follow.
+        let unit_err = |e: crate::Error| WaferError::Unit(e.to_string());
         let fire = kind != BalancerKind::None && st.inflight.is_none() && {
-            let (f, c) = TriggerCl::new(&self.trig, &[dev], since).run();
+            let (f, c) = run_trigger((self.units.trigger)(&self.trig, &[dev], since).map_err(unit_err)?).map_err(unit_err)?;
             self.res.decision_cycles += c;
             f
         };
@@ -430,7 +442,7 @@ impl BalanceLoop {
             return Ok((None, None));
         }
         let trace = self.decision_wave.take();
-        let (moves, new_replicas, cycles) = decide(kind, st, &self.map, &load, bal, dies, experts, self.cfg.clock_mhz, trace.as_ref().map(|(p, f)| (p.as_path(), *f)))?;
+        let (moves, new_replicas, cycles) = decide(kind, st, &self.map, &load, bal, dies, experts, self.cfg.clock_mhz, trace.as_ref().map(|(p, f)| (p.as_path(), *f)), self.units)?;
         self.res.decision_cycles += cycles;
         let decided = Decided { moves: moves.len(), replicas: new_replicas.len(), decision_cycles: cycles };
         // Replicas the new plan does not keep are dropped now (their slots are reused).
@@ -514,7 +526,7 @@ pub fn decision_path(p: &Path) -> PathBuf {
 /// (expert, die) set the plan ends with (EPLB: every slot; Algorithm 1: the shadow-slot
 /// replicas), and the decision unit's cycles.
 #[allow(clippy::too_many_arguments)]
-fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &BalanceCfg, dies: u32, experts: u32, clock_mhz: f64, wave: Option<(&Path, WaveFormat)>) -> Result<(Vec<Move>, BTreeSet<(u32, u32)>, u64), WaferError> {
+fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &BalanceCfg, dies: u32, experts: u32, clock_mhz: f64, wave: Option<(&Path, WaveFormat)>, units: NiUnits) -> Result<(Vec<Move>, BTreeSet<(u32, u32)>, u64), WaferError> {
     let current = st.placement();
     let cur_hosts = invert(&current, experts);
     let (targets, cycles): (BTreeSet<(u32, u32)>, u64) = match kind {
@@ -529,18 +541,23 @@ fn decide(kind: BalancerKind, st: &State, map: &Mapping, load: &[f64], bal: &Bal
         }
         _ => {
             let slots = vec![bal.shadow_slots; dies as usize];
-            let unit = NiBalancerCl::new(load, &st.base, &slots, map.geom, ColdRule::HeatAfter);
+            let unit_err = |e: crate::Error| WaferError::Unit(e.to_string());
+            let unit = (units.decision)(load, &st.base, &slots, map.geom, ColdRule::HeatAfter).map_err(unit_err)?;
             let (plan, cycles) = match wave {
                 Some((path, fmt)) => {
                     let path = decision_path(path);
                     let werr = |e: crate::Error| WaferError::Wave(format!("{}: {e}", path.display()));
                     let period_ps = (1e6 / clock_mhz).round().max(1.0) as u64;
                     let mut wr = WaveWriter::create(&path, fmt, period_ps, &unit.signals(), &WaveFilter::default()).map_err(|e| werr(e.into()))?;
-                    let (plan, cycles) = unit.run_traced(&mut wr).map_err(werr)?;
+                    // A stand-in's refusal is the unit's error, not the waveform's.
+                    let (plan, cycles) = run_decision(unit, Some(&mut wr)).map_err(|e| match e {
+                        crate::Error::Wave(_) => werr(e),
+                        e => unit_err(e),
+                    })?;
                     wr.finish(cycles + 1).map_err(|e| werr(e.into()))?;
                     (plan, cycles)
                 }
-                None => unit.run(),
+                None => run_decision(unit, None).map_err(unit_err)?,
             };
             (plan.moves.iter().map(|m| (m.expert, m.dst_device)).collect(), cycles)
         }

@@ -104,6 +104,11 @@ impl NiBalancerCl {
         }
     }
 
+    /// The copies allowed: `min(Σ shadow slots, devices · experts)`.
+    pub fn max_moves(&self) -> u64 {
+        self.max_moves
+    }
+
     fn share(&self, e: u32) -> f64 {
         self.load[e as usize] / self.num[e as usize] as f64
     }
@@ -262,20 +267,7 @@ impl NiBalancerCl {
     /// 0 none), `moves`; per device `dev_D.heat` (Heat_d rounded to a whole token) and
     /// `dev_D.slots` (free shadow slots); per expert `load.e_E` (the load counter).
     pub fn signals(&self) -> Vec<SignalDecl> {
-        let sig = |sub: Option<String>, name: &str, width: u32| {
-            let mut scope = vec!["top".to_string(), "balancer".to_string()];
-            scope.extend(sub);
-            SignalDecl { scope, name: name.into(), width }
-        };
-        let mut out = vec![sig(None, "state", 3), sig(None, "hot", 16), sig(None, "src", 16), sig(None, "dst", 16), sig(None, "moves", 16)];
-        for d in 0..self.heats.len() {
-            out.push(sig(Some(format!("dev_{d}")), "heat", 32));
-            out.push(sig(Some(format!("dev_{d}")), "slots", 8));
-        }
-        for e in 0..self.load.len() {
-            out.push(sig(Some("load".into()), &format!("e_{e}"), 32));
-        }
-        out
+        decision_signals(self.heats.len(), self.load.len())
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
@@ -305,6 +297,26 @@ impl NiBalancerCl {
         let plan = BalancePlan { moves: self.moves, placement: self.placement, heats: self.heats, num: self.num, slots_left: self.slots };
         (plan, self.cycles)
     }
+}
+
+/// The decision unit's traced signals for `devices` and `experts` (see
+/// [`NiBalancerCl::signals`]); the same list for the CL and an RTL stand-in, so their
+/// waveforms compare signal by signal.
+pub fn decision_signals(devices: usize, experts: usize) -> Vec<SignalDecl> {
+    let sig = |sub: Option<String>, name: &str, width: u32| {
+        let mut scope = vec!["top".to_string(), "balancer".to_string()];
+        scope.extend(sub);
+        SignalDecl { scope, name: name.into(), width }
+    };
+    let mut out = vec![sig(None, "state", 3), sig(None, "hot", 16), sig(None, "src", 16), sig(None, "dst", 16), sig(None, "moves", 16)];
+    for d in 0..devices {
+        out.push(sig(Some(format!("dev_{d}")), "heat", 32));
+        out.push(sig(Some(format!("dev_{d}")), "slots", 8));
+    }
+    for e in 0..experts {
+        out.push(sig(Some("load".into()), &format!("e_{e}"), 32));
+    }
+    out
 }
 
 /// The NI-Balancer's trigger (CL): paper Eq. 2 on the load counters, one device per cycle —
@@ -373,4 +385,140 @@ impl TriggerCl {
         }
         (self.dt_ok && self.imbalance > self.alpha, self.cycles)
     }
+}
+
+/// The NI-Balancer's decision unit as the balance loop runs it: the CL model
+/// ([`NiBalancerCl`]) or an RTL stand-in (`waferstream balance --rtl balancer`,
+/// `rtl::wafer::ni_balancer_swap`), built through a [`NiUnits`] factory so `hw` does not
+/// depend on the RTL crate. Same cycle semantics as [`NiBalancerCl`]: each `step` is one clock
+/// cycle of Algorithm 1; the tables are loaded by the factory (not counted).
+pub trait NiDecisionUnit {
+    /// One clock cycle. A stand-in that meets a case it cannot decide as the CL does (an exact
+    /// tie its f64 twin could break either way, a value its registers cannot hold) refuses
+    /// here, naming the cause.
+    fn step(&mut self) -> Result<(), crate::Error>;
+    /// Nothing left to decide (`Done`, or no shadow slot at all).
+    fn done(&self) -> bool;
+    /// Traced signals (as [`NiBalancerCl::signals`]).
+    fn signals(&self) -> Vec<SignalDecl>;
+    /// Values in `signals` order (a stand-in may refuse a value it cannot show as the CL does).
+    fn sample(&self, out: &mut Vec<u64>) -> Result<(), crate::Error>;
+    /// The decision as the FL's type and the cycles taken.
+    fn finish(self: Box<Self>) -> Result<(BalancePlan, u64), crate::Error>;
+}
+
+/// The NI-Balancer's Eq. 2 trigger as the balance loop runs it (the CL [`TriggerCl`] or an RTL
+/// stand-in); each `step` is one clock cycle.
+pub trait NiTriggerUnit {
+    fn step(&mut self) -> Result<(), crate::Error>;
+    fn done(&self) -> bool;
+    /// Whether to migrate, and the cycles taken.
+    fn finish(self: Box<Self>) -> Result<(bool, u64), crate::Error>;
+}
+
+/// Builds a decision unit for `(load, placement, shadow_slots, geom, rule)` (the arguments of
+/// [`NiBalancerCl::new`]); a stand-in refuses tables its build cannot hold, naming the field.
+pub type NiDecisionFactory = fn(&[f64], &[Vec<u32>], &[u32], WaferGeom, ColdRule) -> Result<Box<dyn NiDecisionUnit>, crate::Error>;
+/// Builds a trigger for `(cfg, loads, cycles_since_last_migration)` (as [`TriggerCl::new`]).
+pub type NiTriggerFactory = fn(&sched::balance::ni::TriggerCfg, &[Vec<f64>], u64) -> Result<Box<dyn NiTriggerUnit>, crate::Error>;
+
+/// The NI-Balancer's two controllers, as factories (the CL's by default).
+#[derive(Debug, Clone, Copy)]
+pub struct NiUnits {
+    pub decision: NiDecisionFactory,
+    pub trigger: NiTriggerFactory,
+}
+
+impl NiUnits {
+    /// The CL models.
+    pub const CL: NiUnits = NiUnits { decision: ni_decision_cl, trigger: ni_trigger_cl };
+}
+
+impl Default for NiUnits {
+    fn default() -> Self {
+        NiUnits::CL
+    }
+}
+
+/// [`NiDecisionFactory`] of the CL model.
+pub fn ni_decision_cl(load: &[f64], placement: &[Vec<u32>], shadow_slots: &[u32], geom: WaferGeom, rule: ColdRule) -> Result<Box<dyn NiDecisionUnit>, crate::Error> {
+    Ok(Box::new(NiBalancerCl::new(load, placement, shadow_slots, geom, rule)))
+}
+
+/// [`NiTriggerFactory`] of the CL model.
+pub fn ni_trigger_cl(cfg: &sched::balance::ni::TriggerCfg, loads: &[Vec<f64>], since: u64) -> Result<Box<dyn NiTriggerUnit>, crate::Error> {
+    Ok(Box::new(TriggerCl::new(cfg, loads, since)))
+}
+
+impl NiDecisionUnit for NiBalancerCl {
+    fn step(&mut self) -> Result<(), crate::Error> {
+        NiBalancerCl::step(self);
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.state == BalState::Done || self.max_moves == 0
+    }
+    fn signals(&self) -> Vec<SignalDecl> {
+        NiBalancerCl::signals(self)
+    }
+    fn sample(&self, out: &mut Vec<u64>) -> Result<(), crate::Error> {
+        NiBalancerCl::sample(self, out);
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> Result<(BalancePlan, u64), crate::Error> {
+        Ok((*self).run())
+    }
+}
+
+impl NiTriggerUnit for TriggerCl {
+    fn step(&mut self) -> Result<(), crate::Error> {
+        TriggerCl::step(self);
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.done
+    }
+    fn finish(self: Box<Self>) -> Result<(bool, u64), crate::Error> {
+        Ok((*self).run())
+    }
+}
+
+/// Runs a decision unit to the end; with `sink`, each cycle's changed signals go into it (as
+/// [`NiBalancerCl::run_traced`]: sample, then unless done one step).
+pub fn run_decision(mut unit: Box<dyn NiDecisionUnit>, sink: Option<&mut dyn SignalSink>) -> Result<(BalancePlan, u64), crate::Error> {
+    match sink {
+        Some(sink) => {
+            let (mut prev, mut cur): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+            let mut t: crate::harness::Cycle = 0;
+            loop {
+                cur.clear();
+                unit.sample(&mut cur)?;
+                for (i, &v) in cur.iter().enumerate() {
+                    if prev.get(i) != Some(&v) {
+                        sink.change(t, i, v)?;
+                    }
+                }
+                std::mem::swap(&mut prev, &mut cur);
+                if unit.done() {
+                    break;
+                }
+                unit.step()?;
+                t += 1;
+            }
+        }
+        None => {
+            while !unit.done() {
+                unit.step()?;
+            }
+        }
+    }
+    unit.finish()
+}
+
+/// Runs a trigger to the end: whether to migrate, and the cycles.
+pub fn run_trigger(mut unit: Box<dyn NiTriggerUnit>) -> Result<(bool, u64), crate::Error> {
+    while !unit.done() {
+        unit.step()?;
+    }
+    unit.finish()
 }

@@ -230,6 +230,10 @@ pub enum WaferError {
     Timeout(u64),
     #[error("waveform: {0}")]
     Wave(String),
+    /// A controller between the layers (the balancer's trigger or decision unit, an RTL
+    /// stand-in) refused its input or stopped; the text names the block and the cause.
+    #[error("{0}")]
+    Unit(String),
 }
 
 pub struct Wafer {

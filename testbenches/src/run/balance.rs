@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use hw::wafer::balance::{BalanceCfg, BalanceLoop, BalanceResult, BalancerKind, IterRecord};
+use hw::wafer::balancer::NiUnits;
 use hw::wafer::migration::MigGate;
 use hw::wafer::{Wafer, WaferCfg};
 use sched::models::ModelPreset;
@@ -127,6 +128,9 @@ pub struct BalanceSetup {
     pub iters: u32,
     pub map: Mapping,
     pub workload: Option<Workload>,
+    /// The NI-Balancer's trigger and decision unit (the CL's; `--rtl balancer`: the RTL
+    /// stand-ins). Every balancer's trigger is the unit; Algorithm 1 is topo's and topo-ni's.
+    pub units: NiUnits,
 }
 
 /// What a balance run reports as it goes.
@@ -171,7 +175,7 @@ impl BalanceSetup {
                 format!("the {} mapping's FTDs are not disjoint (or the all-gather is off), so no links are cold in the all-to-all; use --mapping er or her", c.mapping.name()),
             ));
         }
-        Ok(BalanceSetup { cfg: c, model, bal, kinds, iters, map, workload: None })
+        Ok(BalanceSetup { cfg: c, model, bal, kinds, iters, map, workload: None, units: NiUnits::CL })
     }
 
     /// Builds the workload (a trace is read here).
@@ -217,7 +221,7 @@ impl BalanceSetup {
 
     /// One balancer over `routing` (`routing[i]`: iteration i's `[group][token]` → top-k).
     pub fn run_one(&self, kind: BalancerKind, routing: &[Routing], opts: &RunOptions, wave: Option<&WaveSink>, on_iter: &mut dyn FnMut(&IterRecord)) -> Result<BalanceResult> {
-        run_balance(&self.cfg, &self.model, &self.map, &self.bal, kind, routing, opts, wave, on_iter)
+        run_balance_with(&self.cfg, &self.model, &self.map, &self.bal, kind, routing, opts, wave, on_iter, self.units)
     }
 }
 
@@ -227,7 +231,13 @@ impl BalanceSetup {
 /// with a migration in flight (`top.wafer.…`), and the decision unit's first run beside it.
 #[allow(clippy::too_many_arguments)]
 pub fn run_balance(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, bal: &BalanceCfg, kind: BalancerKind, routing: &[Routing], opts: &RunOptions, wave: Option<&WaveSink>, on_iter: &mut dyn FnMut(&IterRecord)) -> Result<BalanceResult> {
-    let mut bl = BalanceLoop::new(cfg, model, map, bal, kind, wave.map(|s| (s.path.as_path(), s.format))).map_err(text)?;
+    run_balance_with(cfg, model, map, bal, kind, routing, opts, wave, on_iter, NiUnits::CL)
+}
+
+/// [`run_balance`] with `units` as the trigger and decision unit (an RTL stand-in's factories).
+#[allow(clippy::too_many_arguments)]
+pub fn run_balance_with(cfg: &WaferCfg, model: &ModelPreset, map: &Mapping, bal: &BalanceCfg, kind: BalancerKind, routing: &[Routing], opts: &RunOptions, wave: Option<&WaveSink>, on_iter: &mut dyn FnMut(&IterRecord), units: NiUnits) -> Result<BalanceResult> {
+    let mut bl = BalanceLoop::new(cfg, model, map, bal, kind, wave.map(|s| (s.path.as_path(), s.format))).map_err(text)?.with_units(units);
     let c = bl.cfg.clone();
     let n = threads(opts);
     // Fast-forward always (results are identical); waveforms only where asked.

@@ -10,6 +10,11 @@
 //! * [`semmoe_lut::SemMoeLutRtl`] — Sem-MoE's look-up and re-batching unit (`semmoe_lut`,
 //!   twin of `hw::wafer::semmoe_lut::SemMoeLutCl`); [`semmoe_lut_swap`] loads and drives it and
 //!   runs it inside the semmoe experiment (`semmoe --rtl semmoe-lut`).
+//! * [`ni_balancer::NiBalancerRtl`] and [`ni_trigger::NiTriggerRtl`] — the NI-Balancer's
+//!   Algorithm 1 decision unit (`ni_balancer`, twin of `hw::wafer::balancer::NiBalancerCl`)
+//!   and Eq. 2 trigger (`ni_trigger`, twin of `TriggerCl`), exact integer datapaths with the
+//!   32 × 32 multiplier [`mul::Mul32Rtl`]; [`ni_balancer_swap`] drives them inside the balance
+//!   run (`balance --rtl balancer`).
 
 pub mod div;
 pub mod mapping;
@@ -18,3 +23,7 @@ pub mod predictor;
 pub mod predictor_swap;
 pub mod semmoe_lut;
 pub mod semmoe_lut_swap;
+pub mod mul;
+pub mod ni_balancer;
+pub mod ni_balancer_swap;
+pub mod ni_trigger;
