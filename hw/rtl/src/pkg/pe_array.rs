@@ -111,7 +111,19 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     fold_done_q: DFF<Bit>,
     rf_q: [DFF<Bits<16>>; GEMMS],
     cf_q: [DFF<Bits<16>>; GEMMS],
-    st_q: [DFF<Bits<24>>; GEMMS],
+    /// Per GEMM, latched at start: fold length − 1 (`prefix + stream + R + C − 2 − 1`, mod
+    /// 2^32) and "non-empty" (both fold counts non-zero). Precomputed so that no adder on the
+    /// stream sits between the fold counter and its end compare (Fmax; the stream itself is
+    /// needed for nothing else).
+    lenm1_q: [DFF<Bits<32>>; GEMMS],
+    ne_q: [DFF<Bit>; GEMMS],
+    /// The current GEMM's (`gemm_q`'s) fold length − 1 and fold counts − 1 (mod 2^16), loaded
+    /// whenever `gemm_q` is loaded: while busy the fold-end, last-row and last-column tests
+    /// are register-to-register equality compares (`cyc_q == clen_q`, `fr_q == crfm1_q`,
+    /// `fc_q == ccfm1_q`), each equal mod 2^N to the CL's `cyc + 1 == len` etc.
+    clen_q: DFF<Bits<32>>,
+    crfm1_q: DFF<Bits<16>>,
+    ccfm1_q: DFF<Bits<16>>,
     /// The PEs, row-major: PE (i, j) is `pe[i·C + j]`. One flat array rather than rows of
     /// PEs: rust-hdl 0.46's Verilog generator resolves only the first index of an expression
     /// (`rows[i].b_in[j]` became `rows$0$b_in[j]`), so the vertical wiring of a row array of
@@ -124,10 +136,18 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     /// The job's GEMM descriptors this cycle (the ports when starting, else the latched ones).
     j_rf: [Signal<Local, Bits<16>>; GEMMS],
     j_cf: [Signal<Local, Bits<16>>; GEMMS],
-    j_st: [Signal<Local, Bits<24>>; GEMMS],
+    j_lenm1: [Signal<Local, Bits<32>>; GEMMS],
+    j_ne: [Signal<Local, Bit>; GEMMS],
+    /// Fold length − 1 and non-empty flag of each GEMM on the ports (a starting job).
+    p_lenm1: [Signal<Local, Bits<32>>; GEMMS],
+    p_ne: [Signal<Local, Bit>; GEMMS],
     /// First non-empty GEMM of a starting job.
     first_found: Signal<Local, Bit>,
     first_idx: Signal<Local, Bits<2>>,
+    /// The first GEMM's fold length − 1 and fold counts (a starting job).
+    f_lenm1: Signal<Local, Bits<32>>,
+    f_rf: Signal<Local, Bits<16>>,
+    f_cf: Signal<Local, Bits<16>>,
     /// The fold being executed this cycle.
     cur_busy: Signal<Local, Bit>,
     cur_ws: Signal<Local, Bit>,
@@ -136,11 +156,10 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     cur_fr: Signal<Local, Bits<16>>,
     cur_fc: Signal<Local, Bits<16>>,
     cur_cyc: Signal<Local, Bits<32>>,
-    cur_rf: Signal<Local, Bits<16>>,
-    cur_cf: Signal<Local, Bits<16>>,
-    cur_st: Signal<Local, Bits<24>>,
-    fold_len: Signal<Local, Bits<32>>,
+    /// This cycle is the fold's last; its row fold is the GEMM's last; its column fold is.
     fold_end: Signal<Local, Bit>,
+    last_row: Signal<Local, Bit>,
+    last_col: Signal<Local, Bit>,
     /// The PEs' broadcast controls this cycle (WS weight shift, OS accumulator restart and
     /// result capture).
     pe_preload: Signal<Local, Bit>,
@@ -149,10 +168,15 @@ pub struct PeArrayRtl<const R: usize, const C: usize> {
     /// Next non-empty GEMM after the current one.
     next_found: Signal<Local, Bit>,
     next_idx: Signal<Local, Bits<2>>,
+    /// The next GEMM's fold length − 1 and fold counts.
+    nx_lenm1: Signal<Local, Bits<32>>,
+    nx_rf: Signal<Local, Bits<16>>,
+    nx_cf: Signal<Local, Bits<16>>,
     gi: Signal<Local, Bits<2>>,
-    /// `R + C − 2` (systolic fill and drain) and `R` (WS preload), as fold-cycle constants.
-    skew: Constant<Bits<32>>,
-    prefix_ws: Constant<Bits<32>>,
+    /// Fold length − 1 less the stream: `R + C − 2 − 1` (OS, mod 2^32: systolic fill and
+    /// drain) and `R + R + C − 2 − 1` (WS: plus the preload).
+    len_os_m1: Constant<Bits<32>>,
+    len_ws_m1: Constant<Bits<32>>,
     n_rows: Constant<Bits<32>>,
     /// 1 at the fold counters' width: `cur_fr + one16 == cur_rf` wraps at 16 bits in Verilog
     /// as in Rust (a Rust literal is a 32-bit Verilog constant, which widens the comparison).
@@ -205,14 +229,24 @@ impl<const R: usize, const C: usize> PeArrayRtl<R, C> {
             fold_done_q: Default::default(),
             rf_q: std::array::from_fn(|_| Default::default()),
             cf_q: std::array::from_fn(|_| Default::default()),
-            st_q: std::array::from_fn(|_| Default::default()),
+            lenm1_q: std::array::from_fn(|_| Default::default()),
+            ne_q: std::array::from_fn(|_| Default::default()),
+            clen_q: Default::default(),
+            crfm1_q: Default::default(),
+            ccfm1_q: Default::default(),
             pe: (0..R * C).map(|_| PeRtl::new()).collect(),
             start_ok: Default::default(),
             j_rf: std::array::from_fn(|_| Default::default()),
             j_cf: std::array::from_fn(|_| Default::default()),
-            j_st: std::array::from_fn(|_| Default::default()),
+            j_lenm1: std::array::from_fn(|_| Default::default()),
+            j_ne: std::array::from_fn(|_| Default::default()),
+            p_lenm1: std::array::from_fn(|_| Default::default()),
+            p_ne: std::array::from_fn(|_| Default::default()),
             first_found: Default::default(),
             first_idx: Default::default(),
+            f_lenm1: Default::default(),
+            f_rf: Default::default(),
+            f_cf: Default::default(),
             cur_busy: Default::default(),
             cur_ws: Default::default(),
             cur_tag: Default::default(),
@@ -220,19 +254,20 @@ impl<const R: usize, const C: usize> PeArrayRtl<R, C> {
             cur_fr: Default::default(),
             cur_fc: Default::default(),
             cur_cyc: Default::default(),
-            cur_rf: Default::default(),
-            cur_cf: Default::default(),
-            cur_st: Default::default(),
-            fold_len: Default::default(),
             fold_end: Default::default(),
+            last_row: Default::default(),
+            last_col: Default::default(),
             pe_preload: Default::default(),
             pe_acc_zero: Default::default(),
             pe_capture: Default::default(),
             next_found: Default::default(),
             next_idx: Default::default(),
+            nx_lenm1: Default::default(),
+            nx_rf: Default::default(),
+            nx_cf: Default::default(),
             gi: Default::default(),
-            skew: Constant::new(((R + C - 2) as u64).into()),
-            prefix_ws: Constant::new((R as u64).into()),
+            len_os_m1: Constant::new((((R + C - 2) as u64).wrapping_sub(1) & 0xFFFF_FFFF).into()),
+            len_ws_m1: Constant::new(((2 * R + C - 3) as u64).into()),
             n_rows: Constant::new((R as u64).into()),
             one16: Constant::new(1u64.into()),
         }
@@ -242,14 +277,16 @@ impl<const R: usize, const C: usize> PeArrayRtl<R, C> {
 impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy_q, done_q, done_tag_q, tag_q, ws_q, gemm_q, fr_q, fc_q, cyc_q, fold_done_q);
+        dff_setup!(self, clock, busy_q, done_q, done_tag_q, tag_q, ws_q, gemm_q, fr_q, fc_q, cyc_q, fold_done_q, clen_q, crfm1_q, ccfm1_q);
         for g in 0..GEMMS {
             self.rf_q[g].clock.next = self.clock.val();
             self.rf_q[g].d.next = self.rf_q[g].q.val();
             self.cf_q[g].clock.next = self.clock.val();
             self.cf_q[g].d.next = self.cf_q[g].q.val();
-            self.st_q[g].clock.next = self.clock.val();
-            self.st_q[g].d.next = self.st_q[g].q.val();
+            self.lenm1_q[g].clock.next = self.clock.val();
+            self.lenm1_q[g].d.next = self.lenm1_q[g].q.val();
+            self.ne_q[g].clock.next = self.clock.val();
+            self.ne_q[g].d.next = self.ne_q[g].q.val();
         }
         // ---- registered outputs
         self.busy.next = self.busy_q.q.val();
@@ -266,14 +303,28 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
         self.fold_done.next = self.fold_done_q.q.val();
         // ---- the job this cycle: the ports when one is accepted, else the latched one
         self.start_ok.next = self.start.val() & !self.busy_q.q.val();
+        // Fold length − 1 (mod 2^32) = stream + prefix + skew − 1. Written out per GEMM: the
+        // hdl_gen macro expands `bit_cast` outside the enclosing loop, so a loop index in its
+        // argument is unbound.
+        self.p_lenm1[0].next = bit_cast::<32, 24>(self.stream[0].val()) + self.len_os_m1.val();
+        self.p_lenm1[1].next = bit_cast::<32, 24>(self.stream[1].val()) + self.len_os_m1.val();
+        self.p_lenm1[2].next = bit_cast::<32, 24>(self.stream[2].val()) + self.len_os_m1.val();
+        if self.ws.val() {
+            self.p_lenm1[0].next = bit_cast::<32, 24>(self.stream[0].val()) + self.len_ws_m1.val();
+            self.p_lenm1[1].next = bit_cast::<32, 24>(self.stream[1].val()) + self.len_ws_m1.val();
+            self.p_lenm1[2].next = bit_cast::<32, 24>(self.stream[2].val()) + self.len_ws_m1.val();
+        }
         for g in 0..GEMMS {
+            self.p_ne[g].next = self.row_folds[g].val().any() & self.col_folds[g].val().any();
             self.j_rf[g].next = self.rf_q[g].q.val();
             self.j_cf[g].next = self.cf_q[g].q.val();
-            self.j_st[g].next = self.st_q[g].q.val();
+            self.j_lenm1[g].next = self.lenm1_q[g].q.val();
+            self.j_ne[g].next = self.ne_q[g].q.val();
             if self.start_ok.val() {
                 self.j_rf[g].next = self.row_folds[g].val();
                 self.j_cf[g].next = self.col_folds[g].val();
-                self.j_st[g].next = self.stream[g].val();
+                self.j_lenm1[g].next = self.p_lenm1[g].val();
+                self.j_ne[g].next = self.p_ne[g].val();
             }
         }
         // First non-empty GEMM of a starting job.
@@ -281,7 +332,7 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
         self.first_idx.next = 0.into();
         self.gi.next = 0.into();
         for g in 0..GEMMS {
-            if self.j_rf[g].val().any() & self.j_cf[g].val().any() & !self.first_found.val() {
+            if self.j_ne[g].val() & !self.first_found.val() {
                 self.first_found.next = true;
                 self.first_idx.next = self.gi.val();
             }
@@ -304,33 +355,51 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
             self.cur_fc.next = 0.into();
             self.cur_cyc.next = 0.into();
         }
-        self.cur_rf.next = self.j_rf[0].val();
-        self.cur_cf.next = self.j_cf[0].val();
-        self.cur_st.next = self.j_st[0].val();
+        // The first GEMM's descriptors (only used when starting: then `j_*` are the ports).
+        self.f_lenm1.next = self.j_lenm1[0].val();
+        self.f_rf.next = self.j_rf[0].val();
+        self.f_cf.next = self.j_cf[0].val();
         for g in 1..GEMMS {
-            if self.cur_g.val().index() == g {
-                self.cur_rf.next = self.j_rf[g].val();
-                self.cur_cf.next = self.j_cf[g].val();
-                self.cur_st.next = self.j_st[g].val();
+            if self.first_idx.val().index() == g {
+                self.f_lenm1.next = self.j_lenm1[g].val();
+                self.f_rf.next = self.j_rf[g].val();
+                self.f_cf.next = self.j_cf[g].val();
             }
         }
-        // Fold length: prefix + stream + skew (SCALE-Sim).
-        self.fold_len.next = bit_cast::<32, 24>(self.cur_st.val()) + self.skew.val();
-        if self.cur_ws.val() {
-            self.fold_len.next = bit_cast::<32, 24>(self.cur_st.val()) + self.skew.val() + self.prefix_ws.val();
+        // Fold end (`cyc + 1 == prefix + stream + skew`, SCALE-Sim), last row fold
+        // (`fr + 1 == row_folds`), last column fold: while busy, compares against the current
+        // GEMM's registered values; in the cycle a job starts (cycle 0 of fold (0, 0) of its
+        // first GEMM), the same tests on the ports' values.
+        self.fold_end.next = self.cyc_q.q.val() == self.clen_q.q.val();
+        self.last_row.next = self.fr_q.q.val() == self.crfm1_q.q.val();
+        self.last_col.next = self.fc_q.q.val() == self.ccfm1_q.q.val();
+        if self.start_ok.val() {
+            self.fold_end.next = !self.f_lenm1.val().any();
+            self.last_row.next = self.f_rf.val() == self.one16.val();
+            self.last_col.next = self.f_cf.val() == self.one16.val();
         }
-        self.fold_end.next = (self.cur_cyc.val() + 1) == self.fold_len.val();
         // Next non-empty GEMM after the current one (GEMM 0 is never after another: the scan
         // starts at 1, so no `cur_g < 0` term is generated).
         self.next_found.next = false;
         self.next_idx.next = 0.into();
         self.gi.next = 1.into();
         for g in 1..GEMMS {
-            if self.j_rf[g].val().any() & self.j_cf[g].val().any() & !self.next_found.val() & (self.cur_g.val().index() < g) {
+            if self.j_ne[g].val() & !self.next_found.val() & (self.cur_g.val().index() < g) {
                 self.next_found.next = true;
                 self.next_idx.next = self.gi.val();
             }
             self.gi.next = self.gi.val() + 1;
+        }
+        // Its descriptors (loaded into clen_q/crfm1_q/ccfm1_q with gemm_q).
+        self.nx_lenm1.next = self.j_lenm1[0].val();
+        self.nx_rf.next = self.j_rf[0].val();
+        self.nx_cf.next = self.j_cf[0].val();
+        for g in 1..GEMMS {
+            if self.next_idx.val().index() == g {
+                self.nx_lenm1.next = self.j_lenm1[g].val();
+                self.nx_rf.next = self.j_rf[g].val();
+                self.nx_cf.next = self.j_cf[g].val();
+            }
         }
         // ---- the datapath. PE (i, j) is pe[i·C + j]. The Verilog generator evaluates an
         // index expression with only the enclosing loop variables bound (evalexpr), so the
@@ -404,10 +473,14 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
             self.ws_q.d.next = self.ws.val();
             self.tag_q.d.next = self.tag.val();
             self.gemm_q.d.next = self.first_idx.val();
+            self.clen_q.d.next = self.f_lenm1.val();
+            self.crfm1_q.d.next = self.f_rf.val() - self.one16.val();
+            self.ccfm1_q.d.next = self.f_cf.val() - self.one16.val();
             for g in 0..GEMMS {
                 self.rf_q[g].d.next = self.row_folds[g].val();
                 self.cf_q[g].d.next = self.col_folds[g].val();
-                self.st_q[g].d.next = self.stream[g].val();
+                self.lenm1_q[g].d.next = self.p_lenm1[g].val();
+                self.ne_q[g].d.next = self.p_ne[g].val();
             }
             if !self.first_found.val() {
                 // Nothing to compute: done at once, never busy.
@@ -425,12 +498,15 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
                 self.fold_done_q.d.next = true;
                 self.cyc_q.d.next = 0.into();
                 self.fr_q.d.next = self.cur_fr.val() + self.one16.val();
-                if (self.cur_fr.val() + self.one16.val()) == self.cur_rf.val() {
+                if self.last_row.val() {
                     self.fr_q.d.next = 0.into();
                     self.fc_q.d.next = self.cur_fc.val() + self.one16.val();
-                    if (self.cur_fc.val() + self.one16.val()) == self.cur_cf.val() {
+                    if self.last_col.val() {
                         if self.next_found.val() {
                             self.gemm_q.d.next = self.next_idx.val();
+                            self.clen_q.d.next = self.nx_lenm1.val();
+                            self.crfm1_q.d.next = self.nx_rf.val() - self.one16.val();
+                            self.ccfm1_q.d.next = self.nx_cf.val() - self.one16.val();
                             self.fc_q.d.next = 0.into();
                         } else {
                             self.busy_q.d.next = false;
@@ -452,10 +528,14 @@ impl<const R: usize, const C: usize> Logic for PeArrayRtl<R, C> {
             self.fc_q.d.next = 0.into();
             self.cyc_q.d.next = 0.into();
             self.fold_done_q.d.next = false;
+            self.clen_q.d.next = 0.into();
+            self.crfm1_q.d.next = 0.into();
+            self.ccfm1_q.d.next = 0.into();
             for g in 0..GEMMS {
                 self.rf_q[g].d.next = 0.into();
                 self.cf_q[g].d.next = 0.into();
-                self.st_q[g].d.next = 0.into();
+                self.lenm1_q[g].d.next = 0.into();
+                self.ne_q[g].d.next = false;
             }
         }
     }
