@@ -235,8 +235,8 @@ pub fn wave_sink(vcd: Option<&Path>, fst: Option<&Path>) -> Option<WaveSink> {
 }
 
 pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
-    if a.rtl == Some(RtlBlock::Pe) && !a.functional {
-        return Err("--rtl pe runs the PE arithmetic of the functional package on the RTL array; add --functional (a timing run moves no data for it to compute)".into());
+    if let Some(r) = a.rtl {
+        r.factory().check(a.functional)?;
     }
     let strategies = parse_strategies(&a.strategy)?;
     // Output paths first, every file the run will write (one waveform per strategy): a long

@@ -59,6 +59,7 @@ impl Package {
         let cfg = &*cfg.for_strategy(strategy);
         cfg.validate_for(layer.d_ffn)?;
         check_layer(layer, functional)?;
+        rtl.check(functional).map_err(PkgError::Input)?;
         let n = cfg.chiplets() as usize;
         let (rows, cols) = (cfg.rows as usize, cfg.cols as usize);
         // --- clocks: core, UCIe, DDR, and every link latency in ticks (checked by validate)
@@ -510,10 +511,11 @@ fn build_tile(
     let home_tokens = plan.home.iter().filter(|&&h| h == c).count() as u32;
     let out_tokens = m_here.iter().sum::<u32>();
     let pe = PeArrayCl::new(&cfg.pe, core)?;
-    // `--rtl pe`: the functional arithmetic on the RTL array (timing mode moves no data).
+    // `--rtl pe`: the functional arithmetic on the RTL array (`PkgRtl::check` refused it in
+    // timing mode, which moves no data).
     let pe_compute = match rtl.pe {
-        Some(f) if functional => Some(f(&cfg.pe).map_err(|e| PkgError::Input(format!("--rtl pe: {e}")))?),
-        _ => None,
+        Some(f) => Some(f(&cfg.pe).map_err(|e| PkgError::Input(format!("--rtl pe: {e}")))?),
+        None => None,
     };
     let ddr_ch = DdrChannelCl::new(c, &cfg.ddr, ddr, core, DdrPorts { req_in: links.ddr_req_l[i], resp_out: links.ddr_resp_l[i] });
     let work = TileWork { m_here, tokens_here, combine_to, grants_expected, combines_expected, home_tokens, out_tokens };

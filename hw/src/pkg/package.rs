@@ -88,6 +88,18 @@ pub struct PkgRtl {
     pub pe: Option<super::pe_array::PeComputeFactory>,
 }
 
+impl PkgRtl {
+    /// Refuses a stand-in the run cannot use: the PE arithmetic needs functional mode (a
+    /// timing run moves no data for it to compute). The builder calls it; the CLI too, before
+    /// its output checks.
+    pub fn check(&self, functional: bool) -> Result<(), String> {
+        if self.pe.is_some() && !functional {
+            return Err("--rtl pe runs the PE arithmetic of the functional package on the RTL array; add --functional (a timing run moves no data for it to compute)".into());
+        }
+        Ok(())
+    }
+}
+
 /// The IO die.
 pub struct IoDieTile {
     /// The CL model, or its stand-in (`--rtl scheduler`).
