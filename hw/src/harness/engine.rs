@@ -199,17 +199,28 @@ struct ModeChooser {
     /// Epochs between probes, and the epoch of the next probe.
     interval: usize,
     next_probe: usize,
+    /// Epochs run in each mode (parallel, serial), for the end-of-run debug event.
+    epochs: [usize; 2],
 }
 
 impl ModeChooser {
     fn new(policy: Adapt) -> Self {
-        ModeChooser { policy, epoch: 0, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0 }
+        ModeChooser { policy, epoch: 0, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0, epochs: [0, 0] }
+    }
+
+    /// The end-of-run summary (`RUST_LOG=hw::harness::engine=debug`): how many epochs ran in
+    /// each mode and the last wall time per step measured in each, so a user who sees no
+    /// speed-up from `--threads` can tell whether the stepper chose one thread or two.
+    fn report(&self, steps: usize) {
+        let ns = |m: usize| self.ns[m].map_or(f64::NAN, |v| v);
+        tracing::debug!(steps, epochs_parallel = self.epochs[0], epochs_serial = self.epochs[1], ns_per_step_parallel = ns(0), ns_per_step_serial = ns(1), "stepper modes");
     }
 
     /// At the end of an epoch run in `serial` mode: the next epoch's mode.
     fn next(&mut self, serial: bool) -> bool {
         let ns = self.epoch_start.elapsed().as_nanos() as f64 / EPOCH as f64;
         self.ns[serial as usize] = Some(ns);
+        self.epochs[serial as usize] += 1;
         self.epoch += 1;
         self.epoch_start = std::time::Instant::now();
         if self.policy == Adapt::Alternate {
@@ -329,6 +340,7 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
                             Step::Stop => {
                                 *handoff.lock().unwrap() = (Handoff::Done { now, ctl: ctl.clone() }, 0);
                                 wake.notify_all();
+                                ch.report(step);
                                 return (now, ctl);
                             }
                         }
@@ -376,7 +388,12 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
             }
             match ctl.decide(now, &total) {
                 Step::Next(t) => now = t,
-                Step::Stop => return (now, ctl),
+                Step::Stop => {
+                    if let Some(ch) = &chooser {
+                        ch.report(step);
+                    }
+                    return (now, ctl);
+                }
             }
         }
     };
