@@ -17,6 +17,7 @@ cmds=(
   "noc|noc --k 4 --rates 0.1,0.3 --seed 3 --json noc.json --vcd noc.vcd --quiet"
   "pkg|package --functional --tokens 16 --array 2x2 --strategy ep,hydra-oracle,a3,a4 --json pkg.json --vcd pkg.vcd"
   "pkgfst|package --tokens 32 --array 2x2 --strategy a3 --json pkgfst.json --fst pkg.fst"
+  "pkg4x4|package --tokens 16 --array 4x4 --strategy a3,a5,ep --json pkg4x4.json --vcd pkg4x4.vcd"
   "run|run --json run.json"
   "wafer|wafer --model deepseek-v3 --wafer 4x4 --tp 4 --mapping baseline,er --json wafer.json --vcd wafer.vcd"
   "waferf|wafer --model qwen3-30b-a3b --wafer 4x4 --tp 4 --mapping er --functional --json waferf.json"

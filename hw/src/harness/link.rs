@@ -171,6 +171,81 @@ impl<T: Copy + Default> LinkArena<T> {
     }
 }
 
+/// One link from every station to every other, all of the same latency (the package's
+/// control sideband: hand-offs, fetches, slot requests between chiplets), where each station
+/// polls all its n − 1 inputs at every edge it is evaluated.
+///
+/// Polling n − 1 links costs n − 1 loads per station and edge although a value lands on one
+/// of them only now and then (on the 4×4 package, 45 loads per tile and core edge were about
+/// a tenth of the run). So beside the links, each receiver has a ring of *landing marks*,
+/// one per tick, that a sender stamps with the tick its value lands: the receiver polls its
+/// links only at a tick whose mark equals the tick. The marks say exactly what the links say
+/// (a mark is stamped iff some input's slot is, with the same tick, and both rings have the
+/// same size), so skipping a poll never misses a value and the order values are taken in —
+/// the inputs in station order — is unchanged.
+///
+/// Senders in different partitions may stamp the same mark in the same tick; they write the
+/// same value, through a relaxed atomic store (the stepper's barrier orders it before the
+/// receiving tick, as it does the link slots).
+pub struct AllToAll<T> {
+    arena: LinkArena<T>,
+    /// Link from station `i` to station `j` at `i * n + j` (the diagonal is unused).
+    ids: Vec<LinkId>,
+    n: usize,
+    /// Receiver `j`'s marks at `j * ring .. (j + 1) * ring`, slot `tick & (ring − 1)`.
+    marks: Vec<std::sync::atomic::AtomicU64>,
+    ring: usize,
+}
+
+impl<T: Copy + Default> AllToAll<T> {
+    /// `n` stations, every link `lat` ticks.
+    pub fn new(n: usize, lat: u32) -> Self {
+        let mut arena = LinkArena::new();
+        let ids: Vec<LinkId> = (0..n * n).map(|_| arena.add(lat)).collect();
+        // The same ring size as the links' (a power of two > lat): a mark is overwritten
+        // exactly when the slot it summarises is.
+        let ring = (lat as usize + 1).next_power_of_two();
+        let marks = (0..n * ring).map(|_| std::sync::atomic::AtomicU64::new(NEVER)).collect();
+        AllToAll { arena, ids, n, marks, ring }
+    }
+
+    pub fn stations(&self) -> usize {
+        self.n
+    }
+
+    pub fn latency(&self) -> u32 {
+        self.ids.first().map_or(0, |l| l.latency())
+    }
+
+    /// # Safety
+    /// Engine protocol: station `from` is the sole sender on its links, once per tick each.
+    #[inline]
+    pub unsafe fn send(&self, from: usize, to: usize, now: Cycle, v: T) {
+        debug_assert!(from != to && from < self.n && to < self.n);
+        let id = self.ids[from * self.n + to];
+        self.arena.send(id, now, v);
+        let due = now + id.latency() as u64;
+        self.marks[to * self.ring + (due as usize & (self.ring - 1))].store(due, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Calls `f` with every value landing at station `to` in tick `now`, in the order of the
+    /// sending stations.
+    ///
+    /// # Safety
+    /// Engine protocol: station `to` is the sole receiver of its links.
+    #[inline]
+    pub unsafe fn recv_each(&self, to: usize, now: Cycle, mut f: impl FnMut(T)) {
+        if self.marks[to * self.ring + (now as usize & (self.ring - 1))].load(std::sync::atomic::Ordering::Relaxed) != now {
+            return;
+        }
+        for from in (0..self.n).filter(|&i| i != to) {
+            if let Some(v) = self.arena.recv(self.ids[from * self.n + to], now) {
+                f(v);
+            }
+        }
+    }
+}
+
 /// A standalone link (its own one-link arena), for small systems and tests.
 pub struct Link<T> {
     arena: LinkArena<T>,
@@ -236,6 +311,54 @@ mod tests {
 
     /// A 2 GHz sender (every 4 ticks) into an 800 MHz receiver (every 10 ticks, phase 5):
     /// each value lands on the receiver's first edge at least `lat` ticks later.
+    /// `AllToAll` delivers what n × n separate `Link`s deliver, in sender order, with the
+    /// poll skipped where nothing lands: random sends (at most one per link and tick, as
+    /// the protocol allows) on several latencies and sizes, including receivers that are
+    /// evaluated only at some ticks (a value landing between is lost by both alike).
+    #[test]
+    fn all_to_all_equals_separate_links() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for (n, lat, every) in [(2usize, 1u32, 1u64), (4, 4, 1), (5, 3, 2), (16, 4, 1), (3, 7, 3)] {
+            let a = AllToAll::<u32>::new(n, lat);
+            let naive: Vec<Vec<Link<u32>>> = (0..n).map(|_| (0..n).map(|_| Link::new(lat)).collect()).collect();
+            let (mut got_a, mut got_n) = (Vec::new(), Vec::new());
+            for t in 0..3000u64 {
+                for to in 0..n {
+                    if t % every != 0 {
+                        continue;
+                    }
+                    unsafe { a.recv_each(to, t, |v| got_a.push((t, to, v))) };
+                    for (from, row) in naive.iter().enumerate() {
+                        if from != to {
+                            if let Some(v) = unsafe { row[to].recv(t) } {
+                                got_n.push((t, to, v));
+                            }
+                        }
+                    }
+                }
+                for from in 0..n {
+                    for to in 0..n {
+                        if from != to && rnd(5) == 0 {
+                            let v = (t as u32) << 8 | (from as u32) << 4 | to as u32;
+                            unsafe {
+                                a.send(from, to, t, v);
+                                naive[from][to].send(t, v);
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(got_n.len() > 100, "n={n}: too few deliveries to mean anything");
+            assert_eq!(got_a, got_n, "n={n} lat={lat} every={every}");
+        }
+    }
+
     #[test]
     fn cdc_lands_on_receiver_edges() {
         use crate::harness::DomainClock;

@@ -28,7 +28,7 @@ use super::traj::PkgTraj;
 use super::ucie::{UcieAdapterCl, UciePorts};
 use super::wires::{FuncData, PkgCtx, PkgWires};
 use crate::cfg::CfgError;
-use crate::harness::{LinkArena, LinkId, WakeOffsets, WakeSet};
+use crate::harness::{AllToAll, LinkArena, LinkId, WakeOffsets, WakeSet};
 use crate::noc::flit::{Credit, Flit};
 use crate::noc::router::{RouterCl, RouterPorts, NPORTS};
 
@@ -244,9 +244,11 @@ struct PkgLinks {
     done: LinkArena<u16>,
     ddr_req: LinkArena<DdrReq>,
     ddr_resp: LinkArena<DdrResp>,
-    handoff: LinkArena<SlotTag>,
-    fetch: LinkArena<SlotTag>,
-    slot_req: LinkArena<SlotTag>,
+    /// The control sideband, chiplet to chiplet: hand-offs, flow control's fetches, slot
+    /// requests.
+    handoff: AllToAll<SlotTag>,
+    fetch: AllToAll<SlotTag>,
+    slot_req: AllToAll<SlotTag>,
     status: LinkArena<FreeReport>,
     loads: LinkArena<SlotTag>,
     /// Per chiplet and router port: flit and credit inputs, and the adapter input of a
@@ -261,11 +263,6 @@ struct PkgLinks {
     done_in: Vec<LinkId>,
     ddr_req_l: Vec<LinkId>,
     ddr_resp_l: Vec<LinkId>,
-    /// handoff_l[src][dst]
-    handoff_l: Vec<Vec<LinkId>>,
-    /// fetch_l[src][dst]: the same sideband for flow control's fetches.
-    fetch_l: Vec<Vec<LinkId>>,
-    slot_req_l: Vec<Vec<LinkId>>,
     status_l: Vec<LinkId>,
     load_l: Vec<LinkId>,
     /// Landing offsets of core-edge sends (see [`PkgPart::core_wake`]); the DDR request's
@@ -313,12 +310,9 @@ impl PkgLinks {
         let done_in: Vec<LinkId> = (0..n).map(|_| done.add(cl(2))).collect();
         let ddr_req_l: Vec<LinkId> = (0..n).map(|_| ddr_req.add_cdc(1, ddr.div as u32)).collect();
         let ddr_resp_l: Vec<LinkId> = (0..n).map(|_| ddr_resp.add_cdc(1, core.div as u32)).collect();
-        let mut handoff = LinkArena::<SlotTag>::new();
-        let handoff_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| handoff.add(cl(2))).collect()).collect();
-        let mut fetch = LinkArena::<SlotTag>::new();
-        let fetch_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| fetch.add(cl(2))).collect()).collect();
-        let mut slot_req = LinkArena::<SlotTag>::new();
-        let slot_req_l: Vec<Vec<LinkId>> = (0..n).map(|_| (0..n).map(|_| slot_req.add(cl(2))).collect()).collect();
+        let handoff = AllToAll::<SlotTag>::new(n, cl(2));
+        let fetch = AllToAll::<SlotTag>::new(n, cl(2));
+        let slot_req = AllToAll::<SlotTag>::new(n, cl(2));
         let mut status = LinkArena::<FreeReport>::new();
         let mut loads = LinkArena::<SlotTag>::new();
         let status_l: Vec<LinkId> = (0..n).map(|_| status.add(cl(2))).collect();
@@ -345,9 +339,6 @@ impl PkgLinks {
             done_in,
             ddr_req_l,
             ddr_resp_l,
-            handoff_l,
-            fetch_l,
-            slot_req_l,
             status_l,
             load_l,
             core_wake,
@@ -362,18 +353,11 @@ impl PkgLinks {
 
     /// Chiplet `i`'s ends of the control links.
     fn tile_links(&self, i: usize) -> TileLinks {
-        let n = self.msg_in.len();
         TileLinks {
             msg_in: self.msg_in[i],
             done_out: self.done_in[i],
             ddr_req_out: self.ddr_req_l[i],
             ddr_resp_in: self.ddr_resp_l[i],
-            handoff_out: self.handoff_l[i].clone(),
-            handoff_in: (0..n).filter(|&j| j != i).map(|j| self.handoff_l[j][i]).collect(),
-            fetch_out: self.fetch_l[i].clone(),
-            fetch_in: (0..n).filter(|&j| j != i).map(|j| self.fetch_l[j][i]).collect(),
-            slot_req_out: self.slot_req_l[i].clone(),
-            slot_req_in: (0..n).filter(|&j| j != i).map(|j| self.slot_req_l[j][i]).collect(),
             status_out: self.status_l[i],
             load_in: self.load_l[i],
         }

@@ -348,13 +348,16 @@ impl DdrChannelCl {
         }
         // --- bank preparation for the next bursts, earliest first; only the first pending
         // burst of a bank decides what that bank does
-        let look = (cfg.lookahead as usize).min(self.bursts.len());
-        for i in 0..look {
-            let b = self.bursts[i];
+        // (banks ≤ 64, validated: the banks already decided are a bit set, not a scan of
+        // the bursts before each one; once every bank is decided the rest are skipped)
+        let all = u64::MAX >> (64 - cfg.banks);
+        let mut seen = 0u64;
+        for &b in self.bursts.iter().take(cfg.lookahead as usize) {
             let bi = b.bank as usize;
-            if self.bursts.iter().take(i).any(|x| x.bank == b.bank) {
+            if seen & (1 << bi) != 0 {
                 continue;
             }
+            seen |= 1 << bi;
             let k = self.banks[bi];
             let stop = match k.row {
                 Some(r) if r == b.row => false,
@@ -365,7 +368,7 @@ impl DdrChannelCl {
                     f(act.max(gate), Cmd::Act(bi, b.row))
                 }
             };
-            if stop {
+            if stop || seen == all {
                 return;
             }
         }
@@ -469,9 +472,10 @@ impl DdrChannelCl {
             t = t.min(done);
         }
         let mut m = NO;
+        // A candidate allowed by the next cycle decides it: nothing can be earlier.
         self.candidates(self.cycle, |at, _| {
             m = m.min(at);
-            false
+            m <= c1
         });
         m.max(c1).min(t.max(c1))
     }

@@ -111,14 +111,6 @@ pub(super) struct TileLinks {
     pub(super) done_out: LinkId,
     pub(super) ddr_req_out: LinkId,
     pub(super) ddr_resp_in: LinkId,
-    /// Hand-off sideband: my link to each chiplet, and each other chiplet's link to me.
-    pub(super) handoff_out: Vec<LinkId>,
-    pub(super) handoff_in: Vec<LinkId>,
-    /// Flow control's fetches on the same sideband: out to each chiplet, in from each.
-    pub(super) fetch_out: Vec<LinkId>,
-    pub(super) fetch_in: Vec<LinkId>,
-    pub(super) slot_req_out: Vec<LinkId>,
-    pub(super) slot_req_in: Vec<LinkId>,
     /// Rule 5: free-slot reports out, load assignments in.
     pub(super) status_out: LinkId,
     pub(super) load_in: LinkId,
@@ -399,21 +391,12 @@ impl ChipletTile {
             let b = s as usize * ctx.slot_bytes;
             self.ctrl.ring_data_mut()[b..b + src.len()].copy_from_slice(src);
         }
-        for &l in &self.links.handoff_in {
-            if let Some(tag) = w.handoff.recv(l, now) {
-                self.glue.handoff_q.push_back(tag);
-            }
-        }
-        for &l in &self.links.fetch_in {
-            if let Some(tag) = w.fetch.recv(l, now) {
-                self.glue.fetch_q.push_back(tag);
-            }
-        }
-        for &l in &self.links.slot_req_in {
-            if let Some(tag) = w.slot_req.recv(l, now) {
-                self.glue.slot_req_q.push_back(tag);
-            }
-        }
+        // The control sideband (hand-offs, fetches, slot requests from every other
+        // chiplet, in chiplet order), polled only at ticks where something lands.
+        let me = self.id.idx();
+        w.handoff.recv_each(me, now, |tag| self.glue.handoff_q.push_back(tag));
+        w.fetch.recv_each(me, now, |tag| self.glue.fetch_q.push_back(tag));
+        w.slot_req.recv_each(me, now, |tag| self.glue.slot_req_q.push_back(tag));
         let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
         let pe_done = self.pe.eval(now, self.glue.pe_job.take());
         if pe_done.is_some() {
@@ -490,13 +473,13 @@ impl ChipletTile {
             w.done.send(self.links.done_out, now, 1 << self.id.0);
         }
         if let Some((tag, next)) = out.handoff {
-            w.handoff.send(self.links.handoff_out[next.idx()], now, tag);
+            w.handoff.send(self.id.idx(), next.idx(), now, tag);
         }
         if let Some((tag, src)) = out.fetch {
-            w.fetch.send(self.links.fetch_out[src.idx()], now, tag);
+            w.fetch.send(self.id.idx(), src.idx(), now, tag);
         }
         if let Some((tag, member)) = out.slot_req {
-            w.slot_req.send(self.links.slot_req_out[member.idx()], now, tag);
+            w.slot_req.send(self.id.idx(), member.idx(), now, tag);
         }
         if let Some(r) = out.free {
             w.status.send(self.links.status_out, now, r);

@@ -10,7 +10,7 @@ use super::iodie::SchedMsgCl;
 use super::ni::PayloadPools;
 use super::ring::SlotTag;
 use super::traj::PkgTraj;
-use crate::harness::{DomainClock, LinkArena};
+use crate::harness::{AllToAll, DomainClock, LinkArena};
 use crate::noc::flit::{Credit, Flit};
 
 /// Link arenas of the package (shared by all partitions under the link protocol).
@@ -22,11 +22,11 @@ pub struct PkgWires {
     pub ddr_req: LinkArena<DdrReq>,
     pub ddr_resp: LinkArena<DdrResp>,
     /// Control sideband: a micro-slice handed to the next station (deadlock escape).
-    pub handoff: LinkArena<SlotTag>,
+    pub handoff: AllToAll<SlotTag>,
     /// Control sideband, flow control: credits and fetches (a member reserved a slot for the
     /// slice), and helpers' slot requests.
-    pub fetch: LinkArena<SlotTag>,
-    pub slot_req: LinkArena<SlotTag>,
+    pub fetch: AllToAll<SlotTag>,
+    pub slot_req: AllToAll<SlotTag>,
     /// Rule 5: free-slot reports to the IO die's load arbiter and its load assignments.
     pub status: LinkArena<FreeReport>,
     pub loads: LinkArena<SlotTag>,
