@@ -10,13 +10,15 @@
 //!
 //! On several threads, each thread owns a contiguous group of partitions and keeps its own
 //! replica of the `Control`; all replicas see the same combined status and so take the same
-//! decision. One spinning barrier per cycle separates cycles. Statuses are published in
-//! atomics double-buffered by step parity, so a fast thread writing the next step never
-//! overwrites what a slow thread is still reading for this one.
+//! decision. Each step ends in a [`PostBarrier`] exchange: every thread posts its group's
+//! merged status, double-buffered by step parity so a fast thread writing the next step
+//! never overwrites what a slow thread is still reading for this one, and waits for the
+//! others' posts of the same step.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Cycle, SpinBarrier, NEVER};
+use super::barrier::{PostBarrier, POST_WORDS};
+use super::{Cycle, NEVER};
 
 /// Number of system-defined counters a partition reports each cycle.
 pub const N_COUNTERS: usize = 6;
@@ -80,47 +82,25 @@ pub trait Control: Clone + Send {
     fn decide(&mut self, now: Cycle, st: &PartStatus) -> Step;
 }
 
-struct AtomicStatus {
-    busy: AtomicBool,
-    next_event: AtomicU64,
-    progress: AtomicU64,
-    oldest_wait: AtomicU64,
-    counters: [AtomicU64; N_COUNTERS],
+impl PartStatus {
+    /// As the words of a [`PostBarrier`] post.
+    fn to_words(&self) -> [u64; POST_WORDS] {
+        let mut w = [0u64; POST_WORDS];
+        w[0] = self.busy as u64;
+        w[1] = self.next_event;
+        w[2] = self.progress;
+        w[3] = self.oldest_wait;
+        w[4..4 + N_COUNTERS].copy_from_slice(&self.counters);
+        w
+    }
+    fn from_words(w: &[u64; POST_WORDS]) -> Self {
+        let mut counters = [0u64; N_COUNTERS];
+        counters.copy_from_slice(&w[4..4 + N_COUNTERS]);
+        PartStatus { busy: w[0] != 0, next_event: w[1], progress: w[2], oldest_wait: w[3], counters }
+    }
 }
 
-impl AtomicStatus {
-    fn new() -> Self {
-        AtomicStatus {
-            busy: AtomicBool::new(false),
-            next_event: AtomicU64::new(NEVER),
-            progress: AtomicU64::new(0),
-            oldest_wait: AtomicU64::new(NEVER),
-            counters: Default::default(),
-        }
-    }
-    fn store(&self, s: &PartStatus) {
-        self.busy.store(s.busy, Ordering::Relaxed);
-        self.next_event.store(s.next_event, Ordering::Relaxed);
-        self.progress.store(s.progress, Ordering::Relaxed);
-        self.oldest_wait.store(s.oldest_wait, Ordering::Relaxed);
-        for (a, v) in self.counters.iter().zip(s.counters.iter()) {
-            a.store(*v, Ordering::Relaxed);
-        }
-    }
-    fn load(&self) -> PartStatus {
-        let mut counters = [0; N_COUNTERS];
-        for (c, a) in counters.iter_mut().zip(self.counters.iter()) {
-            *c = a.load(Ordering::Relaxed);
-        }
-        PartStatus {
-            busy: self.busy.load(Ordering::Relaxed),
-            next_event: self.next_event.load(Ordering::Relaxed),
-            progress: self.progress.load(Ordering::Relaxed),
-            oldest_wait: self.oldest_wait.load(Ordering::Relaxed),
-            counters,
-        }
-    }
-}
+const _: () = assert!(4 + N_COUNTERS == POST_WORDS, "a post carries one PartStatus");
 
 /// OS threads the stepper may use: the machine's parallelism (read once).
 pub fn max_threads() -> usize {
@@ -287,8 +267,8 @@ enum Handoff<C> {
 }
 
 /// The parallel stepper. Each thread owns a contiguous group of partitions and a replica of
-/// the control; statuses are combined in partition order after a barrier. At every
-/// [`EPOCH`] boundary all threads read the mode the leader chose (written before the barrier
+/// the control; statuses are exchanged and combined at the end of each step. At every
+/// [`EPOCH`] boundary all threads read the mode the leader chose (written before its post
 /// that ends the epoch): in serial mode the other threads park, and the leader steps every
 /// partition alone — as the one-thread loop does — until it chooses parallel again or the
 /// run stops. On a loaded machine a barrier per cycle costs more than the second thread
@@ -298,8 +278,7 @@ enum Handoff<C> {
 fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, ctx: &P::Ctx, start: Cycle, control: C, threads: usize, policy: Adapt) -> (Cycle, C) {
     use std::sync::{Condvar, Mutex};
     let n_parts = parts.len();
-    let status: Vec<[AtomicStatus; 2]> = (0..n_parts).map(|_| [AtomicStatus::new(), AtomicStatus::new()]).collect();
-    let barrier = SpinBarrier::new(threads);
+    let posts = PostBarrier::new(threads);
     // Contiguous groups of partitions, as even as possible: (first, count).
     let mut groups: Vec<(usize, usize)> = Vec::with_capacity(threads);
     let mut first = 0;
@@ -338,7 +317,7 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
                     loop {
                         let mut total = PartStatus::default();
                         for i in 0..n_parts {
-                            // SAFETY: the other threads are parked (they passed the barrier
+                            // SAFETY: the other threads are parked (they passed the exchange
                             // ending the epoch and wait for the handoff).
                             total.merge(&unsafe { ptr.get(i) }.eval(now, shared, ctx));
                         }
@@ -376,24 +355,22 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
                     }
                 }
             }
-            let par = step & 1;
             step += 1;
+            // The merge is order-independent (or, min, sums), so a thread's group merged
+            // first and then the other threads' gives the partition-order result.
+            let mut total = PartStatus::default();
             for i in first..first + count {
                 // SAFETY: in parallel mode thread t alone evaluates its group.
-                let s = unsafe { ptr.get(i) }.eval(now, shared, ctx);
-                status[i][par].store(&s);
+                total.merge(&unsafe { ptr.get(i) }.eval(now, shared, ctx));
             }
             if step % EPOCH == 0 {
                 if let Some(ch) = chooser.as_mut() {
-                    // Before the barrier: every thread reads it after.
+                    // Before the post: every thread reads it after its wait.
                     serial_next.store(ch.next(false), Ordering::Release);
                 }
             }
-            barrier.wait();
-            let mut total = PartStatus::default();
-            for s in status.iter() {
-                total.merge(&s[par].load());
-            }
+            let mine = total.to_words();
+            posts.exchange(t, step as u64, &mine, |w| total.merge(&PartStatus::from_words(w)));
             match ctl.decide(now, &total) {
                 Step::Next(t) => now = t,
                 Step::Stop => {

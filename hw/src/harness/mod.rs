@@ -28,7 +28,7 @@ pub type Cycle = u64;
 /// "No event scheduled" for next-event times.
 pub const NEVER: Cycle = u64::MAX;
 
-pub use barrier::SpinBarrier;
+pub use barrier::PostBarrier;
 pub use clock::{ClockDomain, ClockSet, DomainClock};
 pub use control::{ClockedControl, C_FINISHED};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
