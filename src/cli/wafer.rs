@@ -148,11 +148,7 @@ pub fn run(a: WaferArgs) -> CliResult<ExitCode> {
     let input = LayerInput { trace: a.trace.clone(), skew: a.skew };
     let mut layer = WaferLayer::new(base.clone(), model.clone(), kinds.clone(), a.functional, &input).map_err(|e| e.to_string())?;
     if a.rtl == Some(WaferRtlBlock::Mapping) {
-        // What the RTL's tables cannot hold is refused before any run, naming the flag.
-        for &k in &kinds {
-            rtl::wafer::mapping_swap::MapRegs::of(k, base.geom(), base.tp, base.dp, base.all_gather).map_err(|e| format!("--rtl mapping ({}): {e}", k.name()))?;
-        }
-        layer.mapping_ctrl = rtl::wafer::mapping_swap::mapping_ctrl_rtl;
+        layer = layer.with_mapping_ctrl("--rtl mapping", rtl::wafer::mapping_swap::mapping_ctrl_rtl).map_err(|e| e.to_string())?;
     }
     // One waveform per mapping (NAME-<mapping>.EXT when several): every one checked now.
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();

@@ -335,6 +335,17 @@ impl WaferLayer {
         Ok(WaferLayer { cfg, model, mappings, functional, routing: Routing::default(), mapping_ctrl: mapping_ctrl_cl })
     }
 
+    /// Runs the mapping controller `ctrl` (`wafer --rtl mapping`: the RTL stand-in's
+    /// factory) in place of the CL model. What it cannot build — a stand-in's tables too
+    /// small for the grid — is refused now, before any run, naming `flag` and the mapping.
+    pub fn with_mapping_ctrl(mut self, flag: &str, ctrl: MappingCtrlFactory) -> Result<Self> {
+        for &k in &self.mappings {
+            ctrl(k, self.cfg.geom(), self.cfg.tp, self.cfg.dp, self.cfg.all_gather).map_err(|e| Error::input(format!("{flag} ({})", k.name()), e.to_string()))?;
+        }
+        self.mapping_ctrl = ctrl;
+        Ok(self)
+    }
+
     /// Reads or generates the layer's routing (a trace file is read here).
     pub fn with_routing(mut self, input: &LayerInput) -> Result<Self> {
         self.routing = layer_routing(&self.cfg, &self.model, input)?;
