@@ -202,6 +202,10 @@ lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$b_out'*\"
 // stages, as `aq` above. (The Rule-5 report `fr` needs none: nothing it drives feeds back.)
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rq$*\"
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ls$*\"
+// The same for its age matrix (`am`, AgeMatrixRtl): its `age_e` rows feed the pickers whose
+// PE pick the parent feeds back as `pick`, answered in `age_p` (registered state in between
+// only at the edge).
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.am$*\"
 // WIDTH in the chiplet's load sequencer and reload list files (load_seq_*, reload_list_*):
 // the literal forms (`x = 32'h0`, `n + 32'h1` / `n - 32'h1` on 8- and 16-bit counters that
 // stay <= E or Q + 3, `istar = 32'hff`), `bit_cast` as a mask, `replace_bit` as `(1'b1) << i`
@@ -400,6 +404,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::free_report::EXPORT,
     &crate::wafer::ni_balancer::EXPORT,
     &crate::wafer::ni_trigger::EXPORT,
+    &crate::pkg::age_matrix::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

@@ -14,10 +14,10 @@
 //!  load-side escape: lw newest dropped ─► reload list;  Rule-5 free report;  done
 //! ```
 //!
-//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue, the per-slot and
-//! per-expert registers and the age matrix; the selection circuits, the next-hop units, the
-//! Rule-5 FIFO, the reload list and the load sequencer are sub-blocks, each tested on its
-//! own.
+//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue and the per-slot and
+//! per-expert registers; the age matrix (the queues' order), the selection circuits, the
+//! next-hop units, the Rule-5 FIFO, the reload list, the load sequencer and the Rule-5
+//! report are sub-blocks, each tested on its own.
 //!
 //! Hardware mapping of the CL's containers:
 //! * **Ring** — per-slot live bit, tag (expert, k, loader) and the allocation pointer; two
@@ -27,7 +27,8 @@
 //!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
-//!   queue before j) orders them all. Oldest of a set X: the i ∈ X older than every other
+//!   queue before j) orders them all: [`super::age_matrix::AgeMatrixRtl`] (`am`), whose
+//!   insert ports take the cycle's entries. Oldest of a set X: the i ∈ X older than every other
 //!   member; newest: older than none — [`super::picker::AgePickerRtl`], one instance per
 //!   selection of the cycle (`sel_ev`, `sel_pe`, `sel_tx`, `sel_esc`). Several slots may
 //!   enter queues in one cycle (a grant
@@ -62,6 +63,7 @@
 
 use rust_hdl::prelude::*;
 
+use super::age_matrix::AgeMatrixRtl;
 use super::free_report::FreeReportRtl;
 use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
@@ -192,6 +194,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nhb: [NextHopRtl; S],
     nhd: NextHopRtl,
     nhp: NextHopRtl,
+    // --- the queues' order: the age matrix with the cycle's entries as insert ports
+    am: AgeMatrixRtl<S>,
     // --- oldest / newest pickers over the age matrix (one per selection of the cycle)
     /// H: the eviction victim (lw newest ▸ tx oldest computed ▸ lr oldest ▸ rx oldest).
     sel_ev: AgePickerRtl<S>,
@@ -237,7 +241,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     q_lr: DFF<Bits<S>>,
     q_lw: DFF<Bits<S>>,
     q_tx: DFF<Bits<S>>,
-    age: [DFF<Bits<S>>; S],
     pe_busy_q: DFF<Bit>,
     pe_slot_q: DFF<Bits<8>>,
     // --- registers: per expert
@@ -298,10 +301,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     lr1: Signal<Local, Bits<S>>,
     rx1: Signal<Local, Bits<S>>,
     tx1: Signal<Local, Bits<S>>,
-    nset: Signal<Local, Bits<S>>,
     dtm: Signal<Local, Bits<S>>,
-    age_a: [Signal<Local, Bits<S>>; S],
-    age_i: [Signal<Local, Bits<S>>; S],
     pe_busy1: Signal<Local, Bit>,
     pem: Signal<Local, Bits<S>>,
     // the eviction picker's set
@@ -493,6 +493,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
             nhd: NextHopRtl::new(&nhp),
             nhp: NextHopRtl::new(&nhp),
+            am: AgeMatrixRtl::new(),
             sel_ev: AgePickerRtl::new(),
             sel_pe: AgePickerRtl::new(),
             sel_tx: AgePickerRtl::new(),
@@ -521,7 +522,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             q_lr: Default::default(),
             q_lw: Default::default(),
             q_tx: Default::default(),
-            age: std::array::from_fn(|_| Default::default()),
             pe_busy_q: Default::default(),
             pe_slot_q: Default::default(),
             m_of: std::array::from_fn(|_| Default::default()),
@@ -575,10 +575,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             lr1: Default::default(),
             rx1: Default::default(),
             tx1: Default::default(),
-            nset: Default::default(),
             dtm: Default::default(),
-            age_a: std::array::from_fn(|_| Default::default()),
-            age_i: std::array::from_fn(|_| Default::default()),
             pe_busy1: Default::default(),
             pem: Default::default(),
             px: Default::default(),
@@ -677,8 +674,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.t_ld[i].d.next = self.t_ld[i].q.val();
             self.nxt[i].clock.next = self.clock.val();
             self.nxt[i].d.next = self.nxt[i].q.val();
-            self.age[i].clock.next = self.clock.val();
-            self.age[i].d.next = self.age[i].q.val();
         }
         for e in 0..E {
             self.m_of[e].clock.next = self.clock.val();
@@ -690,6 +685,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.nh[e].clock.next = self.clock.val();
             self.nh[e].d.next = self.nh[e].q.val();
         }
+        self.am.clock.next = self.clock.val();
+        self.am.reset.next = self.reset.val();
         self.aq.clock.next = self.clock.val();
         self.aq.reset.next = self.reset.val();
         self.rq.clock.next = self.clock.val();
@@ -995,27 +992,17 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.d_tx.val() {
             self.tx1.next = self.tx1.val() | self.dm.val();
         }
-        // Age matrix with this cycle's entries ranked: grant batch < DDR < D2D < PE done.
-        // (A slot that computed while queued for its send — forward with compute — stays
-        // where it is: only a push after the compute enters it anew.)
+        // The queues' order (`am`): this cycle's entries rank grant batch < DDR < D2D < PE
+        // done. (A slot that computed while queued for its send — forward with compute —
+        // stays where it is: only a push after the compute enters it anew.)
         self.dtm.next = 0.into();
         if self.d_tx.val() {
             self.dtm.next = self.dm.val();
         }
-        self.nset.next = self.mset.val() | self.bm.val() | self.cm.val() | self.dtm.val();
-        for i in 0..S {
-            if self.mset.val().get_bit(i) {
-                self.age_a[i].next = (self.age[i].q.val() & self.mset.val()) | self.bm.val() | self.cm.val() | self.dtm.val();
-            } else if self.bm.val().get_bit(i) {
-                self.age_a[i].next = self.cm.val() | self.dtm.val();
-            } else if self.cm.val().get_bit(i) {
-                self.age_a[i].next = self.dtm.val();
-            } else if self.dtm.val().get_bit(i) {
-                self.age_a[i].next = 0.into();
-            } else {
-                self.age_a[i].next = (self.age[i].q.val() & !self.nset.val()) | self.nset.val();
-            }
-        }
+        self.am.batch.next = self.mset.val();
+        self.am.ddr.next = self.bm.val();
+        self.am.d2d.next = self.cm.val();
+        self.am.pe_tx.next = self.dtm.val();
         self.pe_busy1.next = self.pe_busy_q.q.val() & !self.pe_done_valid.val();
         self.pem.next = 0.into();
         if self.pe_busy1.val() {
@@ -1043,7 +1030,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_ev.req.next = self.px.val();
         self.sel_ev.newest.next = self.lw1.val().any();
         for i in 0..S {
-            self.sel_ev.age[i].next = self.age_a[i].val();
+            self.sel_ev.age[i].next = self.am.age_e[i].val();
         }
         self.v_found.next = self.evict.val() & self.sel_ev.found.val();
         self.v_slot.next = self.sel_ev.slot.val();
@@ -1125,7 +1112,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_pe.req.next = self.px_pe.val();
         self.sel_pe.newest.next = self.new_pe.val();
         for i in 0..S {
-            self.sel_pe.age[i].next = self.age_a[i].val();
+            self.sel_pe.age[i].next = self.am.age_e[i].val();
         }
         self.pick.next = !self.pe_busy1.val() & self.sel_pe.found.val();
         self.pk.next = self.sel_pe.slot.val();
@@ -1169,15 +1156,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 }
             }
         }
-        // The picked slot is the newest queue entry from here on (row 0, column 1).
-        for i in 0..S {
-            if self.pm.val().get_bit(i) {
-                self.age_i[i].next = 0.into();
-            } else {
-                self.age_i[i].next = self.age_a[i].val() | self.pm.val();
-            }
-            self.age[i].d.next = self.age_i[i].val();
-        }
+        // The picked slot is the newest queue entry from here on.
+        self.am.pick.next = self.pm.val();
 
         // ================= J: D2D send, oldest first
         self.tx3.next = self.tx1.val() & !self.vm.val();
@@ -1187,7 +1167,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_tx.req.next = self.tx3.val();
         self.sel_tx.newest.next = false;
         for i in 0..S {
-            self.sel_tx.age[i].next = self.age_i[i].val();
+            self.sel_tx.age[i].next = self.am.age_p[i].val();
         }
         self.tx_go.next = self.tx_ready.val() & self.sel_tx.found.val();
         self.tslot.next = self.sel_tx.slot.val();
@@ -1321,7 +1301,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_esc.req.next = self.lw3.val();
         self.sel_esc.newest.next = true;
         for i in 0..S {
-            self.sel_esc.age[i].next = self.age_a[i].val();
+            self.sel_esc.age[i].next = self.am.age_e[i].val();
         }
         self.v2_slot.next = self.sel_esc.slot.val();
         self.v2m.next = 0.into();
