@@ -202,6 +202,17 @@ lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$b_out'*\"
 // stages, as `aq` above. (The Rule-5 report `fr` needs none: nothing it drives feeds back.)
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rq$*\"
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ls$*\"
+// The same for its age matrix (`am`, AgeMatrixRtl): its `age_e` rows feed the pickers whose
+// PE pick the parent feeds back as `pick`, answered in `age_p` (registered state in between
+// only at the edge).
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.am$*\"
+// And its tag file (`tg`, SlotTagsRtl): the read ports' slot indices come from the pickers
+// and the allocations, and the tags read feed the stages that decide the next write.
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.tg$*\"
+// UNUSEDSIGNAL on its read ports' outputs: the DDR landing's read (port 0) needs the expert
+// and loader, the PE done's (port 1) the expert only; the unread k / loader muxes are
+// removed by synthesis.
+lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'tg$rd_*'*\"
 // WIDTH in the chiplet's load sequencer and reload list files (load_seq_*, reload_list_*):
 // the literal forms (`x = 32'h0`, `n + 32'h1` / `n - 32'h1` on 8- and 16-bit counters that
 // stay <= E or Q + 3, `istar = 32'hff`), `bit_cast` as a mask, `replace_bit` as `(1'b1) << i`
@@ -400,6 +411,8 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::free_report::EXPORT,
     &crate::wafer::ni_balancer::EXPORT,
     &crate::wafer::ni_trigger::EXPORT,
+    &crate::pkg::age_matrix::EXPORT,
+    &crate::pkg::slot_tags::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

@@ -14,20 +14,22 @@
 //!  load-side escape: lw newest dropped ─► reload list;  Rule-5 free report;  done
 //! ```
 //!
-//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue, the per-slot and
-//! per-expert registers and the age matrix; the selection circuits, the next-hop units, the
-//! Rule-5 FIFO, the reload list and the load sequencer are sub-blocks, each tested on its
-//! own.
+//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue and the per-slot
+//! control and per-expert registers; the slots' tag file, the age matrix (the queues'
+//! order), the selection circuits, the next-hop units, the Rule-5 FIFO, the reload list,
+//! the load sequencer and the Rule-5 report are sub-blocks, each tested on its own.
 //!
 //! Hardware mapping of the CL's containers:
-//! * **Ring** — per-slot live bit, tag (expert, k, loader) and the allocation pointer; two
+//! * **Ring** — per-slot live bit, tag (expert, k, loader: [`super::slot_tags::SlotTagsRtl`],
+//!   `tg`, written by the two allocations, read by slot index) and the allocation pointer; two
 //!   allocations per cycle (D2D arrival, then a DDR load), each the first free slot at/after
 //!   the pointer: a [`super::ring::RingScanRtl`], the encoder [`super::ring::RingBufferRtl`]
 //!   uses (`sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the head). `capacity` ≤ S
 //!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
-//!   queue before j) orders them all. Oldest of a set X: the i ∈ X older than every other
+//!   queue before j) orders them all: [`super::age_matrix::AgeMatrixRtl`] (`am`), whose
+//!   insert ports take the cycle's entries. Oldest of a set X: the i ∈ X older than every other
 //!   member; newest: older than none — [`super::picker::AgePickerRtl`], one instance per
 //!   selection of the cycle (`sel_ev`, `sel_pe`, `sel_tx`, `sel_esc`). Several slots may
 //!   enter queues in one cycle (a grant
@@ -62,12 +64,14 @@
 
 use rust_hdl::prelude::*;
 
+use super::age_matrix::AgeMatrixRtl;
 use super::free_report::FreeReportRtl;
 use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
 use super::picker::AgePickerRtl;
 use super::reload_list::ReloadListRtl;
 use super::ring::RingScanRtl;
+use super::slot_tags::SlotTagsRtl;
 use super::tag_fifo::TagFifoRtl;
 
 /// Run-time parameters baked into the Verilog as constants.
@@ -192,6 +196,11 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nhb: [NextHopRtl; S],
     nhd: NextHopRtl,
     nhp: NextHopRtl,
+    // --- the slots' tags: written by the two allocations, read by slot index (B landing,
+    // D PE done, H victim, I pick, L escape, the rd port) and all at once
+    tg: SlotTagsRtl<S, 6>,
+    // --- the queues' order: the age matrix with the cycle's entries as insert ports
+    am: AgeMatrixRtl<S>,
     // --- oldest / newest pickers over the age matrix (one per selection of the cycle)
     /// H: the eviction victim (lw newest ▸ tx oldest computed ▸ lr oldest ▸ rx oldest).
     sel_ev: AgePickerRtl<S>,
@@ -224,9 +233,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     live_q: DFF<Bits<S>>,
     tail_q: DFF<Bits<8>>,
     head_q: DFF<Bits<8>>,
-    t_exp: [DFF<Bits<16>>; S],
-    t_k: [DFF<Bits<16>>; S],
-    t_ld: [DFF<Bits<4>>; S],
     nxt: [DFF<Bits<4>>; S],
     nxt_v: DFF<Bits<S>>,
     landed: DFF<Bits<S>>,
@@ -237,7 +243,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     q_lr: DFF<Bits<S>>,
     q_lw: DFF<Bits<S>>,
     q_tx: DFF<Bits<S>>,
-    age: [DFF<Bits<S>>; S],
     pe_busy_q: DFF<Bit>,
     pe_slot_q: DFF<Bits<8>>,
     // --- registers: per expert
@@ -298,10 +303,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     lr1: Signal<Local, Bits<S>>,
     rx1: Signal<Local, Bits<S>>,
     tx1: Signal<Local, Bits<S>>,
-    nset: Signal<Local, Bits<S>>,
     dtm: Signal<Local, Bits<S>>,
-    age_a: [Signal<Local, Bits<S>>; S],
-    age_i: [Signal<Local, Bits<S>>; S],
     pe_busy1: Signal<Local, Bit>,
     pem: Signal<Local, Bits<S>>,
     // the eviction picker's set
@@ -493,6 +495,8 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
             nhd: NextHopRtl::new(&nhp),
             nhp: NextHopRtl::new(&nhp),
+            tg: SlotTagsRtl::new(),
+            am: AgeMatrixRtl::new(),
             sel_ev: AgePickerRtl::new(),
             sel_pe: AgePickerRtl::new(),
             sel_tx: AgePickerRtl::new(),
@@ -508,9 +512,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             live_q: Default::default(),
             tail_q: Default::default(),
             head_q: Default::default(),
-            t_exp: std::array::from_fn(|_| Default::default()),
-            t_k: std::array::from_fn(|_| Default::default()),
-            t_ld: std::array::from_fn(|_| Default::default()),
             nxt: std::array::from_fn(|_| Default::default()),
             nxt_v: Default::default(),
             landed: Default::default(),
@@ -521,7 +522,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             q_lr: Default::default(),
             q_lw: Default::default(),
             q_tx: Default::default(),
-            age: std::array::from_fn(|_| Default::default()),
             pe_busy_q: Default::default(),
             pe_slot_q: Default::default(),
             m_of: std::array::from_fn(|_| Default::default()),
@@ -575,10 +575,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             lr1: Default::default(),
             rx1: Default::default(),
             tx1: Default::default(),
-            nset: Default::default(),
             dtm: Default::default(),
-            age_a: std::array::from_fn(|_| Default::default()),
-            age_i: std::array::from_fn(|_| Default::default()),
             pe_busy1: Default::default(),
             pem: Default::default(),
             px: Default::default(),
@@ -669,16 +666,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             pending_q, had_work, err_q
         );
         for i in 0..S {
-            self.t_exp[i].clock.next = self.clock.val();
-            self.t_exp[i].d.next = self.t_exp[i].q.val();
-            self.t_k[i].clock.next = self.clock.val();
-            self.t_k[i].d.next = self.t_k[i].q.val();
-            self.t_ld[i].clock.next = self.clock.val();
-            self.t_ld[i].d.next = self.t_ld[i].q.val();
             self.nxt[i].clock.next = self.clock.val();
             self.nxt[i].d.next = self.nxt[i].q.val();
-            self.age[i].clock.next = self.clock.val();
-            self.age[i].d.next = self.age[i].q.val();
         }
         for e in 0..E {
             self.m_of[e].clock.next = self.clock.val();
@@ -690,6 +679,11 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.nh[e].clock.next = self.clock.val();
             self.nh[e].d.next = self.nh[e].q.val();
         }
+        self.tg.clock.next = self.clock.val();
+        // Tags need no reset (read only while live; see slot_tags.rs).
+        self.tg.reset.next = false;
+        self.am.clock.next = self.clock.val();
+        self.am.reset.next = self.reset.val();
         self.aq.clock.next = self.clock.val();
         self.aq.reset.next = self.reset.val();
         self.rq.clock.next = self.clock.val();
@@ -726,16 +720,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             & !self.pe_busy_q.q.val()
             & !self.rq.len.val().any()
             & !self.aq.len.val().any();
-        self.rd_expert.next = 0.into();
-        self.rd_k.next = 0.into();
-        self.rd_loader.next = 0.into();
-        for i in 0..S {
-            if self.rd_slot.val().index() == i {
-                self.rd_expert.next = self.t_exp[i].q.val();
-                self.rd_k.next = self.t_k[i].q.val();
-                self.rd_loader.next = self.t_ld[i].q.val();
-            }
-        }
+        self.tg.rd_slot[5].next = self.rd_slot.val();
+        self.rd_expert.next = self.tg.rd_expert[5].val();
+        self.rd_k.next = self.tg.rd_k[5].val();
+        self.rd_loader.next = self.tg.rd_loader[5].val();
         self.rd_granted.next = self.granted.q.val().get_bit(self.rd_expert.val().index());
 
         // ---- output defaults
@@ -827,8 +815,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.mset.next = 0.into();
         for i in 0..S {
             self.nhb[i].mask.next = self.sched_mask.val();
-            self.nhb[i].loader.next = self.t_ld[i].q.val();
-            if self.g.val() & self.q_lw.q.val().get_bit(i) & (self.t_exp[i].q.val() == self.sched_expert.val()) {
+            self.nhb[i].loader.next = self.tg.loader[i].val();
+            if self.g.val() & self.q_lw.q.val().get_bit(i) & (self.tg.expert[i].val() == self.sched_expert.val()) {
                 self.mset.next = self.mset.val().replace_bit(i, true);
             }
         }
@@ -855,14 +843,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.ddr_landed_valid.val() {
             self.bm.next = self.bm.val().replace_bit(self.ddr_landed_slot.val().index(), true);
         }
-        self.eb.next = 0.into();
-        self.ldb.next = 0.into();
-        for i in 0..S {
-            if self.ddr_landed_slot.val().index() == i {
-                self.eb.next = self.t_exp[i].q.val();
-                self.ldb.next = self.t_ld[i].q.val();
-            }
-        }
+        self.tg.rd_slot[0].next = self.ddr_landed_slot.val();
+        self.eb.next = self.tg.rd_expert[0].val();
+        self.ldb.next = self.tg.rd_loader[0].val();
         self.b_gr.next = false;
         self.nh_b.next = 0.into();
         self.b_gr.next = self.granted_a.val().get_bit(self.eb.val().index());
@@ -901,12 +884,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.tx_done_valid.val() {
             self.fm.next = self.fm.val().replace_bit(self.tx_done_slot.val().index(), true);
         }
-        self.ed.next = 0.into();
-        for i in 0..S {
-            if self.pe_done_slot.val().index() == i {
-                self.ed.next = self.t_exp[i].q.val();
-            }
-        }
+        self.tg.rd_slot[1].next = self.pe_done_slot.val();
+        self.ed.next = self.tg.rd_expert[1].val();
         self.left_d.next = 0.into();
         for e in 0..E {
             if self.ed.val().index() == e {
@@ -995,27 +974,17 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.d_tx.val() {
             self.tx1.next = self.tx1.val() | self.dm.val();
         }
-        // Age matrix with this cycle's entries ranked: grant batch < DDR < D2D < PE done.
-        // (A slot that computed while queued for its send — forward with compute — stays
-        // where it is: only a push after the compute enters it anew.)
+        // The queues' order (`am`): this cycle's entries rank grant batch < DDR < D2D < PE
+        // done. (A slot that computed while queued for its send — forward with compute —
+        // stays where it is: only a push after the compute enters it anew.)
         self.dtm.next = 0.into();
         if self.d_tx.val() {
             self.dtm.next = self.dm.val();
         }
-        self.nset.next = self.mset.val() | self.bm.val() | self.cm.val() | self.dtm.val();
-        for i in 0..S {
-            if self.mset.val().get_bit(i) {
-                self.age_a[i].next = (self.age[i].q.val() & self.mset.val()) | self.bm.val() | self.cm.val() | self.dtm.val();
-            } else if self.bm.val().get_bit(i) {
-                self.age_a[i].next = self.cm.val() | self.dtm.val();
-            } else if self.cm.val().get_bit(i) {
-                self.age_a[i].next = self.dtm.val();
-            } else if self.dtm.val().get_bit(i) {
-                self.age_a[i].next = 0.into();
-            } else {
-                self.age_a[i].next = (self.age[i].q.val() & !self.nset.val()) | self.nset.val();
-            }
-        }
+        self.am.batch.next = self.mset.val();
+        self.am.ddr.next = self.bm.val();
+        self.am.d2d.next = self.cm.val();
+        self.am.pe_tx.next = self.dtm.val();
         self.pe_busy1.next = self.pe_busy_q.q.val() & !self.pe_done_valid.val();
         self.pem.next = 0.into();
         if self.pe_busy1.val() {
@@ -1043,7 +1012,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_ev.req.next = self.px.val();
         self.sel_ev.newest.next = self.lw1.val().any();
         for i in 0..S {
-            self.sel_ev.age[i].next = self.age_a[i].val();
+            self.sel_ev.age[i].next = self.am.age_e[i].val();
         }
         self.v_found.next = self.evict.val() & self.sel_ev.found.val();
         self.v_slot.next = self.sel_ev.slot.val();
@@ -1051,15 +1020,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         if self.v_found.val() {
             self.vm.next = self.sel_ev.onehot.val();
         }
-        self.v_e.next = 0.into();
-        self.v_k.next = 0.into();
-        self.v_ld.next = 0.into();
+        self.tg.rd_slot[2].next = self.v_slot.val();
+        self.v_e.next = self.tg.rd_expert[2].val();
+        self.v_k.next = self.tg.rd_k[2].val();
+        self.v_ld.next = self.tg.rd_loader[2].val();
         self.v_nx.next = 0.into();
         for i in 0..S {
             if self.v_slot.val().index() == i {
-                self.v_e.next = self.t_exp[i].q.val();
-                self.v_k.next = self.t_k[i].q.val();
-                self.v_ld.next = self.t_ld[i].q.val();
                 self.v_nx.next = self.nxt[i].q.val();
                 if self.m_fwd.val().get_bit(i) {
                     self.v_nx.next = self.nhb[i].dest.val();
@@ -1095,14 +1062,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             } else {
                 self.tail2.next = self.ra_slot.val() + 1;
             }
-            for i in 0..S {
-                if self.ra_slot.val().index() == i {
-                    self.t_exp[i].d.next = self.rx_head_expert.val();
-                    self.t_k[i].d.next = self.rx_head_k.val();
-                    self.t_ld[i].d.next = self.rx_head_loader.val();
-                }
-            }
         }
+        // The allocated slot takes the head's tag.
+        self.tg.wa_en.next = self.ra.val();
+        self.tg.wa_slot.next = self.ra_slot.val();
+        self.tg.wa_expert.next = self.rx_head_expert.val();
+        self.tg.wa_k.next = self.rx_head_k.val();
+        self.tg.wa_loader.next = self.rx_head_loader.val();
         self.ev_rx_stall.next = self.rx_head_valid.val() & !self.ra.val();
         self.live3.next = self.live2.val() | self.ram.val();
 
@@ -1111,7 +1077,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.lr2.next = self.lr1.val() & !self.vm.val();
         self.tokslot.next = 0.into();
         for i in 0..S {
-            if self.tok_ok_a.val().get_bit(self.t_exp[i].q.val().index()) {
+            if self.tok_ok_a.val().get_bit(self.tg.expert[i].val().index()) {
                 self.tokslot.next = self.tokslot.val().replace_bit(i, true);
             }
         }
@@ -1125,21 +1091,15 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_pe.req.next = self.px_pe.val();
         self.sel_pe.newest.next = self.new_pe.val();
         for i in 0..S {
-            self.sel_pe.age[i].next = self.age_a[i].val();
+            self.sel_pe.age[i].next = self.am.age_e[i].val();
         }
         self.pick.next = !self.pe_busy1.val() & self.sel_pe.found.val();
         self.pk.next = self.sel_pe.slot.val();
         self.pm.next = 0.into();
-        self.pk_e.next = 0.into();
-        self.pk_k.next = 0.into();
-        self.pk_ld.next = 0.into();
-        for i in 0..S {
-            if self.pk.val().index() == i {
-                self.pk_e.next = self.t_exp[i].q.val();
-                self.pk_k.next = self.t_k[i].q.val();
-                self.pk_ld.next = self.t_ld[i].q.val();
-            }
-        }
+        self.tg.rd_slot[3].next = self.pk.val();
+        self.pk_e.next = self.tg.rd_expert[3].val();
+        self.pk_k.next = self.tg.rd_k[3].val();
+        self.pk_ld.next = self.tg.rd_loader[3].val();
         self.nhp.mask.next = 0.into();
         for e in 0..E {
             if self.pk_e.val().index() == e {
@@ -1169,15 +1129,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 }
             }
         }
-        // The picked slot is the newest queue entry from here on (row 0, column 1).
-        for i in 0..S {
-            if self.pm.val().get_bit(i) {
-                self.age_i[i].next = 0.into();
-            } else {
-                self.age_i[i].next = self.age_a[i].val() | self.pm.val();
-            }
-            self.age[i].d.next = self.age_i[i].val();
-        }
+        // The picked slot is the newest queue entry from here on.
+        self.am.pick.next = self.pm.val();
 
         // ================= J: D2D send, oldest first
         self.tx3.next = self.tx1.val() & !self.vm.val();
@@ -1187,7 +1140,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_tx.req.next = self.tx3.val();
         self.sel_tx.newest.next = false;
         for i in 0..S {
-            self.sel_tx.age[i].next = self.age_i[i].val();
+            self.sel_tx.age[i].next = self.am.age_p[i].val();
         }
         self.tx_go.next = self.tx_ready.val() & self.sel_tx.found.val();
         self.tslot.next = self.sel_tx.slot.val();
@@ -1245,7 +1198,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // Load sequence: pre-loads may take at most half the ring while ungranted.
         self.gs.next = 0.into();
         for i in 0..S {
-            self.te_n.next = self.t_exp[i].q.val();
+            self.te_n.next = self.tg.expert[i].val();
             if self.ram.val().get_bit(i) {
                 self.te_n.next = self.rx_head_expert.val();
             }
@@ -1299,14 +1252,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             } else {
                 self.tail_n.next = self.ka_slot.val() + 1;
             }
-            for i in 0..S {
-                if self.ka_slot.val().index() == i {
-                    self.t_exp[i].d.next = self.is_e.val();
-                    self.t_k[i].d.next = self.is_k.val();
-                    self.t_ld[i].d.next = self.is_ld.val();
-                }
-            }
         }
+        // The allocated slot takes the issued tag.
+        self.tg.wb_en.next = self.issue.val();
+        self.tg.wb_slot.next = self.ka_slot.val();
+        self.tg.wb_expert.next = self.is_e.val();
+        self.tg.wb_k.next = self.is_k.val();
+        self.tg.wb_loader.next = self.is_ld.val();
         self.tail_q.d.next = self.tail_n.val();
         self.live4.next = self.live3.val() | self.kam.val();
 
@@ -1321,7 +1273,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.sel_esc.req.next = self.lw3.val();
         self.sel_esc.newest.next = true;
         for i in 0..S {
-            self.sel_esc.age[i].next = self.age_a[i].val();
+            self.sel_esc.age[i].next = self.am.age_e[i].val();
         }
         self.v2_slot.next = self.sel_esc.slot.val();
         self.v2m.next = 0.into();
@@ -1334,16 +1286,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 self.v2m.next = 1.into();
             }
         }
-        self.v2_e.next = 0.into();
-        self.v2_k.next = 0.into();
-        self.v2_ld.next = 0.into();
-        for i in 0..S {
-            if self.v2_slot.val().index() == i {
-                self.v2_e.next = self.t_exp[i].q.val();
-                self.v2_k.next = self.t_k[i].q.val();
-                self.v2_ld.next = self.t_ld[i].q.val();
-            }
-        }
+        self.tg.rd_slot[4].next = self.v2_slot.val();
+        self.v2_e.next = self.tg.rd_expert[4].val();
+        self.v2_k.next = self.tg.rd_k[4].val();
+        self.v2_ld.next = self.tg.rd_loader[4].val();
         if self.v_found.val() & self.esc.val() {
             self.ev_evictions.next = 2.into();
         } else if self.v_found.val() | self.esc.val() {
@@ -1424,7 +1370,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // through), the Rule-5 FIFO
         self.um.next = 0.into();
         for i in 0..S {
-            self.te_n.next = self.t_exp[i].q.val();
+            self.te_n.next = self.tg.expert[i].val();
             if self.ram.val().get_bit(i) {
                 self.te_n.next = self.rx_head_expert.val();
             }

@@ -21,6 +21,9 @@
 //! * [`load_seq::LoadSeqRtl`], [`reload_list::ReloadListRtl`] — the chiplet controller's
 //!   Rule-4 load sequencer and reload list; [`free_report::FreeReportRtl`] — its Rule-5
 //!   free-slot report.
+//! * [`age_matrix::AgeMatrixRtl`] — the chiplet controller's queue order (the age matrix
+//!   with its insert ports) that its pickers read; [`slot_tags::SlotTagsRtl`] — its per-slot
+//!   tag file (two allocation write ports, slot-indexed read ports).
 
 pub mod chiplet;
 pub mod chiplet_swap;
@@ -44,3 +47,5 @@ pub mod ucie_replay;
 pub mod load_seq;
 pub mod reload_list;
 pub mod free_report;
+pub mod age_matrix;
+pub mod slot_tags;
