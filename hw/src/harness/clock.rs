@@ -96,6 +96,10 @@ impl DomainClock {
     pub fn cycle_of(&self, t: Cycle) -> u64 {
         if t <= self.ph {
             0
+        } else if self.div.is_power_of_two() {
+            // (A shift, not a division: the DDR channel asks at every edge it runs.)
+            let x = t - self.ph;
+            (x >> self.div.trailing_zeros()) + (x & (self.div - 1) != 0) as u64
         } else {
             (t - self.ph).div_ceil(self.div)
         }
@@ -126,6 +130,9 @@ pub struct ClockSet {
     pub domains: Vec<ClockDomain>,
     tick_ps: u64,
     clocks: Vec<DomainClock>,
+    /// Some domain has an edge at every tick (the package's UCIe clock is its tick), so
+    /// every tick is an edge: [`ClockSet::next_edge`] is the identity, asked once per step.
+    every_tick: bool,
 }
 
 impl ClockSet {
@@ -146,8 +153,9 @@ impl ClockSet {
             }
             g = gcd(gcd(g, d.period_ps), d.phase_ps);
         }
-        let clocks = domains.iter().map(|d| DomainClock { div: d.period_ps / g, ph: d.phase_ps / g }).collect();
-        Ok(ClockSet { domains, tick_ps: g, clocks })
+        let clocks: Vec<DomainClock> = domains.iter().map(|d| DomainClock { div: d.period_ps / g, ph: d.phase_ps / g }).collect();
+        let every_tick = clocks.iter().any(|c| c.div == 1);
+        Ok(ClockSet { domains, tick_ps: g, clocks, every_tick })
     }
 
     /// Length of one harness tick, ps (gcd of all periods and phases).
@@ -165,6 +173,9 @@ impl ClockSet {
 
     /// First tick at or after `t` at which any domain has an edge.
     pub fn next_edge(&self, t: Cycle) -> Cycle {
+        if self.every_tick {
+            return t;
+        }
         self.clocks.iter().map(|c| c.next_edge(t)).min().unwrap_or(t)
     }
 
@@ -215,6 +226,27 @@ mod tests {
         assert_eq!(c.edge(3), 35);
         assert_eq!(DomainClock::UNIT.next_edge(7), 7);
         assert_eq!(DomainClock::UNIT.cycle_of(7), 7);
+    }
+
+    /// `cycle_of` (shift for power-of-two ratios) and `next_edge` of a set with a
+    /// every-tick domain against counting edges one tick at a time.
+    #[test]
+    fn cycle_of_and_next_edge_count_edges() {
+        for (div, ph) in [(1u64, 0u64), (2, 0), (2, 1), (4, 3), (8, 5), (10, 5), (3, 2)] {
+            let c = DomainClock { div, ph };
+            let mut edges = 0;
+            for t in 0..200u64 {
+                assert_eq!(c.cycle_of(t), edges, "div {div} ph {ph} t {t}");
+                if (t >= ph) && (t - ph) % div == 0 {
+                    edges += 1;
+                }
+            }
+        }
+        let cs = ClockSet::new(vec![ClockDomain::new("core", 1250), ClockDomain::new("ucie", 625), ClockDomain::new("ddr", 1250).with_phase(625)]).unwrap();
+        for t in 0..50 {
+            assert_eq!(cs.next_edge(t), t);
+            assert_ne!(cs.edges_at(t), 0);
+        }
     }
 
     #[test]
