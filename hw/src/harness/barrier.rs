@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 /// Words of one post (the stepper's `PartStatus`: busy, next event, progress, oldest wait
-/// and six counters).
-pub const POST_WORDS: usize = 10;
+/// and six counters; then the leader's mode for the next step).
+pub const POST_WORDS: usize = 11;
 
 /// One thread's post for steps of one parity: the step it belongs to, then the words.
 /// Aligned so that no two threads' posts share a cache line.
@@ -63,7 +63,7 @@ impl PostBarrier {
     /// serial phase in between, with the other threads parked, skips numbers on all threads
     /// alike), so a slot's old step never matches the one awaited. Everything a thread wrote
     /// before its post is visible to every thread after its wait.
-    pub fn exchange(&self, me: usize, step: u64, words: &[u64; POST_WORDS], mut each: impl FnMut(&[u64; POST_WORDS])) {
+    pub fn exchange(&self, me: usize, step: u64, words: &[u64; POST_WORDS], mut each: impl FnMut(usize, &[u64; POST_WORDS])) {
         debug_assert!(step >= 1);
         let par = (step & 1) as usize;
         let mine = &self.posts[me][par];
@@ -87,7 +87,7 @@ impl PostBarrier {
             for (g, a) in got.iter_mut().zip(post.words.iter()) {
                 *g = a.load(Ordering::Relaxed);
             }
-            each(&got);
+            each(t, &got);
         }
     }
 
@@ -130,7 +130,7 @@ mod tests {
                         w[0] = step;
                         w[POST_WORDS - 1] = me as u64 * 1_000_000 + step;
                         let mut seen = Vec::new();
-                        b.exchange(me, step, &w, |o| {
+                        b.exchange(me, step, &w, |_, o| {
                             assert_eq!(o[0], step);
                             seen.push(o[POST_WORDS - 1] / 1_000_000);
                             assert_eq!(o[POST_WORDS - 1] % 1_000_000, step);
@@ -158,7 +158,7 @@ mod tests {
                             std::thread::sleep(std::time::Duration::from_millis(1));
                         }
                         let mut sum = 0;
-                        b.exchange(me, step, &[step; POST_WORDS], |o| sum += o[0]);
+                        b.exchange(me, step, &[step; POST_WORDS], |_, o| sum += o[0]);
                         assert_eq!(sum, step * (n as u64 - 1));
                     }
                 });

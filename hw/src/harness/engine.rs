@@ -15,8 +15,6 @@
 //! never overwrites what a slow thread is still reading for this one, and waits for the
 //! others' posts of the same step.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use super::barrier::{PostBarrier, POST_WORDS};
 use super::{Cycle, NEVER};
 
@@ -100,7 +98,9 @@ impl PartStatus {
     }
 }
 
-const _: () = assert!(4 + N_COUNTERS == POST_WORDS, "a post carries one PartStatus");
+/// The word of the leader's post that says the next step runs in serial mode.
+const W_SERIAL: usize = 4 + N_COUNTERS;
+const _: () = assert!(W_SERIAL + 1 == POST_WORDS, "a post carries one PartStatus and the mode");
 
 /// OS threads the stepper may use: the machine's parallelism (read once).
 pub fn max_threads() -> usize {
@@ -166,6 +166,8 @@ const EPOCH: usize = 256;
 /// slowness), and one that reverses it starts over.
 const PROBE_FIRST: usize = 8;
 const PROBE_MAX: usize = 512;
+/// A parallel epoch that has already cost this many serial epochs ends early.
+const ABORT: f64 = 2.0;
 
 /// The leader's (thread 0's) choice of the next epoch's mode from measured wall times.
 struct ModeChooser {
@@ -181,11 +183,13 @@ struct ModeChooser {
     next_probe: usize,
     /// Epochs run in each mode (parallel, serial), for the end-of-run debug event.
     epochs: [usize; 2],
+    /// Steps of the running epoch.
+    steps: usize,
 }
 
 impl ModeChooser {
     fn new(policy: Adapt) -> Self {
-        ModeChooser { policy, epoch: 0, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0, epochs: [0, 0] }
+        ModeChooser { policy, epoch: 0, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0, epochs: [0, 0], steps: 0 }
     }
 
     /// The end-of-run summary (`RUST_LOG=hw::harness::engine=debug`): how many epochs ran in
@@ -196,11 +200,22 @@ impl ModeChooser {
         tracing::debug!(steps, epochs_parallel = self.epochs[0], epochs_serial = self.epochs[1], ns_per_step_parallel = ns(0), ns_per_step_serial = ns(1), "stepper modes");
     }
 
-    /// At the end of an epoch run in `serial` mode: the next epoch's mode.
-    fn next(&mut self, serial: bool) -> bool {
-        let ns = self.epoch_start.elapsed().as_nanos() as f64 / EPOCH as f64;
+    /// After each step the leader ran in mode `serial`: the next epoch's mode when the epoch
+    /// ends here. A parallel epoch ends early once it has cost [`ABORT`] times a whole
+    /// serial epoch: with a partner thread descheduled every step waits for it (tens of µs
+    /// each on a busy machine), and a full probe epoch of that cost more than the probes
+    /// could ever gain.
+    fn step_done(&mut self, serial: bool) -> Option<bool> {
+        self.steps += 1;
+        let end = self.steps >= EPOCH
+            || (!serial && self.policy == Adapt::Measure && self.steps % 16 == 0 && self.ns[1].is_some_and(|q| self.epoch_start.elapsed().as_nanos() as f64 > ABORT * q * EPOCH as f64));
+        if !end {
+            return None;
+        }
+        let ns = self.epoch_start.elapsed().as_nanos() as f64 / self.steps as f64;
+        self.steps = 0;
         self.epoch_start = std::time::Instant::now();
-        self.choose(serial, ns)
+        Some(self.choose(serial, ns))
     }
 
     /// [`Self::next`] given the epoch's measured wall time per step.
@@ -212,8 +227,9 @@ impl ModeChooser {
             return !serial;
         }
         let (Some(p), Some(q)) = (self.ns[0], self.ns[1]) else {
-            // Epoch 0 ran on all threads; epoch 1 measures the leader alone.
-            return true;
+            // Epoch 0 measured one mode (the leader alone, under `Measure`); epoch 1
+            // measures the other.
+            return !serial;
         };
         // Decide only on an epoch that measured the mode not chosen (a probe, or epoch 1),
         // against the epoch just before it in the chosen mode. (Comparing every epoch's
@@ -288,7 +304,6 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
         first += take;
     }
     let ptr = PartsPtr(parts.as_mut_ptr(), n_parts);
-    let serial_next = AtomicBool::new(false);
     // The handoff and how many threads are parked on it: the leader starts a serial phase
     // only once every other thread is parked, so none can still be reading the mode flag the
     // phase's end resets (a thread descheduled for a whole epoch would otherwise miss it).
@@ -303,8 +318,14 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
         let mut step = 0usize;
         let mut chooser = (t == 0).then(|| ModeChooser::new(policy));
         let mut round = 0u64;
+        // Whether the leader's last post (or, at the start, the policy) says the next step
+        // runs serially. It travels in the post, so every thread switches after the same
+        // step. `Measure` starts with the leader alone: a machine whose other core is busy
+        // then pays only the short, abortable parallel probes.
+        let mut go_serial = policy == Adapt::Measure;
         loop {
-            if step > 0 && step % EPOCH == 0 && serial_next.load(Ordering::Acquire) {
+            if go_serial {
+                go_serial = false;
                 if let Some(ch) = chooser.as_mut() {
                     // Wait for every other thread to park, then the leader alone, every
                     // partition, until it picks parallel or stops.
@@ -331,11 +352,10 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
                                 return (now, ctl);
                             }
                         }
-                        if step % EPOCH == 0 && !ch.next(true) {
+                        if ch.step_done(true) == Some(false) {
                             break;
                         }
                     }
-                    serial_next.store(false, Ordering::Release);
                     round += 1;
                     *handoff.lock().unwrap() = (Handoff::Resume { round, now, ctl: ctl.clone(), step }, 0);
                     wake.notify_all();
@@ -363,14 +383,17 @@ fn run_parallel<P: Partition, C: Control>(parts: &mut [P], shared: &P::Shared, c
                 // SAFETY: in parallel mode thread t alone evaluates its group.
                 total.merge(&unsafe { ptr.get(i) }.eval(now, shared, ctx));
             }
-            if step % EPOCH == 0 {
-                if let Some(ch) = chooser.as_mut() {
-                    // Before the post: every thread reads it after its wait.
-                    serial_next.store(ch.next(false), Ordering::Release);
-                }
+            let mut mine = total.to_words();
+            if let Some(ch) = chooser.as_mut() {
+                go_serial = ch.step_done(false) == Some(true);
+                mine[W_SERIAL] = go_serial as u64;
             }
-            let mine = total.to_words();
-            posts.exchange(t, step as u64, &mine, |w| total.merge(&PartStatus::from_words(w)));
+            posts.exchange(t, step as u64, &mine, |from, w| {
+                total.merge(&PartStatus::from_words(w));
+                if from == 0 {
+                    go_serial = w[W_SERIAL] != 0;
+                }
+            });
             match ctl.decide(now, &total) {
                 Step::Next(t) => now = t,
                 Step::Stop => {
