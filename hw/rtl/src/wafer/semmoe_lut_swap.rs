@@ -15,7 +15,7 @@ use super::semmoe_lut::{st, SemMoeLutRtl};
 
 /// The build the swap runs: batches of up to 1024 tokens, 64 devices, a 2^16-row token table
 /// and a 2^16-row n-gram table.
-pub type SemMoeLutSwapRtl = SemMoeLutRtl<1024, 64, 16, 16>;
+pub type SemMoeLutSwapRtl = SemMoeLutRtl<1024, 64, 16, 16, 11>;
 
 /// The n-gram row of `key` (the token's devices at the previous layers, as base-D digits after
 /// the rows of the shorter keys: offset Σ_{i<k} D^i).
@@ -101,14 +101,15 @@ impl LutImage {
     }
 }
 
-/// Drives one unit (shared by the stand-in and the lockstep test).
-pub struct SemMoeLutDriver<const N: usize, const D: usize, const TB: usize, const GB: usize> {
-    pub uut: Box<SemMoeLutRtl<N, D, TB, GB>>,
+/// Drives one unit (shared by the stand-in and the lockstep test). `IW` is the unit's index
+/// width (max(N, D) < 2^IW); the default 16 fits every build `SemMoeLutRtl::new` accepts.
+pub struct SemMoeLutDriver<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize = 16> {
+    pub uut: Box<SemMoeLutRtl<N, D, TB, GB, IW>>,
     pub n: usize,
     pub devices: usize,
 }
 
-impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLutDriver<N, D, TB, GB> {
+impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize> SemMoeLutDriver<N, D, TB, GB, IW> {
     /// A reset block with `img` loaded and the batch started (`go`): the next [`Self::edge`] is
     /// the CL's first step.
     pub fn load(img: &LutImage) -> Self {
@@ -116,7 +117,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
         // DFFs) are constructed by value before they reach the heap.
         let mut uut = std::thread::Builder::new()
             .stack_size(512 << 20)
-            .spawn(|| Box::new(SemMoeLutRtl::<N, D, TB, GB>::new()))
+            .spawn(|| Box::new(SemMoeLutRtl::<N, D, TB, GB, IW>::new()))
             .expect("spawn the builder thread")
             .join()
             .expect("build the look-up unit");
@@ -244,7 +245,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
 
 /// The RTL unit as the semmoe experiment's look-up unit.
 pub struct SemMoeLutRtlModel {
-    drv: SemMoeLutDriver<1024, 64, 16, 16>,
+    drv: SemMoeLutDriver<1024, 64, 16, 16, 11>,
     signals: Vec<SignalDecl>,
 }
 
@@ -266,7 +267,7 @@ impl SemMoeLutModel for SemMoeLutRtlModel {
         let mut drv = self.drv;
         // `sample` sets the read port, so it needs `&mut`: sample into a buffer the harness reads.
         struct S {
-            drv: SemMoeLutDriver<1024, 64, 16, 16>,
+            drv: SemMoeLutDriver<1024, 64, 16, 16, 11>,
             buf: Vec<u64>,
         }
         let mut s = S { buf: Vec::new(), drv: { drv.settle(); drv } };
