@@ -342,3 +342,60 @@ pub fn random_batch(rng: &mut impl rand::Rng, n: usize, devices: u32, rows: usiz
         .collect();
     (table, ngram, tokens)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hw::harness::Cycle;
+    use hw::wafer::semmoe_lut::SemMoeLutCl;
+    use rand::{Rng, SeedableRng};
+
+    /// Every cycle's full sample, rebuilt from the CL's change stream.
+    struct Rows {
+        rows: Vec<Vec<u64>>,
+        width: usize,
+    }
+
+    impl SignalSink for Rows {
+        fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), hw::Error> {
+            while self.rows.len() <= cycle as usize {
+                let prev = self.rows.last().cloned().unwrap_or_else(|| vec![0; self.width]);
+                self.rows.push(prev);
+            }
+            self.rows[cycle as usize][sig] = value;
+            Ok(())
+        }
+    }
+
+    /// The exported size with its narrow index width (IW = 4: positions ≤ 8, devices < 4) in
+    /// lockstep with the CL: every traced value every cycle, then `shf`, ranks and cycles (the
+    /// integration lockstep runs a wider build at the driver's default IW = 16).
+    #[test]
+    fn exported_build_in_lockstep_with_the_cl() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(26);
+        for _ in 0..40 {
+            let (n, devices) = (rng.gen_range(1..=8usize), rng.gen_range(2..=4u32));
+            let (rows, lookback, layer) = (rng.gen_range(0..=12usize), rng.gen_range(0..=2u32), rng.gen_range(0..=2usize));
+            let (table, ngram, tokens) = random_batch(&mut rng, n, devices, rows, lookback, layer);
+            let cl = SemMoeLutCl::new(table.as_ref(), &ngram, layer, devices, tokens.clone());
+            let mut want = Rows { rows: Vec::new(), width: cl.signals().len() };
+            let (shf, rank, cycles) = cl.run_traced(&mut want).unwrap();
+            while want.rows.len() <= cycles as usize {
+                let prev = want.rows.last().cloned().unwrap();
+                want.rows.push(prev);
+            }
+            let img = LutImage::new(table.as_ref(), &ngram, layer, devices, &tokens);
+            let mut drv = SemMoeLutDriver::<8, 4, 4, 5, 4>::load(&img);
+            for (c, row) in want.rows.iter().enumerate() {
+                let mut got = Vec::new();
+                drv.sample(&mut got);
+                assert_eq!(&got, row, "n {n}, devices {devices}, rows {rows}, lookback {lookback}, layer {layer}: cycle {c}");
+                if c + 1 < want.rows.len() {
+                    drv.edge();
+                }
+            }
+            assert!(drv.done());
+            assert_eq!(drv.result(), (shf, rank, cycles));
+        }
+    }
+}
