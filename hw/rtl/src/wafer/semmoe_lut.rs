@@ -40,8 +40,12 @@
 //! writer of the token buffer (`semmoe_lut_swap`), not by the unit; a history with a digit
 //! ≥ devices has no row (`tk_key_valid` = 0), as in the CL.
 //!
-//! Index registers and ports are 32 bits wide (token ids, positions, devices); SRAM addresses
-//! are their low `TB` / `GB` bits.
+//! **Widths.** Ports are 32 bits (token ids, positions, devices) and 64 bits (confidences);
+//! SRAM addresses are the low `TB` / `GB` bits of theirs. Inside, positions, token indices,
+//! device indices and counts are `IW` bits (max(N, D) < 2^IW, asserted), zero-extended into
+//! the ports; token ids, confidences and `pred` (a table's device may be any 32-bit value)
+//! stay full width. Align's `pred[sorted[j]]` is kept per position (`sin`, `sdev`, written in
+//! Scatter beside `sorted`) so it is one select on `j`, not two chained selects.
 
 use rust_hdl::prelude::*;
 
