@@ -78,6 +78,15 @@ pub struct ReloadListRtl<const Q: usize, const E: usize> {
     el_k: Signal<Local, Bits<16>>,
     el_ld: Signal<Local, Bits<4>>,
     q_depth: Constant<Bits<8>>,
+    /// `granted >> el_e`: its bit 0 is el_e's grant.
+    g_sh: Signal<Local, Bits<E>>,
+    /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH); `none8` = 255,
+    /// "no position".
+    zero4: Constant<Bits<4>>,
+    zero8: Constant<Bits<8>>,
+    one8: Constant<Bits<8>>,
+    none8: Constant<Bits<8>>,
+    zero16: Constant<Bits<16>>,
 }
 
 impl<const Q: usize, const E: usize> Default for ReloadListRtl<Q, E> {
@@ -126,6 +135,12 @@ impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
             el_k: Default::default(),
             el_ld: Default::default(),
             q_depth: Constant::new((Q as u64).into()),
+            g_sh: Default::default(),
+            zero4: Constant::new(0u64.into()),
+            zero8: Constant::new(0u64.into()),
+            one8: Constant::new(1u64.into()),
+            none8: Constant::new(255u64.into()),
+            zero16: Constant::new(0u64.into()),
         }
     }
 }
@@ -146,18 +161,18 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
         // ---- the list as the search sees it: held entries, the hand-off, the evicted slice
         self.n1.next = self.rq_n.q.val();
         if self.hand_valid.val() {
-            self.n1.next = self.n1.val() + 1;
+            self.n1.next = self.n1.val() + self.one8.val();
         }
         if self.evict_valid.val() {
-            self.n1.next = self.n1.val() + 1;
+            self.n1.next = self.n1.val() + self.one8.val();
         }
         self.hit.next = false;
-        self.istar.next = 255.into();
-        self.expert.next = 0.into();
-        self.k.next = 0.into();
-        self.loader.next = 0.into();
+        self.istar.next = self.none8.val();
+        self.expert.next = self.zero16.val();
+        self.k.next = self.zero16.val();
+        self.loader.next = self.zero4.val();
         self.any_granted.next = false;
-        self.idx.next = 0.into();
+        self.idx.next = self.zero8.val();
         for j in 0..Q {
             if self.rq_n.q.val().index() > j {
                 self.el_e.next = self.rq_e[j].q.val();
@@ -172,7 +187,10 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 self.el_k.next = self.evict_k.val();
                 self.el_ld.next = self.evict_loader.val();
             }
-            if (self.n1.val().index() > j) & self.granted.val().get_bit(self.el_e.val().index()) {
+            // granted[el_e] as a shift and bit 0 (a 16-bit index into the E-bit vector: WIDTH);
+            // el_e < E by construction.
+            self.g_sh.next = self.granted.val() >> self.el_e.val();
+            if (self.n1.val().index() > j) & self.g_sh.val().get_bit(0) {
                 self.any_granted.next = true;
                 if !self.hit.val() {
                     self.hit.next = true;
@@ -182,11 +200,11 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                     self.loader.next = self.el_ld.val();
                 }
             }
-            self.idx.next = self.idx.val() + 1;
+            self.idx.next = self.idx.val() + self.one8.val();
         }
         self.found.next = self.hit.val() & self.take.val();
         if !self.found.val() {
-            self.istar.next = 255.into();
+            self.istar.next = self.none8.val();
         }
 
         // ---- the edge: entries before istar take the list's element j, those from istar on
@@ -208,42 +226,44 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 }
             }
         }
-        for j in 0..(Q - 1) {
-            if self.istar.val().index() <= j {
-                if self.rq_n.q.val().index() > (j + 1) {
-                    self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
-                    self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
-                    self.rq_ld[j].d.next = self.rq_ld[j + 1].q.val();
-                } else if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
-                    self.rq_e[j].d.next = self.hand_expert.val();
-                    self.rq_k[j].d.next = self.hand_k.val();
-                    self.rq_ld[j].d.next = self.hand_loader.val();
+        // Position j1 − 1 takes element j1 (the loop runs over j1 = j + 1 so that the compares
+        // are with the loop constant itself: `j + 1` would be written `j + 32'h1`, WIDTH).
+        for j1 in 1..Q {
+            if self.istar.val().index() < j1 {
+                if self.rq_n.q.val().index() > j1 {
+                    self.rq_e[j1 - 1].d.next = self.rq_e[j1].q.val();
+                    self.rq_k[j1 - 1].d.next = self.rq_k[j1].q.val();
+                    self.rq_ld[j1 - 1].d.next = self.rq_ld[j1].q.val();
+                } else if (self.rq_n.q.val().index() == j1) & self.hand_valid.val() {
+                    self.rq_e[j1 - 1].d.next = self.hand_expert.val();
+                    self.rq_k[j1 - 1].d.next = self.hand_k.val();
+                    self.rq_ld[j1 - 1].d.next = self.hand_loader.val();
                 } else {
-                    self.rq_e[j].d.next = self.evict_expert.val();
-                    self.rq_k[j].d.next = self.evict_k.val();
-                    self.rq_ld[j].d.next = self.evict_loader.val();
+                    self.rq_e[j1 - 1].d.next = self.evict_expert.val();
+                    self.rq_k[j1 - 1].d.next = self.evict_k.val();
+                    self.rq_ld[j1 - 1].d.next = self.evict_loader.val();
                 }
             }
         }
-        for j in (Q - 1)..Q {
+        for j1 in Q..(Q + 1) {
             // The last position takes element Q when an entry is removed: an append behind a
             // full list (the inline list this block replaced left the old entry there, losing
             // the append without an overflow).
-            if self.istar.val().index() <= j {
-                if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
-                    self.rq_e[j].d.next = self.hand_expert.val();
-                    self.rq_k[j].d.next = self.hand_k.val();
-                    self.rq_ld[j].d.next = self.hand_loader.val();
+            if self.istar.val().index() < j1 {
+                if (self.rq_n.q.val().index() == j1) & self.hand_valid.val() {
+                    self.rq_e[j1 - 1].d.next = self.hand_expert.val();
+                    self.rq_k[j1 - 1].d.next = self.hand_k.val();
+                    self.rq_ld[j1 - 1].d.next = self.hand_loader.val();
                 } else {
-                    self.rq_e[j].d.next = self.evict_expert.val();
-                    self.rq_k[j].d.next = self.evict_k.val();
-                    self.rq_ld[j].d.next = self.evict_loader.val();
+                    self.rq_e[j1 - 1].d.next = self.evict_expert.val();
+                    self.rq_k[j1 - 1].d.next = self.evict_k.val();
+                    self.rq_ld[j1 - 1].d.next = self.evict_loader.val();
                 }
             }
         }
         self.n2.next = self.n1.val();
         if self.found.val() {
-            self.n2.next = self.n1.val() - 1;
+            self.n2.next = self.n1.val() - self.one8.val();
         }
         if self.esc_valid.val() {
             for j in 0..Q {
@@ -253,12 +273,12 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                     self.rq_ld[j].d.next = self.esc_loader.val();
                 }
             }
-            self.n2.next = self.n2.val() + 1;
+            self.n2.next = self.n2.val() + self.one8.val();
         }
         self.rq_n.d.next = self.n2.val();
         self.overflow.next = self.n2.val() > self.q_depth.val();
         if self.reset.val() {
-            self.rq_n.d.next = 0.into();
+            self.rq_n.d.next = self.zero8.val();
         }
     }
 }
