@@ -78,8 +78,8 @@ pub struct ReloadListRtl<const Q: usize, const E: usize> {
     el_k: Signal<Local, Bits<16>>,
     el_ld: Signal<Local, Bits<4>>,
     q_depth: Constant<Bits<8>>,
-    /// `granted >> el_e`: its bit 0 is el_e's grant.
-    g_sh: Signal<Local, Bits<E>>,
+    /// `granted[el_e]`.
+    g_el: Signal<Local, Bit>,
     /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH); `none8` = 255,
     /// "no position".
     zero4: Constant<Bits<4>>,
@@ -135,7 +135,7 @@ impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
             el_k: Default::default(),
             el_ld: Default::default(),
             q_depth: Constant::new((Q as u64).into()),
-            g_sh: Default::default(),
+            g_el: Default::default(),
             zero4: Constant::new(0u64.into()),
             zero8: Constant::new(0u64.into()),
             one8: Constant::new(1u64.into()),
@@ -187,10 +187,15 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 self.el_k.next = self.evict_k.val();
                 self.el_ld.next = self.evict_loader.val();
             }
-            // granted[el_e] as a shift and bit 0 (a 16-bit index into the E-bit vector: WIDTH);
+            // granted[el_e] as an E-way select (a 16-bit index into the E-bit vector: WIDTH);
             // el_e < E by construction.
-            self.g_sh.next = self.granted.val() >> self.el_e.val();
-            if (self.n1.val().index() > j) & self.g_sh.val().get_bit(0) {
+            self.g_el.next = false;
+            for e in 0..E {
+                if self.el_e.val().index() == e {
+                    self.g_el.next = self.granted.val().get_bit(e);
+                }
+            }
+            if (self.n1.val().index() > j) & self.g_el.val() {
                 self.any_granted.next = true;
                 if !self.hit.val() {
                     self.hit.next = true;
