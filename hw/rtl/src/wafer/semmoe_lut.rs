@@ -1,7 +1,7 @@
 //! Sem-MoE look-up and re-batching unit `SemMoeLutRtl<N, D, TB, GB, IW>` (RTL twin of
 //! `hw::wafer::semmoe_lut::SemMoeLutCl`, paper Algorithm 3 for attention-TP): at most `N`
 //! tokens per batch, `D` devices, a token table of `2^TB` rows and an n-gram table of `2^GB`
-//! rows.
+//! rows; positions, devices and counts are `IW` bits inside (max(N, D) < 2^IW).
 //!
 //! ```text
 //!  load ports (before `go`): token table rows ─► tt SRAM ×2 (read ports at lo and lo−1)
