@@ -92,6 +92,7 @@ pub struct LoadSeqRtl<const E: usize> {
     one16: Constant<Bits<16>>,
     zero17: Constant<Bits<17>>,
     le_step17: Signal<Local, Bits<17>>,
+    wr_oh: Signal<Local, Bits<E>>,
 }
 
 impl<const E: usize> Default for LoadSeqRtl<E> {
@@ -150,6 +151,7 @@ impl<const E: usize> LoadSeqRtl<E> {
             one16: Constant::new(1u64.into()),
             zero17: Constant::new(0u64.into()),
             le_step17: Default::default(),
+            wr_oh: Default::default(),
         }
     }
 }
@@ -189,19 +191,18 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         self.room.next = self.ls_wr.q.val() < self.e_count.val();
         self.overflow.next = self.push.val() & !self.room.val();
         self.v_a.next = self.ls_v.q.val();
+        self.wr_oh.next = self.zero_e.val();
         if self.push.val() {
             if self.room.val() {
                 self.ls_wr.d.next = self.ls_wr.q.val() + self.one16.val();
-                // Bit wr of v_a set, of g_a set to push_granted (wr < E: room).
-                for e in 0..E {
-                    if self.ls_wr.q.val().index() == e {
-                        self.v_a.next = self.ls_v.q.val() | self.unit[e].val();
-                        if self.push_granted.val() {
-                            self.g_a.next = self.g_a.val() | self.unit[e].val();
-                        } else {
-                            self.g_a.next = self.g_a.val() & self.notu[e].val();
-                        }
-                    }
+                // Bit wr of v_a set, of g_a set to push_granted (wr < E: room); the one-hot
+                // of wr as a shift of the sized 1 (a shift amount has no WIDTH).
+                self.wr_oh.next = self.unit[0].val() << self.ls_wr.q.val();
+                self.v_a.next = self.ls_v.q.val() | self.wr_oh.val();
+                if self.push_granted.val() {
+                    self.g_a.next = self.g_a.val() | self.wr_oh.val();
+                } else {
+                    self.g_a.next = self.g_a.val() & !self.wr_oh.val();
                 }
             }
             for e in 0..E {
