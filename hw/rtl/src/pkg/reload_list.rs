@@ -78,8 +78,10 @@ pub struct ReloadListRtl<const Q: usize, const E: usize> {
     el_k: Signal<Local, Bits<16>>,
     el_ld: Signal<Local, Bits<4>>,
     q_depth: Constant<Bits<8>>,
-    /// `granted[el_e]`.
-    g_el: Signal<Local, Bit>,
+    /// `granted >> el_e` (its bit 0 is el_e's grant) and the E-bit 1 and 0 that pick it.
+    g_sh: Signal<Local, Bits<E>>,
+    one_e: Constant<Bits<E>>,
+    zero_e: Constant<Bits<E>>,
     /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH); `none8` = 255,
     /// "no position".
     zero4: Constant<Bits<4>>,
@@ -135,7 +137,9 @@ impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
             el_k: Default::default(),
             el_ld: Default::default(),
             q_depth: Constant::new((Q as u64).into()),
-            g_el: Default::default(),
+            g_sh: Default::default(),
+            one_e: Constant::new(Bits::<E>::default().replace_bit(0, true)),
+            zero_e: Constant::new(Bits::<E>::default()),
             zero4: Constant::new(0u64.into()),
             zero8: Constant::new(0u64.into()),
             one8: Constant::new(1u64.into()),
@@ -187,15 +191,10 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 self.el_k.next = self.evict_k.val();
                 self.el_ld.next = self.evict_loader.val();
             }
-            // granted[el_e] as an E-way select (a 16-bit index into the E-bit vector: WIDTH);
-            // el_e < E by construction.
-            self.g_el.next = false;
-            for e in 0..E {
-                if self.el_e.val().index() == e {
-                    self.g_el.next = self.granted.val().get_bit(e);
-                }
-            }
-            if (self.n1.val().index() > j) & self.g_el.val() {
+            // granted[el_e] as bit 0 of a shift (a 16-bit bit-select index into the E-bit
+            // vector warns WIDTH, a shift amount does not); el_e < E by construction.
+            self.g_sh.next = self.granted.val() >> self.el_e.val();
+            if (self.n1.val().index() > j) & ((self.g_sh.val() & self.one_e.val()) != self.zero_e.val()) {
                 self.any_granted.next = true;
                 if !self.hit.val() {
                     self.hit.next = true;
