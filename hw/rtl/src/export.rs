@@ -202,8 +202,12 @@ lint_off -rule UNUSEDSIGNAL -file \"*pe_array_*.v\" -match \"*'pe$*$b_out'*\"
 // stages, as `aq` above. (The Rule-5 report `fr` needs none: nothing it drives feeds back.)
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rq$*\"
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ls$*\"
-// (The chiplet's load sequencer, reload list and Rule-5 report files — load_seq_*,
-// reload_list_*, free_report_* — need no WIDTH waiver: sized constants, as age_picker_*.)
+// WIDTH in the chiplet's reload list file (reload_list_*): the literal forms (`x = 32'h0`,
+// `n + 32'h1` / `n - 32'h1` on 8-bit counters that stay <= Q + 3, `istar = 32'hff`) and
+// `granted[el_e]` with a 16-bit expert id into the E-bit vector (in range by construction,
+// as in the controller). (The load sequencer and Rule-5 report files, load_seq_* and
+// free_report_*, need no WIDTH waiver: sized constants, as age_picker_*.)
+lint_off -rule WIDTH -file \"*reload_list_*.v\"
 //
 // WIDTH in the NI-Balancer's decision unit and trigger files (ni_balancer_*, ni_trigger*):
 // rust-hdl's literal forms only (`x = 32'h0`, `state_q$q == 32'h6`, `n + 32'h1` on 16-bit

@@ -78,17 +78,6 @@ pub struct ReloadListRtl<const Q: usize, const E: usize> {
     el_k: Signal<Local, Bits<16>>,
     el_ld: Signal<Local, Bits<4>>,
     q_depth: Constant<Bits<8>>,
-    /// `granted >> el_e` (its bit 0 is el_e's grant) and the E-bit 1 and 0 that pick it.
-    g_sh: Signal<Local, Bits<E>>,
-    one_e: Constant<Bits<E>>,
-    zero_e: Constant<Bits<E>>,
-    /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH); `none8` = 255,
-    /// "no position".
-    zero4: Constant<Bits<4>>,
-    zero8: Constant<Bits<8>>,
-    one8: Constant<Bits<8>>,
-    none8: Constant<Bits<8>>,
-    zero16: Constant<Bits<16>>,
 }
 
 impl<const Q: usize, const E: usize> Default for ReloadListRtl<Q, E> {
@@ -137,14 +126,6 @@ impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
             el_k: Default::default(),
             el_ld: Default::default(),
             q_depth: Constant::new((Q as u64).into()),
-            g_sh: Default::default(),
-            one_e: Constant::new(Bits::<E>::default().replace_bit(0, true)),
-            zero_e: Constant::new(Bits::<E>::default()),
-            zero4: Constant::new(0u64.into()),
-            zero8: Constant::new(0u64.into()),
-            one8: Constant::new(1u64.into()),
-            none8: Constant::new(255u64.into()),
-            zero16: Constant::new(0u64.into()),
         }
     }
 }
@@ -165,18 +146,18 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
         // ---- the list as the search sees it: held entries, the hand-off, the evicted slice
         self.n1.next = self.rq_n.q.val();
         if self.hand_valid.val() {
-            self.n1.next = self.n1.val() + self.one8.val();
+            self.n1.next = self.n1.val() + 1;
         }
         if self.evict_valid.val() {
-            self.n1.next = self.n1.val() + self.one8.val();
+            self.n1.next = self.n1.val() + 1;
         }
         self.hit.next = false;
-        self.istar.next = self.none8.val();
-        self.expert.next = self.zero16.val();
-        self.k.next = self.zero16.val();
-        self.loader.next = self.zero4.val();
+        self.istar.next = 255.into();
+        self.expert.next = 0.into();
+        self.k.next = 0.into();
+        self.loader.next = 0.into();
         self.any_granted.next = false;
-        self.idx.next = self.zero8.val();
+        self.idx.next = 0.into();
         for j in 0..Q {
             if self.rq_n.q.val().index() > j {
                 self.el_e.next = self.rq_e[j].q.val();
@@ -191,10 +172,7 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 self.el_k.next = self.evict_k.val();
                 self.el_ld.next = self.evict_loader.val();
             }
-            // granted[el_e] as bit 0 of a shift (a 16-bit bit-select index into the E-bit
-            // vector warns WIDTH, a shift amount does not); el_e < E by construction.
-            self.g_sh.next = self.granted.val() >> self.el_e.val();
-            if (self.n1.val().index() > j) & ((self.g_sh.val() & self.one_e.val()) != self.zero_e.val()) {
+            if (self.n1.val().index() > j) & self.granted.val().get_bit(self.el_e.val().index()) {
                 self.any_granted.next = true;
                 if !self.hit.val() {
                     self.hit.next = true;
@@ -204,11 +182,11 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                     self.loader.next = self.el_ld.val();
                 }
             }
-            self.idx.next = self.idx.val() + self.one8.val();
+            self.idx.next = self.idx.val() + 1;
         }
         self.found.next = self.hit.val() & self.take.val();
         if !self.found.val() {
-            self.istar.next = self.none8.val();
+            self.istar.next = 255.into();
         }
 
         // ---- the edge: entries before istar take the list's element j, those from istar on
@@ -230,44 +208,42 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 }
             }
         }
-        // Position j1 − 1 takes element j1 (the loop runs over j1 = j + 1 so that the compares
-        // are with the loop constant itself: `j + 1` would be written `j + 32'h1`, WIDTH).
-        for j1 in 1..Q {
-            if self.istar.val().index() < j1 {
-                if self.rq_n.q.val().index() > j1 {
-                    self.rq_e[j1 - 1].d.next = self.rq_e[j1].q.val();
-                    self.rq_k[j1 - 1].d.next = self.rq_k[j1].q.val();
-                    self.rq_ld[j1 - 1].d.next = self.rq_ld[j1].q.val();
-                } else if (self.rq_n.q.val().index() == j1) & self.hand_valid.val() {
-                    self.rq_e[j1 - 1].d.next = self.hand_expert.val();
-                    self.rq_k[j1 - 1].d.next = self.hand_k.val();
-                    self.rq_ld[j1 - 1].d.next = self.hand_loader.val();
+        for j in 0..(Q - 1) {
+            if self.istar.val().index() <= j {
+                if self.rq_n.q.val().index() > (j + 1) {
+                    self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
+                    self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
+                    self.rq_ld[j].d.next = self.rq_ld[j + 1].q.val();
+                } else if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
+                    self.rq_e[j].d.next = self.hand_expert.val();
+                    self.rq_k[j].d.next = self.hand_k.val();
+                    self.rq_ld[j].d.next = self.hand_loader.val();
                 } else {
-                    self.rq_e[j1 - 1].d.next = self.evict_expert.val();
-                    self.rq_k[j1 - 1].d.next = self.evict_k.val();
-                    self.rq_ld[j1 - 1].d.next = self.evict_loader.val();
+                    self.rq_e[j].d.next = self.evict_expert.val();
+                    self.rq_k[j].d.next = self.evict_k.val();
+                    self.rq_ld[j].d.next = self.evict_loader.val();
                 }
             }
         }
-        for j1 in Q..(Q + 1) {
+        for j in (Q - 1)..Q {
             // The last position takes element Q when an entry is removed: an append behind a
             // full list (the inline list this block replaced left the old entry there, losing
             // the append without an overflow).
-            if self.istar.val().index() < j1 {
-                if (self.rq_n.q.val().index() == j1) & self.hand_valid.val() {
-                    self.rq_e[j1 - 1].d.next = self.hand_expert.val();
-                    self.rq_k[j1 - 1].d.next = self.hand_k.val();
-                    self.rq_ld[j1 - 1].d.next = self.hand_loader.val();
+            if self.istar.val().index() <= j {
+                if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
+                    self.rq_e[j].d.next = self.hand_expert.val();
+                    self.rq_k[j].d.next = self.hand_k.val();
+                    self.rq_ld[j].d.next = self.hand_loader.val();
                 } else {
-                    self.rq_e[j1 - 1].d.next = self.evict_expert.val();
-                    self.rq_k[j1 - 1].d.next = self.evict_k.val();
-                    self.rq_ld[j1 - 1].d.next = self.evict_loader.val();
+                    self.rq_e[j].d.next = self.evict_expert.val();
+                    self.rq_k[j].d.next = self.evict_k.val();
+                    self.rq_ld[j].d.next = self.evict_loader.val();
                 }
             }
         }
         self.n2.next = self.n1.val();
         if self.found.val() {
-            self.n2.next = self.n1.val() - self.one8.val();
+            self.n2.next = self.n1.val() - 1;
         }
         if self.esc_valid.val() {
             for j in 0..Q {
@@ -277,12 +253,12 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                     self.rq_ld[j].d.next = self.esc_loader.val();
                 }
             }
-            self.n2.next = self.n2.val() + self.one8.val();
+            self.n2.next = self.n2.val() + 1;
         }
         self.rq_n.d.next = self.n2.val();
         self.overflow.next = self.n2.val() > self.q_depth.val();
         if self.reset.val() {
-            self.rq_n.d.next = self.zero8.val();
+            self.rq_n.d.next = 0.into();
         }
     }
 }
