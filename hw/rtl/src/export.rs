@@ -213,16 +213,12 @@ lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.tg$*\"
 // and loader, the PE done's (port 1) the expert only; the unread k / loader muxes are
 // removed by synthesis.
 lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'tg$rd_*'*\"
-// WIDTH in the chiplet's load sequencer and reload list files (load_seq_*, reload_list_*):
-// the literal forms (`x = 32'h0`, `n + 32'h1` / `n - 32'h1` on 8- and 16-bit counters that
-// stay <= E or Q + 3, `istar = 32'hff`), `bit_cast` as a mask, `replace_bit` as `(1'b1) << i`
-// and `granted[el_e]` with a 16-bit expert id into the E-bit vector (in range by
-// construction, as in the controller).
-lint_off -rule WIDTH -file \"*load_seq_*.v\"
+// WIDTH in the chiplet's reload list file (reload_list_*): the literal forms (`x = 32'h0`,
+// `n + 32'h1` / `n - 32'h1` on 8-bit counters that stay <= Q + 3, `istar = 32'hff`) and
+// `granted[el_e]` with a 16-bit expert id into the E-bit vector (in range by construction,
+// as in the controller). (The load sequencer and Rule-5 report files, load_seq_* and
+// free_report_*, need no WIDTH waiver: sized constants, as age_picker_*.)
 lint_off -rule WIDTH -file \"*reload_list_*.v\"
-// The same literal forms in its Rule-5 report file (free_report_*): `x = 32'h0` defaults and
-// `cnt + 32'h1` in the two 8-bit popcounts (at most S <= 64, no wrap).
-lint_off -rule WIDTH -file \"*free_report_*.v\"
 //
 // WIDTH in the NI-Balancer's decision unit and trigger files (ni_balancer_*, ni_trigger*):
 // rust-hdl's literal forms only (`x = 32'h0`, `state_q$q == 32'h6`, `n + 32'h1` on 16-bit

@@ -51,6 +51,14 @@ pub struct FreeReportRtl<const S: usize> {
     pre: Signal<Local, Bits<8>>,
     reserve: Constant<Bits<8>>,
     half: Constant<Bits<8>>,
+    /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH) and the 16-bit
+    /// weights 2^b that zero-extend the 8-bit counts into the 16-bit report.
+    zero8: Constant<Bits<8>>,
+    one8: Constant<Bits<8>>,
+    zero16: Constant<Bits<16>>,
+    bit16: [Constant<Bits<16>>; 8],
+    net16: Signal<Local, Bits<16>>,
+    pre16: Signal<Local, Bits<16>>,
 }
 
 impl<const S: usize> FreeReportRtl<S> {
@@ -79,6 +87,12 @@ impl<const S: usize> FreeReportRtl<S> {
             pre: Default::default(),
             reserve: Constant::new((reserve as u64).into()),
             half: Constant::new((slots as u64).div_ceil(2).into()),
+            zero8: Constant::new(0u64.into()),
+            one8: Constant::new(1u64.into()),
+            zero16: Constant::new(0u64.into()),
+            bit16: std::array::from_fn(|b| Constant::new((1u64 << b).into())),
+            net16: Default::default(),
+            pre16: Default::default(),
         }
     }
 }
@@ -88,31 +102,31 @@ impl<const S: usize> Logic for FreeReportRtl<S> {
     fn update(&mut self) {
         dff_setup!(self, clock, rep_g, rep_p);
         // ---- room for granted experts: free beyond the reserve, net of the FIFO
-        self.cnt.next = 0.into();
+        self.cnt.next = self.zero8.val();
         for i in 0..S {
             if self.free.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
+                self.cnt.next = self.cnt.val() + self.one8.val();
             }
         }
         self.free_f.next = self.cnt.val();
-        self.net.next = 0.into();
+        self.net.next = self.zero8.val();
         if self.free_f.val() > self.reserve.val() {
             self.net.next = self.free_f.val() - self.reserve.val();
         }
         if self.net.val() > self.fifo_len.val() {
             self.net.next = self.net.val() - self.fifo_len.val();
         } else {
-            self.net.next = 0.into();
+            self.net.next = self.zero8.val();
         }
         // ---- room for pre-loads: below half the ring of ungranted slices
-        self.cnt.next = 0.into();
+        self.cnt.next = self.zero8.val();
         for i in 0..S {
             if self.ung.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
+                self.cnt.next = self.cnt.val() + self.one8.val();
             }
         }
         self.ung_f.next = self.cnt.val() + self.fifo_ung.val();
-        self.pre.next = 0.into();
+        self.pre.next = self.zero8.val();
         if self.ung_f.val() < self.half.val() {
             self.pre.next = self.half.val() - self.ung_f.val();
             if self.net.val() < self.pre.val() {
@@ -120,21 +134,30 @@ impl<const S: usize> Logic for FreeReportRtl<S> {
             }
         }
         // ---- the report, when it changed (or a load was assigned)
+        // (net, pre) zero-extended to the report's 16 bits, bit by bit (wires).
+        self.net16.next = self.zero16.val();
+        self.pre16.next = self.zero16.val();
+        for b in 0..8 {
+            if self.net.val().get_bit(b) {
+                self.net16.next = self.net16.val() | self.bit16[b].val();
+            }
+            if self.pre.val().get_bit(b) {
+                self.pre16.next = self.pre16.val() | self.bit16[b].val();
+            }
+        }
         self.valid.next = false;
-        self.granted.next = 0.into();
-        self.preload.next = 0.into();
-        if self.enable.val()
-            & ((bit_cast::<16, 8>(self.net.val()) != self.rep_g.q.val()) | (bit_cast::<16, 8>(self.pre.val()) != self.rep_p.q.val()) | self.resend.val())
-        {
+        self.granted.next = self.zero16.val();
+        self.preload.next = self.zero16.val();
+        if self.enable.val() & ((self.net16.val() != self.rep_g.q.val()) | (self.pre16.val() != self.rep_p.q.val()) | self.resend.val()) {
             self.valid.next = true;
-            self.granted.next = bit_cast::<16, 8>(self.net.val());
-            self.preload.next = bit_cast::<16, 8>(self.pre.val());
-            self.rep_g.d.next = bit_cast::<16, 8>(self.net.val());
-            self.rep_p.d.next = bit_cast::<16, 8>(self.pre.val());
+            self.granted.next = self.net16.val();
+            self.preload.next = self.pre16.val();
+            self.rep_g.d.next = self.net16.val();
+            self.rep_p.d.next = self.pre16.val();
         }
         if self.reset.val() {
-            self.rep_g.d.next = 0.into();
-            self.rep_p.d.next = 0.into();
+            self.rep_g.d.next = self.zero16.val();
+            self.rep_p.d.next = self.zero16.val();
         }
     }
 }

@@ -81,6 +81,18 @@ pub struct LoadSeqRtl<const E: usize> {
     hit: Signal<Local, Bit>,
     cnt: Signal<Local, Bits<16>>,
     e_count: Constant<Bits<16>>,
+    /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH): bit e alone and
+    /// all bits but e (for the E-bit masks), the 17-bit weights 2^b that zero-extend the
+    /// 5-bit step, zeros and one.
+    unit: [Constant<Bits<E>>; E],
+    notu: [Constant<Bits<E>>; E],
+    bit17: [Constant<Bits<17>>; 5],
+    zero_e: Constant<Bits<E>>,
+    zero16: Constant<Bits<16>>,
+    one16: Constant<Bits<16>>,
+    zero17: Constant<Bits<17>>,
+    le_step17: Signal<Local, Bits<17>>,
+    wr_oh: Signal<Local, Bits<E>>,
 }
 
 impl<const E: usize> Default for LoadSeqRtl<E> {
@@ -131,6 +143,15 @@ impl<const E: usize> LoadSeqRtl<E> {
             hit: Default::default(),
             cnt: Default::default(),
             e_count: Constant::new((E as u64).into()),
+            unit: std::array::from_fn(|e| Constant::new(Bits::<E>::default().replace_bit(e, true))),
+            notu: std::array::from_fn(|e| Constant::new(!Bits::<E>::default().replace_bit(e, true))),
+            bit17: std::array::from_fn(|b| Constant::new((1u64 << b).into())),
+            zero_e: Constant::new(0u64.into()),
+            zero16: Constant::new(0u64.into()),
+            one16: Constant::new(1u64.into()),
+            zero17: Constant::new(0u64.into()),
+            le_step17: Default::default(),
+            wr_oh: Default::default(),
         }
     }
 }
@@ -149,10 +170,10 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
             self.ls_step[e].clock.next = self.clock.val();
             self.ls_step[e].d.next = self.ls_step[e].q.val();
         }
-        self.cnt.next = 0.into();
+        self.cnt.next = self.zero16.val();
         for e in 0..E {
             if self.ls_v.q.val().get_bit(e) {
-                self.cnt.next = self.cnt.val() + 1;
+                self.cnt.next = self.cnt.val() + self.one16.val();
             }
         }
         self.len.next = self.cnt.val();
@@ -162,7 +183,7 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         if self.grant.val() {
             for e in 0..E {
                 if self.ls_v.q.val().get_bit(e) & (self.ls_e[e].q.val() == self.grant_expert.val()) {
-                    self.g_a.next = self.g_a.val().replace_bit(e, true);
+                    self.g_a.next = self.g_a.val() | self.unit[e].val();
                 }
             }
         }
@@ -170,11 +191,19 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         self.room.next = self.ls_wr.q.val() < self.e_count.val();
         self.overflow.next = self.push.val() & !self.room.val();
         self.v_a.next = self.ls_v.q.val();
+        self.wr_oh.next = self.zero_e.val();
         if self.push.val() {
             if self.room.val() {
-                self.ls_wr.d.next = self.ls_wr.q.val() + 1;
-                self.v_a.next = self.ls_v.q.val().replace_bit(self.ls_wr.q.val().index(), true);
-                self.g_a.next = self.g_a.val().replace_bit(self.ls_wr.q.val().index(), self.push_granted.val());
+                self.ls_wr.d.next = self.ls_wr.q.val() + self.one16.val();
+                // Bit wr of v_a set, of g_a set to push_granted (wr < E: room); the one-hot
+                // of wr as a shift of the sized 1 (a shift amount has no WIDTH).
+                self.wr_oh.next = self.unit[0].val() << self.ls_wr.q.val();
+                self.v_a.next = self.ls_v.q.val() | self.wr_oh.val();
+                if self.push_granted.val() {
+                    self.g_a.next = self.g_a.val() | self.wr_oh.val();
+                } else {
+                    self.g_a.next = self.g_a.val() & !self.wr_oh.val();
+                }
             }
             for e in 0..E {
                 if self.ls_wr.q.val().index() == e {
@@ -189,8 +218,8 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         // ---- the scan: first issuable entry in arrival order (a priority encoder)
         self.v_k.next = self.v_a.val();
         self.hit.next = false;
-        self.expert.next = 0.into();
-        self.k.next = 0.into();
+        self.expert.next = self.zero16.val();
+        self.k.next = self.zero16.val();
         self.own_granted.next = false;
         for j in 0..E {
             // Entry j as it stands this cycle (this cycle's push looked through).
@@ -205,8 +234,16 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
                 self.le_step.next = self.push_step.val();
             }
             self.le_g.next = self.g_a.val().get_bit(j);
+            // le_step zero-extended to 17 bits, bit by bit (wires).
+            self.le_step17.next = self.zero17.val();
+            for b in 0..5 {
+                if self.le_step.val().get_bit(b) {
+                    self.le_step17.next = self.le_step17.val() | self.bit17[b].val();
+                }
+            }
             if self.v_a.val().get_bit(j) {
-                if self.le_nk.val() < bit_cast::<17, 16>(self.le_m.val()) {
+                // le_nk < le_m zero-extended: bit 16 clear and the low 16 bits below.
+                if !self.le_nk.val().get_bit(16) & (self.le_nk.val().get_bits::<16>(0) < self.le_m.val()) {
                     if self.le_g.val() {
                         self.own_granted.next = true;
                     }
@@ -214,11 +251,11 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
                         self.hit.next = true;
                         self.expert.next = self.le_e.val();
                         self.k.next = self.le_nk.val().get_bits::<16>(0);
-                        self.ls_nk[j].d.next = self.le_nk.val() + bit_cast::<17, 5>(self.le_step.val());
+                        self.ls_nk[j].d.next = self.le_nk.val() + self.le_step17.val();
                     }
                 } else if !self.hit.val() & self.take.val() {
                     // Exhausted: leaves the sequence when the scan passes it.
-                    self.v_k.next = self.v_k.val().replace_bit(j, false);
+                    self.v_k.next = self.v_k.val() & self.notu[j].val();
                 }
             }
         }
@@ -226,14 +263,14 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         self.ls_v.d.next = self.v_k.val();
         self.ls_g.d.next = self.g_a.val();
         if self.clear.val() {
-            self.ls_v.d.next = 0.into();
-            self.ls_g.d.next = 0.into();
-            self.ls_wr.d.next = 0.into();
+            self.ls_v.d.next = self.zero_e.val();
+            self.ls_g.d.next = self.zero_e.val();
+            self.ls_wr.d.next = self.zero16.val();
         }
         if self.reset.val() {
-            self.ls_v.d.next = 0.into();
-            self.ls_g.d.next = 0.into();
-            self.ls_wr.d.next = 0.into();
+            self.ls_v.d.next = self.zero_e.val();
+            self.ls_g.d.next = self.zero_e.val();
+            self.ls_wr.d.next = self.zero16.val();
         }
     }
 }

@@ -1,7 +1,7 @@
-//! Sem-MoE look-up and re-batching unit `SemMoeLutRtl<N, D, TB, GB>` (RTL twin of
+//! Sem-MoE look-up and re-batching unit `SemMoeLutRtl<N, D, TB, GB, IW>` (RTL twin of
 //! `hw::wafer::semmoe_lut::SemMoeLutCl`, paper Algorithm 3 for attention-TP): at most `N`
 //! tokens per batch, `D` devices, a token table of `2^TB` rows and an n-gram table of `2^GB`
-//! rows.
+//! rows; positions, devices and counts are `IW` bits inside (max(N, D) < 2^IW).
 //!
 //! ```text
 //!  load ports (before `go`): token table rows ─► tt SRAM ×2 (read ports at lo and lo−1)
@@ -40,8 +40,12 @@
 //! writer of the token buffer (`semmoe_lut_swap`), not by the unit; a history with a digit
 //! ≥ devices has no row (`tk_key_valid` = 0), as in the CL.
 //!
-//! Index registers and ports are 32 bits wide (token ids, positions, devices); SRAM addresses
-//! are their low `TB` / `GB` bits.
+//! **Widths.** Ports are 32 bits (token ids, positions, devices) and 64 bits (confidences);
+//! SRAM addresses are the low `TB` / `GB` bits of theirs. Inside, positions, token indices,
+//! device indices and counts are `IW` bits (max(N, D) < 2^IW, asserted), zero-extended into
+//! the ports; token ids, confidences and `pred` (a table's device may be any 32-bit value)
+//! stay full width. Align's `pred[sorted[j]]` is kept per position (`sin`, `sdev`, written in
+//! Scatter beside `sorted`) so it is one select on `j`, not two chained selects.
 
 use rust_hdl::prelude::*;
 
@@ -61,7 +65,7 @@ pub mod st {
 }
 
 #[derive(LogicBlock)]
-pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const GB: usize> {
+pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize> {
     pub clock: Signal<In, Clock>,
     /// Synchronous reset: idle.
     pub reset: Signal<In, Bit>,
@@ -123,7 +127,9 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
 
     // --- registers
     state_q: DFF<Bits<32>>,
-    j_q: DFF<Bits<32>>,
+    /// Positions, token indices, device indices and counts are `IW` bits (they stay ≤
+    /// max(N, D) < 2^IW); the ports stay 32 bits (zero-extended).
+    j_q: DFF<Bits<IW>>,
     lo_q: DFF<Bits<32>>,
     hi_q: DFF<Bits<32>>,
     t_valid_q: DFF<Bit>,
@@ -132,10 +138,10 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     a_valid_q: DFF<Bit>,
     a_dev_q: DFF<Bits<32>>,
     a_conf_q: DFF<Bits<64>>,
-    fill_dev_q: DFF<Bits<32>>,
-    oor_q: DFF<Bits<32>>,
-    sp_head_q: DFF<Bits<32>>,
-    sp_tail_q: DFF<Bits<32>>,
+    fill_dev_q: DFF<Bits<IW>>,
+    oor_q: DFF<Bits<IW>>,
+    sp_head_q: DFF<Bits<IW>>,
+    sp_tail_q: DFF<Bits<IW>>,
     cycles_q: DFF<Bits<32>>,
     /// Token buffer.
     tk_idv: [DFF<Bit>; N],
@@ -144,16 +150,26 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     tk_keyr: [DFF<Bits<32>>; N],
     /// Per token: predicted device, argsort, shuffle (by position), rank, spill FIFO.
     pred_r: [DFF<Bits<32>>; N],
-    sorted_r: [DFF<Bits<32>>; N],
-    shf_r: [DFF<Bits<32>>; N],
-    rank_r: [DFF<Bits<32>>; N],
-    spill_r: [DFF<Bits<32>>; N],
+    sorted_r: [DFF<Bits<IW>>; N],
+    shf_r: [DFF<Bits<IW>>; N],
+    rank_r: [DFF<Bits<IW>>; N],
+    spill_r: [DFF<Bits<IW>>; N],
+    /// Per token, written in Count (where `pred[j] < d` is decided anyway): `pred[j]` in range
+    /// and its low `IW` bits (the device when in range), so Scatter reads one narrow mux.
+    pin_r: [DFF<Bit>; N],
+    pidx_r: [DFF<Bits<IW>>; N],
+    /// Per position, written in Scatter beside `sorted`: the in-range flag and device of the
+    /// token placed there — `pred[sorted[k]]` as one register, so Align reads one N-way mux
+    /// instead of two chained ones (the values are the same: every position < n is written
+    /// in Scatter before Align reads it).
+    sin_r: [DFF<Bit>; N],
+    sdev_r: [DFF<Bits<IW>>; N],
     /// Per device: histogram, bucket starts, group fill, chunk.
-    hist_r: [DFF<Bits<32>>; D],
-    start_r: [DFF<Bits<32>>; D],
-    gcnt_r: [DFF<Bits<32>>; D],
-    cstart_r: [DFF<Bits<32>>; D],
-    clen_r: [DFF<Bits<32>>; D],
+    hist_r: [DFF<Bits<IW>>; D],
+    start_r: [DFF<Bits<IW>>; D],
+    gcnt_r: [DFF<Bits<IW>>; D],
+    cstart_r: [DFF<Bits<IW>>; D],
+    clen_r: [DFF<Bits<IW>>; D],
     /// Token table (two copies: read at `lo`/`mid` and at `lo − 1`) and n-gram table.
     tta_id: RAM<Bits<32>, TB>,
     tta_dev: RAM<Bits<32>, TB>,
@@ -182,25 +198,39 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     plain_found: Signal<Local, Bit>,
     pred_n: Signal<Local, Bits<32>>,
     pj: Signal<Local, Bits<32>>,
-    si: Signal<Local, Bits<32>>,
-    psi: Signal<Local, Bits<32>>,
+    /// `pred[j]`'s low bits (its device when in range), `pin[j]`, `pidx[j]`.
+    pjl: Signal<Local, Bits<IW>>,
+    pin_j: Signal<Local, Bit>,
+    pidx_j: Signal<Local, Bits<IW>>,
+    /// Align: `sorted[j]`, and `pred[sorted[j]]` (in range, device) from `sin`/`sdev`.
+    si: Signal<Local, Bits<IW>>,
+    s_in: Signal<Local, Bit>,
+    sdv: Signal<Local, Bits<IW>>,
     p_in: Signal<Local, Bit>,
-    start_p: Signal<Local, Bits<32>>,
-    gcnt_p: Signal<Local, Bits<32>>,
-    clen_p: Signal<Local, Bits<32>>,
-    cstart_p: Signal<Local, Bits<32>>,
-    in_sum: Signal<Local, Bits<32>>,
-    prev_start: Signal<Local, Bits<32>>,
-    prev_hist: Signal<Local, Bits<32>>,
+    start_p: Signal<Local, Bits<IW>>,
+    gcnt_p: Signal<Local, Bits<IW>>,
+    clen_p: Signal<Local, Bits<IW>>,
+    cstart_p: Signal<Local, Bits<IW>>,
+    in_sum: Signal<Local, Bits<IW>>,
+    prev_start: Signal<Local, Bits<IW>>,
+    prev_hist: Signal<Local, Bits<IW>>,
     fr_found: Signal<Local, Bit>,
-    fr: Signal<Local, Bits<32>>,
-    fr_pos: Signal<Local, Bits<32>>,
-    sp_front: Signal<Local, Bits<32>>,
+    fr: Signal<Local, Bits<IW>>,
+    fr_pos: Signal<Local, Bits<IW>>,
+    sp_front: Signal<Local, Bits<IW>>,
     /// A write into `shf`/`rank`: position, token, device.
     place: Signal<Local, Bit>,
-    place_pos: Signal<Local, Bits<32>>,
-    place_tok: Signal<Local, Bits<32>>,
-    place_dev: Signal<Local, Bits<32>>,
+    place_pos: Signal<Local, Bits<IW>>,
+    place_tok: Signal<Local, Bits<IW>>,
+    place_dev: Signal<Local, Bits<IW>>,
+    /// Narrow values on their way to the 32-bit ports (zero-extended bit by bit: `bit32`).
+    j32: Signal<Local, Bits<32>>,
+    spill_n: Signal<Local, Bits<IW>>,
+    rd_shf_n: Signal<Local, Bits<IW>>,
+    rd_rank_n: Signal<Local, Bits<IW>>,
+    rd_count_n: Signal<Local, Bits<IW>>,
+    rd_fill_n: Signal<Local, Bits<IW>>,
+    plain_n: Signal<Local, Bits<IW>>,
     /// Last index of the current loop (`j + 1 == n` or `== d`).
     j_last_n: Signal<Local, Bit>,
     j_last_d: Signal<Local, Bit>,
@@ -209,23 +239,30 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     /// valid and inside the SRAM.
     tt_in: Signal<Local, Bit>,
     ng_in: Signal<Local, Bit>,
+    dv_fits: Signal<Local, Bit>,
     key_ok: Signal<Local, Bit>,
     zero64: Constant<Bits<64>>,
     one_tb: Constant<Bits<TB>>,
     tt_words: Constant<Bits<32>>,
     ng_words: Constant<Bits<32>>,
+    iw_words: Constant<Bits<32>>,
+    /// Sized `IW`-bit 0 and 1 (a Rust literal is a 32-bit Verilog constant: WIDTH) and the
+    /// 32-bit weights 2^b of bit b, which zero-extend an `IW`-bit value into a port.
+    zero_i: Constant<Bits<IW>>,
+    one_i: Constant<Bits<IW>>,
+    bit32: [Constant<Bits<32>>; IW],
     /// Loop index as a value (a loop index is not a hardware value).
-    didx: Signal<Local, Bits<32>>,
-    jm1: Signal<Local, Bits<32>>,
+    didx: Signal<Local, Bits<IW>>,
+    jm1: Signal<Local, Bits<IW>>,
 }
 
-impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Default for SemMoeLutRtl<N, D, TB, GB> {
+impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize> Default for SemMoeLutRtl<N, D, TB, GB, IW> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLutRtl<N, D, TB, GB> {
+impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize> SemMoeLutRtl<N, D, TB, GB, IW> {
     /// Largest batch, device count, token-table and n-gram rows of this build.
     pub const TOKENS: usize = N;
     pub const DEVICES: usize = D;
@@ -235,6 +272,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
     pub fn new() -> Self {
         assert!((1..=4096).contains(&N) && (1..=4096).contains(&D), "N = {N}, D = {D} (1..=4096)");
         assert!((1..=24).contains(&TB) && (1..=24).contains(&GB), "TB = {TB}, GB = {GB} (1..=24)");
+        assert!((1..=16).contains(&IW) && N.max(D) < 1 << IW, "IW = {IW}: positions and devices up to max(N, D) = {} need max(N, D) < 2^IW", N.max(D));
         Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -303,6 +341,10 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
             shf_r: std::array::from_fn(|_| Default::default()),
             rank_r: std::array::from_fn(|_| Default::default()),
             spill_r: std::array::from_fn(|_| Default::default()),
+            pin_r: std::array::from_fn(|_| Default::default()),
+            pidx_r: std::array::from_fn(|_| Default::default()),
+            sin_r: std::array::from_fn(|_| Default::default()),
+            sdev_r: std::array::from_fn(|_| Default::default()),
             hist_r: std::array::from_fn(|_| Default::default()),
             start_r: std::array::from_fn(|_| Default::default()),
             gcnt_r: std::array::from_fn(|_| Default::default()),
@@ -333,8 +375,12 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
             plain_found: Default::default(),
             pred_n: Default::default(),
             pj: Default::default(),
+            pjl: Default::default(),
+            pin_j: Default::default(),
+            pidx_j: Default::default(),
             si: Default::default(),
-            psi: Default::default(),
+            s_in: Default::default(),
+            sdv: Default::default(),
             p_in: Default::default(),
             start_p: Default::default(),
             gcnt_p: Default::default(),
@@ -351,23 +397,35 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
             place_pos: Default::default(),
             place_tok: Default::default(),
             place_dev: Default::default(),
+            j32: Default::default(),
+            spill_n: Default::default(),
+            rd_shf_n: Default::default(),
+            rd_rank_n: Default::default(),
+            rd_count_n: Default::default(),
+            rd_fill_n: Default::default(),
+            plain_n: Default::default(),
             j_last_n: Default::default(),
             j_last_d: Default::default(),
             tta_addr_n: Default::default(),
             tt_in: Default::default(),
             ng_in: Default::default(),
+            dv_fits: Default::default(),
             key_ok: Default::default(),
             zero64: Constant::new(0u64.into()),
             one_tb: Constant::new(1u64.into()),
             tt_words: Constant::new((1u64 << TB).into()),
             ng_words: Constant::new((1u64 << GB).into()),
+            iw_words: Constant::new((1u64 << IW).into()),
+            zero_i: Constant::new(0u64.into()),
+            one_i: Constant::new(1u64.into()),
+            bit32: std::array::from_fn(|b| Constant::new((1u64 << b).into())),
             didx: Default::default(),
             jm1: Default::default(),
         }
     }
 }
 
-impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for SemMoeLutRtl<N, D, TB, GB> {
+impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize> Logic for SemMoeLutRtl<N, D, TB, GB, IW> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, state_q, j_q, lo_q, hi_q, t_valid_q, t_dev_q, t_conf_q, a_valid_q, a_dev_q, a_conf_q, fill_dev_q, oor_q, sp_head_q, sp_tail_q, cycles_q);
@@ -390,6 +448,14 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             self.rank_r[i].d.next = self.rank_r[i].q.val();
             self.spill_r[i].clock.next = self.clock.val();
             self.spill_r[i].d.next = self.spill_r[i].q.val();
+            self.pin_r[i].clock.next = self.clock.val();
+            self.pin_r[i].d.next = self.pin_r[i].q.val();
+            self.pidx_r[i].clock.next = self.clock.val();
+            self.pidx_r[i].d.next = self.pidx_r[i].q.val();
+            self.sin_r[i].clock.next = self.clock.val();
+            self.sin_r[i].d.next = self.sin_r[i].q.val();
+            self.sdev_r[i].clock.next = self.clock.val();
+            self.sdev_r[i].d.next = self.sdev_r[i].q.val();
         }
         for i in 0..D {
             self.hist_r[i].clock.next = self.clock.val();
@@ -437,6 +503,9 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
         self.ttb_conf.write_data.next = self.tt_conf.val();
         // Load writes outside the SRAMs are dropped.
         self.tt_in.next = self.tt_addr.val() < self.tt_words.val();
+        // A chunk bound the index registers cannot hold (≥ 2^IW > N: no batch has it) is not
+        // written, as a load outside an SRAM.
+        self.dv_fits.next = (self.dv_start.val() < self.iw_words.val()) & (self.dv_len.val() < self.iw_words.val());
         self.ng_in.next = self.ng_addr.val() < self.ng_words.val();
         self.tta_id.write_enable.next = self.tt_we.val() & self.tt_in.val();
         self.tta_dev.write_enable.next = self.tt_we.val() & self.tt_in.val();
@@ -460,6 +529,13 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
         self.key_valid.next = false;
         self.key.next = 0.into();
         self.pj.next = 0.into();
+        self.pin_j.next = false;
+        self.pidx_j.next = self.zero_i.val();
+        self.si.next = self.zero_i.val();
+        self.s_in.next = false;
+        self.sdv.next = self.zero_i.val();
+        // One N-way select on the narrow `j` for every per-token value Search, Compare, Count,
+        // Scatter and Align read (none of them depends on another).
         for i in 0..N {
             if self.j_q.q.val().index() == i {
                 self.tid_valid.next = self.tk_idv[i].q.val();
@@ -467,6 +543,19 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 self.key_valid.next = self.tk_kv[i].q.val();
                 self.key.next = self.tk_keyr[i].q.val();
                 self.pj.next = self.pred_r[i].q.val();
+                self.pin_j.next = self.pin_r[i].q.val();
+                self.pidx_j.next = self.pidx_r[i].q.val();
+                self.si.next = self.sorted_r[i].q.val();
+                self.s_in.next = self.sin_r[i].q.val();
+                self.sdv.next = self.sdev_r[i].q.val();
+            }
+        }
+        self.pjl.next = self.pj.val().get_bits::<IW>(0);
+        // `j` zero-extended (exact 32-bit compares against the 32-bit configuration ports).
+        self.j32.next = 0.into();
+        for b in 0..IW {
+            if self.j_q.q.val().get_bit(b) {
+                self.j32.next = self.j32.val() | self.bit32[b].val();
             }
         }
         // lo + hi < 2^32 (both ≤ 2^TB).
@@ -490,10 +579,10 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
 
         // ---- outputs
         self.state.next = self.state_q.q.val();
-        self.j.next = self.j_q.q.val();
+        self.j.next = self.j32.val();
         self.token_id.next = 0.into();
         self.pred.next = 0.into();
-        if self.j_q.q.val() < self.cfg_n.val() {
+        if self.j32.val() < self.cfg_n.val() {
             if self.tid_valid.val() {
                 self.token_id.next = self.tid.val();
             }
@@ -511,30 +600,52 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             self.a_dev.next = self.a_dev_q.q.val() + 1;
             self.a_conf.next = self.a_conf_q.q.val();
         }
-        self.spill.next = self.sp_tail_q.q.val() - self.sp_head_q.q.val();
+        self.spill_n.next = self.sp_tail_q.q.val() - self.sp_head_q.q.val();
         self.cycles.next = self.cycles_q.q.val();
-        self.rd_shf.next = 0.into();
-        self.rd_rank.next = 0.into();
+        self.rd_shf_n.next = self.zero_i.val();
+        self.rd_rank_n.next = self.zero_i.val();
         for i in 0..N {
             if self.rd_pos.val().index() == i {
-                self.rd_shf.next = self.shf_r[i].q.val();
+                self.rd_shf_n.next = self.shf_r[i].q.val();
             }
             if self.rd_tok.val().index() == i {
-                self.rd_rank.next = self.rank_r[i].q.val();
+                self.rd_rank_n.next = self.rank_r[i].q.val();
             }
         }
-        self.rd_count.next = 0.into();
-        self.rd_fill.next = 0.into();
+        self.rd_count_n.next = self.zero_i.val();
+        self.rd_fill_n.next = self.zero_i.val();
         for i in 0..D {
             if self.rd_dev.val().index() == i {
-                self.rd_count.next = self.hist_r[i].q.val();
-                self.rd_fill.next = self.gcnt_r[i].q.val();
+                self.rd_count_n.next = self.hist_r[i].q.val();
+                self.rd_fill_n.next = self.gcnt_r[i].q.val();
+            }
+        }
+        self.spill.next = 0.into();
+        self.rd_shf.next = 0.into();
+        self.rd_rank.next = 0.into();
+        self.rd_count.next = 0.into();
+        self.rd_fill.next = 0.into();
+        for b in 0..IW {
+            if self.spill_n.val().get_bit(b) {
+                self.spill.next = self.spill.val() | self.bit32[b].val();
+            }
+            if self.rd_shf_n.val().get_bit(b) {
+                self.rd_shf.next = self.rd_shf.val() | self.bit32[b].val();
+            }
+            if self.rd_rank_n.val().get_bit(b) {
+                self.rd_rank.next = self.rd_rank.val() | self.bit32[b].val();
+            }
+            if self.rd_count_n.val().get_bit(b) {
+                self.rd_count.next = self.rd_count.val() | self.bit32[b].val();
+            }
+            if self.rd_fill_n.val().get_bit(b) {
+                self.rd_fill.next = self.rd_fill.val() | self.bit32[b].val();
             }
         }
 
         // ---- per-state datapath (comb)
-        self.j_last_n.next = (self.j_q.q.val() + 1) == self.cfg_n.val();
-        self.j_last_d.next = (self.j_q.q.val() + 1) == self.cfg_d.val();
+        self.j_last_n.next = (self.j32.val() + 1) == self.cfg_n.val();
+        self.j_last_d.next = (self.j32.val() + 1) == self.cfg_d.val();
         // Search: one probe narrows [lo, hi) to the first id >= the token's id.
         self.lo_n.next = self.lo_q.q.val();
         self.hi_n.next = self.hi_q.q.val();
@@ -555,15 +666,21 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             self.take_b.next = true;
         }
         // Compare: the reduce-scatter rank of position j (neither table knows the token).
-        self.plain.next = 0.into();
+        self.plain_n.next = self.zero_i.val();
         self.plain_found.next = false;
-        self.didx.next = 0.into();
+        self.didx.next = self.zero_i.val();
         for i in 0..D {
             if !self.plain_found.val() & (self.cfg_d.val().index() > i) & (self.cstart_r[i].q.val() <= self.j_q.q.val()) & (self.j_q.q.val() < self.cstart_r[i].q.val() + self.clen_r[i].q.val()) {
                 self.plain_found.next = true;
-                self.plain.next = self.didx.val();
+                self.plain_n.next = self.didx.val();
             }
-            self.didx.next = self.didx.val() + 1;
+            self.didx.next = self.didx.val() + self.one_i.val();
+        }
+        self.plain.next = 0.into();
+        for b in 0..IW {
+            if self.plain_n.val().get_bit(b) {
+                self.plain.next = self.plain.val() | self.bit32[b].val();
+            }
         }
         self.pred_n.next = self.plain.val();
         if self.t_valid_q.q.val() & self.key_ok.val() & self.ng_v.read_data.val() {
@@ -577,44 +694,30 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
         } else if self.key_ok.val() & self.ng_v.read_data.val() {
             self.pred_n.next = self.ng_d.read_data.val();
         }
-        // Scatter / Align: the device of token j (scatter) or of sorted[j] (align).
-        self.si.next = 0.into();
-        for i in 0..N {
-            if self.j_q.q.val().index() == i {
-                self.si.next = self.sorted_r[i].q.val();
-            }
-        }
-        self.psi.next = 0.into();
-        for i in 0..N {
-            if self.si.val().index() == i {
-                self.psi.next = self.pred_r[i].q.val();
-            }
-        }
-        // `p` is pred[j] in Count/Scatter and pred[sorted[j]] in Align.
+        // Count: `pred[j]` in range (then its low bits are the device: d ≤ D < 2^IW).
         self.p_in.next = self.pj.val() < self.cfg_d.val();
-        if self.state_q.q.val() == 6 {
-            self.p_in.next = self.psi.val() < self.cfg_d.val();
-        }
-        self.start_p.next = 0.into();
-        self.gcnt_p.next = 0.into();
-        self.clen_p.next = 0.into();
-        self.cstart_p.next = 0.into();
-        self.in_sum.next = 0.into();
+        // Scatter reads start[pidx[j]], Align the chunk and fill of sdev[j] (the device of
+        // sorted[j], as pred[sorted[j]] in the CL).
+        self.start_p.next = self.zero_i.val();
+        self.gcnt_p.next = self.zero_i.val();
+        self.clen_p.next = self.zero_i.val();
+        self.cstart_p.next = self.zero_i.val();
+        self.in_sum.next = self.zero_i.val();
         for i in 0..D {
             self.in_sum.next = self.in_sum.val() + self.hist_r[i].q.val();
-            if self.pj.val().index() == i {
+            if self.pidx_j.val().index() == i {
                 self.start_p.next = self.start_r[i].q.val();
             }
-            if self.psi.val().index() == i {
+            if self.sdv.val().index() == i {
                 self.gcnt_p.next = self.gcnt_r[i].q.val();
                 self.clen_p.next = self.clen_r[i].q.val();
                 self.cstart_p.next = self.cstart_r[i].q.val();
             }
         }
-        // Prefix: start[j-1] + hist[j-1].
-        self.prev_start.next = 0.into();
-        self.prev_hist.next = 0.into();
-        self.jm1.next = self.j_q.q.val() - 1;
+        // Prefix: start[j-1] + hist[j-1] (j = 0: j − 1 wraps to 2^IW − 1 ≥ D, no entry).
+        self.prev_start.next = self.zero_i.val();
+        self.prev_hist.next = self.zero_i.val();
+        self.jm1.next = self.j_q.q.val() - self.one_i.val();
         for i in 0..D {
             if self.jm1.val().index() == i {
                 self.prev_start.next = self.start_r[i].q.val();
@@ -623,18 +726,18 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
         }
         // Fill: the first short chunk at/after fill_dev; the spill FIFO's front.
         self.fr_found.next = false;
-        self.fr.next = 0.into();
-        self.fr_pos.next = 0.into();
-        self.didx.next = 0.into();
+        self.fr.next = self.zero_i.val();
+        self.fr_pos.next = self.zero_i.val();
+        self.didx.next = self.zero_i.val();
         for i in 0..D {
             if !self.fr_found.val() & (self.cfg_d.val().index() > i) & (self.fill_dev_q.q.val().index() <= i) & (self.gcnt_r[i].q.val() < self.clen_r[i].q.val()) {
                 self.fr_found.next = true;
                 self.fr.next = self.didx.val();
                 self.fr_pos.next = self.cstart_r[i].q.val() + self.gcnt_r[i].q.val();
             }
-            self.didx.next = self.didx.val() + 1;
+            self.didx.next = self.didx.val() + self.one_i.val();
         }
-        self.sp_front.next = 0.into();
+        self.sp_front.next = self.zero_i.val();
         for i in 0..N {
             if self.sp_head_q.q.val().index() == i {
                 self.sp_front.next = self.spill_r[i].q.val();
@@ -643,9 +746,9 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
 
         // ---- next state (hold by default)
         self.place.next = false;
-        self.place_pos.next = 0.into();
-        self.place_tok.next = 0.into();
-        self.place_dev.next = 0.into();
+        self.place_pos.next = self.zero_i.val();
+        self.place_tok.next = self.zero_i.val();
+        self.place_dev.next = self.zero_i.val();
         if (self.state_q.q.val() != 9) & (self.state_q.q.val() != 8) {
             self.cycles_q.d.next = self.cycles_q.q.val() + 1;
         }
@@ -690,26 +793,32 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                     }
                 }
                 if self.j_last_n.val() {
-                    self.j_q.d.next = 0.into();
+                    self.j_q.d.next = self.zero_i.val();
                     self.state_q.d.next = 3.into();
                 } else {
-                    self.j_q.d.next = self.j_q.q.val() + 1;
+                    self.j_q.d.next = self.j_q.q.val() + self.one_i.val();
                     self.state_q.d.next = 0.into();
                     self.lo_q.d.next = 0.into();
                     self.hi_q.d.next = self.cfg_rows.val();
                 }
             } else if self.state_q.q.val() == 3 {
-                // COUNT
+                // COUNT (and pred[j]'s range and low bits, for Scatter)
                 for i in 0..D {
-                    if self.p_in.val() & (self.pj.val().index() == i) {
-                        self.hist_r[i].d.next = self.hist_r[i].q.val() + 1;
+                    if self.p_in.val() & (self.pjl.val().index() == i) {
+                        self.hist_r[i].d.next = self.hist_r[i].q.val() + self.one_i.val();
+                    }
+                }
+                for i in 0..N {
+                    if self.j_q.q.val().index() == i {
+                        self.pin_r[i].d.next = self.p_in.val();
+                        self.pidx_r[i].d.next = self.pjl.val();
                     }
                 }
                 if self.j_last_n.val() {
-                    self.j_q.d.next = 0.into();
+                    self.j_q.d.next = self.zero_i.val();
                     self.state_q.d.next = 4.into();
                 } else {
-                    self.j_q.d.next = self.j_q.q.val() + 1;
+                    self.j_q.d.next = self.j_q.q.val() + self.one_i.val();
                 }
             } else if self.state_q.q.val() == 4 {
                 // PREFIX
@@ -719,51 +828,53 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                     }
                 }
                 if self.j_last_d.val() {
-                    self.j_q.d.next = 0.into();
+                    self.j_q.d.next = self.zero_i.val();
                     self.state_q.d.next = 5.into();
                 } else {
-                    self.j_q.d.next = self.j_q.q.val() + 1;
+                    self.j_q.d.next = self.j_q.q.val() + self.one_i.val();
                 }
             } else if self.state_q.q.val() == 5 {
                 // SCATTER (stable; out-of-range devices after every bucket, in index order)
                 self.place_pos.next = self.in_sum.val() + self.oor_q.q.val();
-                if self.p_in.val() {
+                if self.pin_j.val() {
                     self.place_pos.next = self.start_p.val();
                     for i in 0..D {
-                        if self.pj.val().index() == i {
-                            self.start_r[i].d.next = self.start_r[i].q.val() + 1;
+                        if self.pidx_j.val().index() == i {
+                            self.start_r[i].d.next = self.start_r[i].q.val() + self.one_i.val();
                         }
                     }
                 } else {
-                    self.oor_q.d.next = self.oor_q.q.val() + 1;
+                    self.oor_q.d.next = self.oor_q.q.val() + self.one_i.val();
                 }
                 for i in 0..N {
                     if self.place_pos.val().index() == i {
                         self.sorted_r[i].d.next = self.j_q.q.val();
+                        self.sin_r[i].d.next = self.pin_j.val();
+                        self.sdev_r[i].d.next = self.pidx_j.val();
                     }
                 }
                 if self.j_last_n.val() {
-                    self.j_q.d.next = 0.into();
+                    self.j_q.d.next = self.zero_i.val();
                     self.state_q.d.next = 6.into();
                 } else {
-                    self.j_q.d.next = self.j_q.q.val() + 1;
+                    self.j_q.d.next = self.j_q.q.val() + self.one_i.val();
                 }
             } else if self.state_q.q.val() == 6 {
                 // ALIGN: into the device's chunk while it has room, else the spill FIFO.
-                if self.p_in.val() & (self.gcnt_p.val() < self.clen_p.val()) {
+                if self.s_in.val() & (self.gcnt_p.val() < self.clen_p.val()) {
                     self.place.next = true;
                     self.place_pos.next = self.cstart_p.val() + self.gcnt_p.val();
                     self.place_tok.next = self.si.val();
-                    self.place_dev.next = self.psi.val();
+                    self.place_dev.next = self.sdv.val();
                 } else {
                     for i in 0..N {
                         if self.sp_tail_q.q.val().index() == i {
                             self.spill_r[i].d.next = self.si.val();
                         }
                     }
-                    self.sp_tail_q.d.next = self.sp_tail_q.q.val() + 1;
+                    self.sp_tail_q.d.next = self.sp_tail_q.q.val() + self.one_i.val();
                 }
-                self.j_q.d.next = self.j_q.q.val() + 1;
+                self.j_q.d.next = self.j_q.q.val() + self.one_i.val();
                 if self.j_last_n.val() {
                     self.state_q.d.next = 7.into();
                 }
@@ -777,7 +888,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                     self.place_pos.next = self.fr_pos.val();
                     self.place_tok.next = self.sp_front.val();
                     self.place_dev.next = self.fr.val();
-                    self.sp_head_q.d.next = self.sp_head_q.q.val() + 1;
+                    self.sp_head_q.d.next = self.sp_head_q.q.val() + self.one_i.val();
                 } else {
                     self.state_q.d.next = 8.into();
                 }
@@ -793,7 +904,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
             }
             for i in 0..D {
                 if self.place_dev.val().index() == i {
-                    self.gcnt_r[i].d.next = self.gcnt_r[i].q.val() + 1;
+                    self.gcnt_r[i].d.next = self.gcnt_r[i].q.val() + self.one_i.val();
                 }
             }
         }
@@ -809,9 +920,10 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 }
             }
             for i in 0..D {
-                if self.dv_we.val() & (self.dv_addr.val().index() == i) {
-                    self.cstart_r[i].d.next = self.dv_start.val();
-                    self.clen_r[i].d.next = self.dv_len.val();
+                if self.dv_we.val() & self.dv_fits.val() & (self.dv_addr.val().index() == i) {
+                    // Chunk bounds ≤ N < 2^IW: their low bits are the values.
+                    self.cstart_r[i].d.next = self.dv_start.val().get_bits::<IW>(0);
+                    self.clen_r[i].d.next = self.dv_len.val().get_bits::<IW>(0);
                 }
             }
             if self.go.val() {
@@ -820,7 +932,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 if self.cfg_n.val() == 0 {
                     self.state_q.d.next = 8.into();
                 }
-                self.j_q.d.next = 0.into();
+                self.j_q.d.next = self.zero_i.val();
                 self.lo_q.d.next = 0.into();
                 self.hi_q.d.next = self.cfg_rows.val();
                 self.t_valid_q.d.next = false;
@@ -829,40 +941,40 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> Logic for
                 self.a_valid_q.d.next = false;
                 self.a_dev_q.d.next = 0.into();
                 self.a_conf_q.d.next = self.zero64.val();
-                self.fill_dev_q.d.next = 0.into();
-                self.oor_q.d.next = 0.into();
-                self.sp_head_q.d.next = 0.into();
-                self.sp_tail_q.d.next = 0.into();
+                self.fill_dev_q.d.next = self.zero_i.val();
+                self.oor_q.d.next = self.zero_i.val();
+                self.sp_head_q.d.next = self.zero_i.val();
+                self.sp_tail_q.d.next = self.zero_i.val();
                 self.cycles_q.d.next = 0.into();
                 for i in 0..N {
                     self.pred_r[i].d.next = 0.into();
-                    self.sorted_r[i].d.next = 0.into();
-                    self.shf_r[i].d.next = 0.into();
-                    self.rank_r[i].d.next = 0.into();
+                    self.sorted_r[i].d.next = self.zero_i.val();
+                    self.shf_r[i].d.next = self.zero_i.val();
+                    self.rank_r[i].d.next = self.zero_i.val();
                 }
                 for i in 0..D {
-                    self.hist_r[i].d.next = 0.into();
-                    self.start_r[i].d.next = 0.into();
-                    self.gcnt_r[i].d.next = 0.into();
+                    self.hist_r[i].d.next = self.zero_i.val();
+                    self.start_r[i].d.next = self.zero_i.val();
+                    self.gcnt_r[i].d.next = self.zero_i.val();
                 }
             }
         }
 
         if self.reset.val() {
             self.state_q.d.next = 9.into();
-            self.j_q.d.next = 0.into();
+            self.j_q.d.next = self.zero_i.val();
             self.cycles_q.d.next = 0.into();
             self.t_valid_q.d.next = false;
             self.a_valid_q.d.next = false;
-            self.sp_head_q.d.next = 0.into();
-            self.sp_tail_q.d.next = 0.into();
+            self.sp_head_q.d.next = self.zero_i.val();
+            self.sp_tail_q.d.next = self.zero_i.val();
         }
     }
 }
 
 /// The exported size: batches of 8 tokens, 4 devices, a 16-row token table, a 32-row n-gram
 /// table (lookback 2 at 4 devices: 1 + 4 + 16 rows).
-pub type SemMoeLutN8D4Rtl = SemMoeLutRtl<8, 4, 4, 5>;
+pub type SemMoeLutN8D4Rtl = SemMoeLutRtl<8, 4, 4, 5, 4>;
 
 /// One cycle's inputs of the co-sim stimulus (every input port but the clock).
 #[derive(Debug, Clone, Copy, Default)]

@@ -15,7 +15,7 @@ use super::semmoe_lut::{st, SemMoeLutRtl};
 
 /// The build the swap runs: batches of up to 1024 tokens, 64 devices, a 2^16-row token table
 /// and a 2^16-row n-gram table.
-pub type SemMoeLutSwapRtl = SemMoeLutRtl<1024, 64, 16, 16>;
+pub type SemMoeLutSwapRtl = SemMoeLutRtl<1024, 64, 16, 16, 11>;
 
 /// The n-gram row of `key` (the token's devices at the previous layers, as base-D digits after
 /// the rows of the shorter keys: offset Σ_{i<k} D^i).
@@ -101,14 +101,15 @@ impl LutImage {
     }
 }
 
-/// Drives one unit (shared by the stand-in and the lockstep test).
-pub struct SemMoeLutDriver<const N: usize, const D: usize, const TB: usize, const GB: usize> {
-    pub uut: Box<SemMoeLutRtl<N, D, TB, GB>>,
+/// Drives one unit (shared by the stand-in and the lockstep test). `IW` is the unit's index
+/// width (max(N, D) < 2^IW); the default 16 fits every build `SemMoeLutRtl::new` accepts.
+pub struct SemMoeLutDriver<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize = 16> {
+    pub uut: Box<SemMoeLutRtl<N, D, TB, GB, IW>>,
     pub n: usize,
     pub devices: usize,
 }
 
-impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLutDriver<N, D, TB, GB> {
+impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW: usize> SemMoeLutDriver<N, D, TB, GB, IW> {
     /// A reset block with `img` loaded and the batch started (`go`): the next [`Self::edge`] is
     /// the CL's first step.
     pub fn load(img: &LutImage) -> Self {
@@ -116,7 +117,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
         // DFFs) are constructed by value before they reach the heap.
         let mut uut = std::thread::Builder::new()
             .stack_size(512 << 20)
-            .spawn(|| Box::new(SemMoeLutRtl::<N, D, TB, GB>::new()))
+            .spawn(|| Box::new(SemMoeLutRtl::<N, D, TB, GB, IW>::new()))
             .expect("spawn the builder thread")
             .join()
             .expect("build the look-up unit");
@@ -244,7 +245,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize> SemMoeLut
 
 /// The RTL unit as the semmoe experiment's look-up unit.
 pub struct SemMoeLutRtlModel {
-    drv: SemMoeLutDriver<1024, 64, 16, 16>,
+    drv: SemMoeLutDriver<1024, 64, 16, 16, 11>,
     signals: Vec<SignalDecl>,
 }
 
@@ -266,7 +267,7 @@ impl SemMoeLutModel for SemMoeLutRtlModel {
         let mut drv = self.drv;
         // `sample` sets the read port, so it needs `&mut`: sample into a buffer the harness reads.
         struct S {
-            drv: SemMoeLutDriver<1024, 64, 16, 16>,
+            drv: SemMoeLutDriver<1024, 64, 16, 16, 11>,
             buf: Vec<u64>,
         }
         let mut s = S { buf: Vec::new(), drv: { drv.settle(); drv } };
@@ -340,4 +341,61 @@ pub fn random_batch(rng: &mut impl rand::Rng, n: usize, devices: u32, rows: usiz
         })
         .collect();
     (table, ngram, tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hw::harness::Cycle;
+    use hw::wafer::semmoe_lut::SemMoeLutCl;
+    use rand::{Rng, SeedableRng};
+
+    /// Every cycle's full sample, rebuilt from the CL's change stream.
+    struct Rows {
+        rows: Vec<Vec<u64>>,
+        width: usize,
+    }
+
+    impl SignalSink for Rows {
+        fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), hw::Error> {
+            while self.rows.len() <= cycle as usize {
+                let prev = self.rows.last().cloned().unwrap_or_else(|| vec![0; self.width]);
+                self.rows.push(prev);
+            }
+            self.rows[cycle as usize][sig] = value;
+            Ok(())
+        }
+    }
+
+    /// The exported size with its narrow index width (IW = 4: positions ≤ 8, devices < 4) in
+    /// lockstep with the CL: every traced value every cycle, then `shf`, ranks and cycles (the
+    /// integration lockstep runs a wider build at the driver's default IW = 16).
+    #[test]
+    fn exported_build_in_lockstep_with_the_cl() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(26);
+        for _ in 0..40 {
+            let (n, devices) = (rng.gen_range(1..=8usize), rng.gen_range(2..=4u32));
+            let (rows, lookback, layer) = (rng.gen_range(0..=12usize), rng.gen_range(0..=2u32), rng.gen_range(0..=2usize));
+            let (table, ngram, tokens) = random_batch(&mut rng, n, devices, rows, lookback, layer);
+            let cl = SemMoeLutCl::new(table.as_ref(), &ngram, layer, devices, tokens.clone());
+            let mut want = Rows { rows: Vec::new(), width: cl.signals().len() };
+            let (shf, rank, cycles) = cl.run_traced(&mut want).unwrap();
+            while want.rows.len() <= cycles as usize {
+                let prev = want.rows.last().cloned().unwrap();
+                want.rows.push(prev);
+            }
+            let img = LutImage::new(table.as_ref(), &ngram, layer, devices, &tokens);
+            let mut drv = SemMoeLutDriver::<8, 4, 4, 5, 4>::load(&img);
+            for (c, row) in want.rows.iter().enumerate() {
+                let mut got = Vec::new();
+                drv.sample(&mut got);
+                assert_eq!(&got, row, "n {n}, devices {devices}, rows {rows}, lookback {lookback}, layer {layer}: cycle {c}");
+                if c + 1 < want.rows.len() {
+                    drv.edge();
+                }
+            }
+            assert!(drv.done());
+            assert_eq!(drv.result(), (shf, rank, cycles));
+        }
+    }
 }
