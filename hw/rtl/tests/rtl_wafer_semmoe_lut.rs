@@ -44,6 +44,35 @@ impl Rows {
     }
 }
 
+/// The exported size with its narrow index width (IW = 4: positions ≤ 8, devices < 4) in
+/// lockstep with the CL: every traced value every cycle, then `shf`, ranks and cycles (the
+/// other lockstep tests run a wider build at the driver's default IW = 16).
+#[test]
+fn exported_build_in_lockstep_with_the_cl() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(26);
+    for _ in 0..40 {
+        let (n, devices) = (rng.gen_range(1..=8usize), rng.gen_range(2..=4u32));
+        let (rows, lookback, layer) = (rng.gen_range(0..=12usize), rng.gen_range(0..=2u32), rng.gen_range(0..=2usize));
+        let (table, ngram, tokens) = random_batch(&mut rng, n, devices, rows, lookback, layer);
+        let cl = SemMoeLutCl::new(table.as_ref(), &ngram, layer, devices, tokens.clone());
+        let mut want = Rows { width: cl.signals().len(), ..Default::default() };
+        let (shf, rank, cycles) = cl.run_traced(&mut want).unwrap();
+        want.pad(cycles);
+        let img = LutImage::new(table.as_ref(), &ngram, layer, devices, &tokens);
+        let mut drv = SemMoeLutDriver::<8, 4, 4, 5, 4>::load(&img);
+        for (c, row) in want.rows.iter().enumerate() {
+            let mut got = Vec::new();
+            drv.sample(&mut got);
+            assert_eq!(&got, row, "n {n}, devices {devices}, rows {rows}, lookback {lookback}, layer {layer}: cycle {c}");
+            if c + 1 < want.rows.len() {
+                drv.edge();
+            }
+        }
+        assert!(drv.done());
+        assert_eq!(drv.result(), (shf, rank, cycles));
+    }
+}
+
 /// One batch in lockstep; returns the cycles.
 fn lockstep(seed: u64, n: usize, devices: u32, rows: usize, lookback: u32, layer: usize) -> u64 {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
