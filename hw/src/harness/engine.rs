@@ -82,7 +82,7 @@ pub trait Control: Clone + Send {
 
 impl PartStatus {
     /// As the words of a [`PostBarrier`] post.
-    fn to_words(&self) -> [u64; POST_WORDS] {
+    fn to_words(self) -> [u64; POST_WORDS] {
         let mut w = [0u64; POST_WORDS];
         w[0] = self.busy as u64;
         w[1] = self.next_event;
@@ -208,7 +208,7 @@ impl ModeChooser {
     fn step_done(&mut self, serial: bool) -> Option<bool> {
         self.steps += 1;
         let end = self.steps >= EPOCH
-            || (!serial && self.policy == Adapt::Measure && self.steps % 16 == 0 && self.ns[1].is_some_and(|q| self.epoch_start.elapsed().as_nanos() as f64 > ABORT * q * EPOCH as f64));
+            || (!serial && self.policy == Adapt::Measure && self.steps.is_multiple_of(16) && self.ns[1].is_some_and(|q| self.epoch_start.elapsed().as_nanos() as f64 > ABORT * q * EPOCH as f64));
         if !end {
             return None;
         }
