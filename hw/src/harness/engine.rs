@@ -172,7 +172,6 @@ const ABORT: f64 = 2.0;
 /// The leader's (thread 0's) choice of the next epoch's mode from measured wall times.
 struct ModeChooser {
     policy: Adapt,
-    epoch: usize,
     epoch_start: std::time::Instant,
     /// Measured ns per step of the last epoch run in each mode (parallel, serial).
     ns: [Option<f64>; 2],
@@ -181,7 +180,8 @@ struct ModeChooser {
     /// Epochs between probes, and the epoch of the next probe.
     interval: usize,
     next_probe: usize,
-    /// Epochs run in each mode (parallel, serial), for the end-of-run debug event.
+    /// Epochs run in each mode (parallel, serial): their sum numbers the epochs, and the
+    /// end-of-run debug event reports them.
     epochs: [usize; 2],
     /// Steps of the running epoch.
     steps: usize,
@@ -189,7 +189,7 @@ struct ModeChooser {
 
 impl ModeChooser {
     fn new(policy: Adapt) -> Self {
-        ModeChooser { policy, epoch: 0, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0, epochs: [0, 0], steps: 0 }
+        ModeChooser { policy, epoch_start: std::time::Instant::now(), ns: [None, None], best_serial: false, interval: PROBE_FIRST, next_probe: 0, epochs: [0, 0], steps: 0 }
     }
 
     /// The end-of-run summary (`RUST_LOG=hw::harness::engine=debug`): how many epochs ran in
@@ -218,11 +218,12 @@ impl ModeChooser {
         Some(self.choose(serial, ns))
     }
 
-    /// [`Self::next`] given the epoch's measured wall time per step.
+    /// The end of an epoch run in mode `serial`, given its measured wall time per step: the
+    /// next epoch's mode.
     fn choose(&mut self, serial: bool, ns: f64) -> bool {
         self.ns[serial as usize] = Some(ns);
         self.epochs[serial as usize] += 1;
-        self.epoch += 1;
+        let epoch = self.epochs[0] + self.epochs[1];
         if self.policy == Adapt::Alternate {
             return !serial;
         }
@@ -246,9 +247,9 @@ impl ModeChooser {
                 self.interval = PROBE_FIRST;
             }
             self.best_serial = best;
-            self.next_probe = self.epoch + self.interval;
+            self.next_probe = epoch + self.interval;
         }
-        if self.epoch + 1 == self.next_probe {
+        if epoch + 1 == self.next_probe {
             !self.best_serial
         } else {
             self.best_serial
@@ -283,9 +284,10 @@ enum Handoff<C> {
 }
 
 /// The parallel stepper. Each thread owns a contiguous group of partitions and a replica of
-/// the control; statuses are exchanged and combined at the end of each step. At every
-/// [`EPOCH`] boundary all threads read the mode the leader chose (written before its post
-/// that ends the epoch): in serial mode the other threads park, and the leader steps every
+/// the control; statuses are exchanged and combined at the end of each step. The leader's
+/// post of each step carries the mode it chose for the next (it changes at the end of an
+/// epoch, or of a parallel epoch cut short), so all threads switch after the same step: in
+/// serial mode the other threads park, and the leader steps every
 /// partition alone — as the one-thread loop does — until it chooses parallel again or the
 /// run stops. On a loaded machine a barrier per cycle costs more than the second thread
 /// gains (a descheduled partner turns every cycle into a wake-up), so the leader's measured

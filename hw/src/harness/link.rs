@@ -209,14 +209,6 @@ impl<T: Copy + Default> AllToAll<T> {
         AllToAll { arena, ids, n, marks, ring }
     }
 
-    pub fn stations(&self) -> usize {
-        self.n
-    }
-
-    pub fn latency(&self) -> u32 {
-        self.ids.first().map_or(0, |l| l.latency())
-    }
-
     /// # Safety
     /// Engine protocol: station `from` is the sole sender on its links, once per tick each.
     #[inline]

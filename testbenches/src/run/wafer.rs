@@ -315,8 +315,9 @@ pub struct WaferLayer {
     pub functional: bool,
     pub routing: Routing,
     /// The mapping controller each part runs (default: the CL model; `wafer --rtl mapping`
-    /// sets the RTL stand-in's factory).
-    pub mapping_ctrl: MappingCtrlFactory,
+    /// sets the RTL stand-in's factory). Private: [`WaferLayer::with_mapping_ctrl`] is the
+    /// way in, so a controller that cannot serve a mapping is refused before any run.
+    mapping_ctrl: MappingCtrlFactory,
 }
 
 impl WaferLayer {
