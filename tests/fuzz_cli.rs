@@ -227,7 +227,7 @@ fn flags(sub: &str) -> (&'static [(&'static str, &'static [&'static str])], &'st
                 ("--d-model", NUMS), ("--d-ffn", NUMS), ("--trace", &["@D/t.jsonl", "@D/warp.jsonl", "@D/missing.jsonl", "@D/file"]),
                 ("--iters", &["0..1", "1..2", "0", "5..9", "2..1", "x"]), ("--layers", &["0..1", "1..2", "0..9", "x"]), ("--skew", FRACS),
                 ("--seed", NUMS), ("--config", &["@D/pkg.toml", "@D/bad.toml", "@D/missing.toml"]), ("--threads", NUMS),
-                ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
+                ("--batch-jobs", NUMS), ("--json", OUT), ("--vcd", OUT), ("--fst", OUT), ("--plot", OUT), ("--gtkw", OUT),
                 ("--rtl", &["scheduler", "chiplet-ctrl", "pe", "nosuch", ""]),
             ],
             &["--functional", "--no-fast-forward", "--quiet", "--help"],
@@ -463,7 +463,7 @@ fn bound(args: Vec<String>) -> Vec<String> {
             a.extend(["--tokens".to_string(), "8".to_string()]);
         }
         let max_tokens = if traced { 8 } else { 64 };
-        for (flag, max) in [("--tokens", max_tokens), ("--d-model", 128), ("--d-ffn", 128), ("--micro-slices", 64), ("--ring-slots", 64), ("--threads", 4)] {
+        for (flag, max) in [("--tokens", max_tokens), ("--d-model", 128), ("--d-ffn", 128), ("--micro-slices", 64), ("--ring-slots", 64), ("--threads", 4), ("--batch-jobs", 4)] {
             for i in value_after(&a, flag).collect::<Vec<_>>() {
                 if let Some(v) = int(&a[i]).filter(|&v| v > max && v <= u32::MAX as u64) {
                     a[i] = (v % max + 1).to_string();

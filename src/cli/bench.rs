@@ -302,7 +302,7 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     let mut last = None;
     for i in 0..repeat {
         let t0 = std::time::Instant::now();
-        let r = run.run_single(&RunOptions::default()).map_err(|e| e.to_string())?;
+        let r = run.run_single(&RunOptions { batch_jobs: Some(1), ..Default::default() }).map_err(|e| e.to_string())?;
         walls.push(t0.elapsed().as_secs_f64());
         println!("  run {}: {:.3} s, {} cycles", i + 1, walls[i as usize], r.latency_cycles);
         last = Some(r);
@@ -315,7 +315,7 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     let bursts = r.ddr_bytes / cfg.ddr.burst_bytes() as u64;
     let traced = |path: &std::path::Path, fmt: waves::WaveFormat| -> CliResult<TracedRun> {
         let t0 = std::time::Instant::now();
-        let t = run.run_single(&RunOptions { waves: Some(WaveSink { path: path.to_path_buf(), format: fmt }), ..Default::default() }).map_err(|e| e.to_string())?;
+        let t = run.run_single(&RunOptions { waves: Some(WaveSink { path: path.to_path_buf(), format: fmt }), batch_jobs: Some(1), ..Default::default() }).map_err(|e| e.to_string())?;
         let wall = t0.elapsed().as_secs_f64();
         if t.latency_cycles != r.latency_cycles {
             return Err(format!("internal: the traced run took {} cycles, the untraced {}", t.latency_cycles, r.latency_cycles));

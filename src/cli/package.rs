@@ -76,6 +76,11 @@ pub struct PackageArgs {
     /// Worker threads of one simulation, 1..=64 (default: 1, or the --config file's).
     #[arg(long)]
     pub threads: Option<u32>,
+    /// Layer batches of a strategy simulated at once, each on its own package, when they do
+    /// not depend on each other (every strategy but A5); 0 = all cores ÷ --threads (default:
+    /// the --config file's `sim.batch_jobs`, else 0). Results do not depend on it.
+    #[arg(long)]
+    pub batch_jobs: Option<u32>,
     /// Step every edge (results are identical; for checking) (default: fast-forward over
     /// edges where only counters run).
     #[arg(long)]
@@ -264,6 +269,9 @@ pub fn run(a: PackageArgs) -> CliResult<ExitCode> {
     }
     if let Some(t) = a.threads {
         cfg.sim.threads = t;
+    }
+    if let Some(j) = a.batch_jobs {
+        cfg.sim.batch_jobs = j;
     }
     if let Some(d) = &a.plot {
         check_plot_dir(d)?;

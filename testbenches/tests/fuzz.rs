@@ -207,6 +207,7 @@ fn pkg_configs(_: &Path) -> Vec<Vec<u8>> {
     c.loaders = hw::pkg::config::Loaders::All;
     c.pe.fuse_gate_up = true;
     c.sim.timeline = true;
+    c.sim.batch_jobs = 2;
     v.push(c);
     let mut out: Vec<Vec<u8>> = v.iter().map(|c| toml::to_string(c).unwrap().into_bytes()).collect();
     out.push(b"rows = 1\ncols = 1\n".to_vec());

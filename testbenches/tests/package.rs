@@ -63,6 +63,50 @@ fn a_run_is_checked_before_it_starts() {
     let run = PackageRun::new(cfg(2), model, work(), vec![Strategy::Ep, Strategy::A3], true, PkgRtl::default()).unwrap();
     let p = run.run(&RunOptions { threads: Some(0), ..Default::default() });
     assert!(p.ok.is_empty() && p.failed.len() == 2 && p.failed[0].1.to_string().contains("sim.threads"), "{p:?}");
+    let p = run.run(&RunOptions { batch_jobs: Some(65), ..Default::default() });
+    assert!(p.ok.is_empty() && p.failed[0].1.to_string().contains("sim.batch_jobs"), "{p:?}");
+}
+
+/// Layer batches run at once (`sim.batch_jobs`), each on its own package, merge to the same
+/// result as one after the other: every field but the wall clock, outputs bit-exact, for
+/// strategies without token buffering (run at once) and A5 (one after the other whatever
+/// the setting). Also when a batch fails: the first failing batch in order is the error.
+#[test]
+fn batches_run_at_once_merge_to_the_serial_result() {
+    let g = GenCfg { model: None, experts: 16, top_k: 2, layers: 2, tokens_per_iter: 8, iters: 7, seed: 5, ..Default::default() };
+    let model = sched::models::model_by_name("functional").unwrap();
+    let work = Workload { trace: generate(&g).unwrap(), shared: 0, d_model: 64, d_ffn: 48 };
+    let run = PackageRun::new(cfg(2), model, work, vec![Strategy::Ep, Strategy::A3, Strategy::A5], true, PkgRtl::default()).unwrap();
+    let strip = |r: &hw::pkg::result::PkgResult| {
+        let mut v = serde_json::to_value(r).unwrap();
+        let m = v.as_object_mut().unwrap();
+        assert!(m.remove("wall_seconds").is_some() && m.remove("cycles_per_second").is_some());
+        v
+    };
+    let serial = run.run(&RunOptions { batch_jobs: Some(1), ..Default::default() });
+    assert!(serial.failed.is_empty(), "{:?}", serial.failed);
+    for jobs in [2, 3, 5] {
+        let par = run.run(&RunOptions { batch_jobs: Some(jobs), ..Default::default() });
+        assert!(par.failed.is_empty(), "{:?}", par.failed);
+        assert_eq!(par.ok.len(), 3);
+        for ((s1, r1), (s2, r2)) in serial.ok.iter().zip(&par.ok) {
+            assert_eq!(s1, s2);
+            assert_eq!(r1.outputs_match_reference, Some(true));
+            // A5 may defer a request: more batches than 7 iterations × 2 layers.
+            assert!(r1.session.layer_runs == 14 || (*s1 == Strategy::A5 && r1.session.layer_runs > 14), "{}: {:?}", s1.name(), r1.session);
+            assert_eq!(strip(r1), strip(r2), "{} with {jobs} batch jobs", s1.name());
+        }
+    }
+    // A cycle limit that some batches exceed: the same error as one after the other.
+    let errs: Vec<String> = [1, 4]
+        .iter()
+        .map(|&j| {
+            let p = run.run(&RunOptions { batch_jobs: Some(j), max_cycles: Some(3_000), ..Default::default() });
+            assert!(p.ok.is_empty(), "every strategy stops at its first batch over the limit");
+            p.failed.iter().map(|(s, e)| format!("{}: {e}", s.name())).collect::<Vec<_>>().join("; ")
+        })
+        .collect();
+    assert_eq!(errs[0], errs[1]);
 }
 
 /// The skew bound is the generator's (0..=16, `limits::SKEW`), for `package` and for a

@@ -230,11 +230,16 @@ pub struct PkgSimCfg {
     /// Record each chiplet's activity per time bin into the result's `timeline` (for
     /// `package --plot`; results do not depend on it).
     pub timeline: bool,
+    /// Layer batches of one strategy simulated at once, each on its own package, when they
+    /// do not depend on each other (no token buffering: every strategy but A5); 0 = as many
+    /// as the machine has cores ÷ `threads`. Results are merged in batch order, so they do
+    /// not depend on it.
+    pub batch_jobs: u32,
 }
 
 impl Default for PkgSimCfg {
     fn default() -> Self {
-        PkgSimCfg { threads: 1, fast_forward: true, watchdog_cycles: 200_000, max_cycles: 2_000_000_000, timeline: false }
+        PkgSimCfg { threads: 1, fast_forward: true, watchdog_cycles: 200_000, max_cycles: 2_000_000_000, timeline: false, batch_jobs: 0 }
     }
 }
 
@@ -440,6 +445,9 @@ impl PkgCfg {
         self.router.validate().map_err(|e| e.under("router"))?;
         if self.sim.threads == 0 || self.sim.threads > 64 {
             return err("sim.threads", format!("1..=64 (got {})", self.sim.threads));
+        }
+        if self.sim.batch_jobs > 64 {
+            return err("sim.batch_jobs", format!("0 (all cores) or 1..=64 (got {})", self.sim.batch_jobs));
         }
         if self.sim.watchdog_cycles == 0 {
             return err("sim.watchdog_cycles", "0 would never end a stuck run; give a cycle count");

@@ -186,20 +186,20 @@ pub fn suite(o: &SuiteOptions, mut each: impl FnMut(&Figure)) -> Result<Suite> {
         PackageRun::new(cfg.clone(), model.clone(), work, vec![Strategy::A3], false, PkgRtl::default())
     };
     let run = pkg(tokens)?;
-    let (t, r) = time(reps_long, || run.run_single(&RunOptions::default()))?;
+    let (t, r) = time(reps_long, || run.run_single(&RunOptions { batch_jobs: Some(1), ..Default::default() }))?;
     push(Figure::rate(&format!("package.a3.{tokens}"), format!("package {} {tokens} tokens 2x2 A3, 1 thread", model.name), "cycles/s", r.latency_cycles as f64, &t));
 
     // Tracing cost on a smaller layer (the default layer's VCD is about 1 GB).
     let traced_tokens = if o.quick { 8 } else { 64 };
     let run = pkg(traced_tokens)?;
-    let (base, _) = time(reps_long, || run.run_single(&RunOptions::default()))?;
+    let (base, _) = time(reps_long, || run.run_single(&RunOptions { batch_jobs: Some(1), ..Default::default() }))?;
     // Scratch files of the traced runs and the sweep (removed after timing; the directory
     // too unless the caller named it).
     let dir = o.wave_dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("waferstream-bench-{}", std::process::id())));
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, format!("cannot create directory: {e}")))?;
     for (fmt, ext) in [(waves::WaveFormat::Vcd, "vcd"), (waves::WaveFormat::Fst, "fst")] {
         let path = dir.join(format!("bench-package.{ext}"));
-        let opts = RunOptions { waves: Some(WaveSink { path: path.clone(), format: fmt }), ..Default::default() };
+        let opts = RunOptions { waves: Some(WaveSink { path: path.clone(), format: fmt }), batch_jobs: Some(1), ..Default::default() };
         let (t, _) = time(reps_long, || run.run_single(&opts))?;
         let _ = std::fs::remove_file(&path);
         push(Figure::ratio(&format!("package.traced.{ext}"), format!("package {traced_tokens} tokens A3, full {ext} tracing"), &t, &base));

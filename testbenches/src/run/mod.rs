@@ -101,6 +101,10 @@ pub fn part_path(base: &Path, part: &str, several: bool) -> PathBuf {
 pub struct RunOptions {
     /// Worker threads of one simulation (results are identical for any count).
     pub threads: Option<u32>,
+    /// Independent layer batches of one package strategy simulated at once (the package's
+    /// `sim.batch_jobs`; 0 = all cores). Results are identical for any count. Callers that
+    /// already run points in parallel (`sweep`, `bench`) pass 1.
+    pub batch_jobs: Option<u32>,
     /// `Some(false)` steps every edge (results are identical; for checking).
     pub fast_forward: Option<bool>,
     /// Stop (an error) after this many cycles of one layer.

@@ -231,6 +231,9 @@ impl PackageRun {
         if let Some(t) = o.threads {
             c.sim.threads = t;
         }
+        if let Some(j) = o.batch_jobs {
+            c.sim.batch_jobs = j;
+        }
         if let Some(f) = o.fast_forward {
             c.sim.fast_forward = f;
         }
@@ -274,12 +277,18 @@ impl PackageRun {
         }
     }
 
-    /// One strategy, every layer batch (see [`PackageRun::run`]).
+    /// One strategy, every layer batch (see [`PackageRun::run`]). Without token buffering
+    /// (every strategy but A5) a batch does not depend on the ones before it, so up to
+    /// `sim.batch_jobs` batches run at once, each on its own package, and their results
+    /// merge in batch order: the same result as one after the other.
     fn run_one(&self, cfg: &PkgCfg, s: Strategy, o: &RunOptions, several: bool) -> Result<PkgResult> {
         let w = &self.work;
         let batches = w.batches();
-        tracing::info!(strategy = s.name(), tokens = w.tokens(), layers = w.layers(), batches, functional = self.functional, "package run");
         let tb = cfg.token_buffer_cfg(s).map_err(Error::from)?;
+        // Token buffering makes each batch depend on the one before (the session takes its
+        // deferrals); without it the package's answer is `None` whatever it computed.
+        let jobs = if tb.theta_min > 0 { 1 } else { batch_jobs(cfg) };
+        tracing::info!(strategy = s.name(), tokens = w.tokens(), layers = w.layers(), batches, functional = self.functional, jobs, "package run");
         let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
         let mut acc: Option<PkgResult> = None;
         let mut i = 0;
@@ -287,39 +296,104 @@ impl PackageRun {
         let bar = if !o.progress || batches < 2 { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(batches) };
         bar.set_style(indicatif::ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} layer batches, {elapsed} elapsed, eta {eta}").expect("valid template").progress_chars("=> "));
         bar.set_prefix(s.name());
-        while let Some(l) = session.next_layer() {
-            if i >= bar.length().unwrap_or(0) {
-                bar.set_length(i + 1);
-            }
-            let mut p = Package::new_predicted(cfg, s, &l, session.predicted(), self.functional, self.rtl).map_err(|e| Error::Run(e.to_string()))?;
-            let r = match o.waves.as_ref().filter(|_| i == 0) {
-                Some(sink) => {
-                    let path = sink.part_path(s.name(), several);
-                    ensure_parent(&path)?;
-                    let mut wr = waves::WaveWriter::create(&path, sink.format, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).map_err(|e| Error::io(&path, e.to_string()))?;
-                    let r = p.run(Some(&mut wr)).map_err(|e| Error::Run(format!("{}: {e}", s.name())))?;
-                    wr.finish(r.latency_cycles * p.ctx.core.div).map_err(|e| Error::io(&path, e.to_string()))?;
-                    if o.verbose {
-                        println!("wrote {}", path.display());
-                    }
-                    r
+        let mut merge = |r: PkgResult| match &mut acc {
+            None => acc = Some(r),
+            Some(a) => a.merge(r),
+        };
+        if jobs <= 1 {
+            while let Some(l) = session.next_layer() {
+                if i >= bar.length().unwrap_or(0) {
+                    bar.set_length(i + 1);
                 }
-                None => p.run(None).map_err(|e| Error::Run(format!("{}: {e}", s.name())))?,
-            };
-            tracing::debug!(strategy = s.name(), batch = i, tokens = l.routing.len(), cycles = r.latency_cycles, ticks_evaluated = p.evaluated, "layer batch done");
-            session.commit(p.buffering_outcome())?;
-            match &mut acc {
-                None => acc = Some(r),
-                Some(a) => a.merge(r),
+                let (r, outcome) = self.run_batch(cfg, s, &l, session.predicted(), o, several, i)?;
+                session.commit(outcome)?;
+                merge(r);
+                i += 1;
+                bar.set_position(i);
             }
-            i += 1;
-            bar.set_position(i);
+        } else {
+            // Batches are taken from the session a window at a time (memory stays bounded
+            // on long traces), run on `jobs` workers, and merged in order; the first failed
+            // batch in order is the run's error, as it would be one after the other.
+            let window = (jobs * 16) as usize;
+            loop {
+                let mut todo = Vec::new();
+                while todo.len() < window {
+                    let Some(l) = session.next_layer() else { break };
+                    let pred = session.predicted().map(|p| p.to_vec());
+                    session.commit(None)?;
+                    todo.push((i + todo.len() as u64, l, pred));
+                }
+                if todo.is_empty() {
+                    break;
+                }
+                if i + todo.len() as u64 > bar.length().unwrap_or(0) {
+                    bar.set_length(i + todo.len() as u64);
+                }
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                let failed = std::sync::atomic::AtomicBool::new(false);
+                let slots: Vec<std::sync::Mutex<Option<Result<PkgResult>>>> = todo.iter().map(|_| std::sync::Mutex::new(None)).collect();
+                std::thread::scope(|sc| {
+                    for _ in 0..(jobs as usize).min(todo.len()) {
+                        sc.spawn(|| {
+                            while !failed.load(std::sync::atomic::Ordering::Relaxed) {
+                                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some((b, l, pred)) = todo.get(k) else { break };
+                                let r = self.run_batch(cfg, s, l, pred.as_deref(), o, several, *b).map(|(r, _)| r);
+                                failed.fetch_or(r.is_err(), std::sync::atomic::Ordering::Relaxed);
+                                *slots[k].lock().expect("no panic while held") = Some(r);
+                                bar.inc(1);
+                            }
+                        });
+                    }
+                });
+                for slot in slots {
+                    match slot.into_inner().expect("no panic while held") {
+                        Some(r) => merge(r?),
+                        // Not run: a batch before it failed (that error was returned above).
+                        None => return Err(Error::Run("internal: a layer batch was skipped".into())),
+                    }
+                }
+                i += todo.len() as u64;
+            }
         }
         bar.finish_and_clear();
         let mut r = acc.ok_or_else(|| Error::Run("the workload holds no tokens".into()))?;
         r.session = session.stats;
         tracing::info!(strategy = s.name(), cycles = r.latency_cycles, layer_runs = r.session.layer_runs, deferrals = r.session.deferrals, "package run done");
         Ok(r)
+    }
+
+    /// Layer batch `i` of strategy `s` on its own package (with waveforms if it is the
+    /// first): its result and token buffering's answer for the session.
+    #[allow(clippy::too_many_arguments)]
+    fn run_batch(&self, cfg: &PkgCfg, s: Strategy, l: &hw::pkg::layer::LayerInput, predicted: Option<&[u64]>, o: &RunOptions, several: bool, i: u64) -> Result<(PkgResult, Option<(Vec<usize>, sched::pkg::iodie::TokenBufferFl)>)> {
+        let mut p = Package::new_predicted(cfg, s, l, predicted, self.functional, self.rtl).map_err(|e| Error::Run(e.to_string()))?;
+        let r = match o.waves.as_ref().filter(|_| i == 0) {
+            Some(sink) => {
+                let path = sink.part_path(s.name(), several);
+                ensure_parent(&path)?;
+                let mut wr = waves::WaveWriter::create(&path, sink.format, p.tick_ps(), &p.signals(), &waves::WaveFilter::default()).map_err(|e| Error::io(&path, e.to_string()))?;
+                let r = p.run(Some(&mut wr)).map_err(|e| Error::Run(format!("{}: {e}", s.name())))?;
+                wr.finish(r.latency_cycles * p.ctx.core.div).map_err(|e| Error::io(&path, e.to_string()))?;
+                if o.verbose {
+                    println!("wrote {}", path.display());
+                }
+                r
+            }
+            None => p.run(None).map_err(|e| Error::Run(format!("{}: {e}", s.name())))?,
+        };
+        tracing::debug!(strategy = s.name(), batch = i, tokens = l.routing.len(), cycles = r.latency_cycles, ticks_evaluated = p.evaluated, "layer batch done");
+        Ok((r, p.buffering_outcome()))
+    }
+}
+
+/// Layer batches run at once: `sim.batch_jobs`, or (0) the machine's cores ÷ the threads of
+/// one simulation, at least 1.
+fn batch_jobs(cfg: &PkgCfg) -> u32 {
+    match cfg.sim.batch_jobs {
+        0 => (std::thread::available_parallelism().map_or(1, |n| n.get() as u32) / cfg.sim.threads.max(1)).max(1),
+        n => n,
     }
 }
 

@@ -477,7 +477,8 @@ struct Line<'a> {
 pub fn run_point(p: &Point) -> Result<(String, Option<bool>)> {
     let work = package_workload(&p.sc, &p.model)?;
     let run = PackageRun::new(p.sc.package.clone(), p.model.clone(), work, vec![p.strategy], p.sc.workload.functional, PkgRtl::default())?;
-    let r = run.run_single(&RunOptions::default())?;
+    // The sweep runs points in parallel: one layer batch at a time inside a point.
+    let r = run.run_single(&RunOptions { batch_jobs: Some(1), ..RunOptions::default() })?;
     let work = run.workload();
     let line = Line {
         id: p.index,
