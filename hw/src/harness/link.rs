@@ -14,6 +14,8 @@
 //! owns.
 
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::{Cycle, NEVER};
 
@@ -26,11 +28,16 @@ pub struct LinkId {
     /// division, on the hot path of every module.
     mask: u16,
     lat: u16,
+    /// The receiver group whose [`LandingMarks`] a send stamps (`NO_GROUP`: none).
+    grp: u16,
 }
+
+/// A link whose sends stamp no landing mark.
+const NO_GROUP: u16 = u16::MAX;
 
 impl LinkId {
     /// An unconnected port.
-    pub const NONE: LinkId = LinkId { base: u32::MAX, mask: 0, lat: 0 };
+    pub const NONE: LinkId = LinkId { base: u32::MAX, mask: 0, lat: 0, grp: NO_GROUP };
 
     #[inline]
     pub fn is_none(self) -> bool {
@@ -48,6 +55,52 @@ impl LinkId {
 pub struct LinkArena<T> {
     /// (cycle the value is due, value); `NEVER` = never written.
     slots: Vec<UnsafeCell<(Cycle, T)>>,
+    /// Landing marks stamped by the sends on links added with a group.
+    marks: Option<Arc<LandingMarks>>,
+}
+
+/// Per receiver group (a tile, a station), a ring of *landing marks*, one per tick, that a
+/// send on any of the group's input links stamps with the tick its value lands: the group
+/// knows whether anything at all lands on its inputs in tick `now` with one load, instead of
+/// polling every input (the package's sideband, where a value lands now and then on one of
+/// 3·(n − 1) links; a whole tile that sleeps until an input lands). The marks say exactly
+/// what the links say as long as the ring is longer than any marked link's reach
+/// ([`LandingMarks::new`]'s `span`): a mark is overwritten only by a landing `ring` ticks
+/// later, sent after the first one landed.
+///
+/// Senders in different partitions may stamp the same mark in the same tick; they write the
+/// same value, through a relaxed atomic store (the stepper's barrier orders it before the
+/// receiving tick, as it does the link slots).
+pub struct LandingMarks {
+    /// Group `g`'s marks at `g * ring .. (g + 1) * ring`, slot `tick & (ring − 1)`.
+    marks: Vec<AtomicU64>,
+    ring: usize,
+}
+
+impl LandingMarks {
+    /// `groups` receivers; `span`: the longest reach of a marked link, ticks (its latency,
+    /// plus the receiver's period for a crossing).
+    pub fn new(groups: usize, span: u32) -> Self {
+        let ring = (span as usize + 1).next_power_of_two();
+        LandingMarks { marks: (0..groups * ring).map(|_| AtomicU64::new(NEVER)).collect(), ring }
+    }
+
+    /// A value for group `g` lands in tick `due`.
+    #[inline]
+    pub fn stamp(&self, g: usize, due: Cycle) {
+        self.marks[g * self.ring + (due as usize & (self.ring - 1))].store(due, Ordering::Relaxed);
+    }
+
+    /// Whether anything lands on group `g`'s inputs in tick `now`.
+    #[inline]
+    pub fn lands(&self, g: usize, now: Cycle) -> bool {
+        self.marks[g * self.ring + (now as usize & (self.ring - 1))].load(Ordering::Relaxed) == now
+    }
+
+    /// Reach a ring of this size covers.
+    pub fn span(&self) -> u32 {
+        (self.ring - 1) as u32
+    }
 }
 
 // SAFETY: the arena is shared between the threads of the links' senders and receivers. The
@@ -62,7 +115,7 @@ pub const MAX_LINK_LATENCY: u32 = 1 << 15;
 
 impl<T: Copy + Default> Default for LinkArena<T> {
     fn default() -> Self {
-        LinkArena { slots: Vec::new() }
+        LinkArena { slots: Vec::new(), marks: None }
     }
 }
 
@@ -80,7 +133,30 @@ impl<T: Copy + Default> LinkArena<T> {
         let base = self.slots.len();
         assert!(base + n < u32::MAX as usize, "too many link slots");
         self.slots.extend((0..n).map(|_| UnsafeCell::new((NEVER, T::default()))));
-        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16 }
+        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP }
+    }
+
+    /// Sends on links added with [`Self::marked`] stamp `marks` (shared by the arenas whose
+    /// links end in the same receivers).
+    pub fn with_marks(marks: Arc<LandingMarks>) -> Self {
+        LinkArena { slots: Vec::new(), marks: Some(marks) }
+    }
+
+    /// `id` (a link of this arena) with its sends stamping group `g`'s landing marks. The
+    /// arena must have marks ([`Self::with_marks`]) that reach as far as the link.
+    pub fn marked(&self, id: LinkId, g: usize) -> LinkId {
+        let m = self.marks.as_ref().expect("an arena with landing marks");
+        assert!(id.mask as u32 <= m.span() && g < NO_GROUP as usize, "landing marks shorter than the link, or group {g} out of range");
+        LinkId { grp: g as u16, ..id }
+    }
+
+    #[inline]
+    fn stamp(&self, id: LinkId, due: Cycle) {
+        if id.grp != NO_GROUP {
+            if let Some(m) = &self.marks {
+                m.stamp(id.grp as usize, due);
+            }
+        }
     }
 
     /// Adds a clock-domain-crossing link: its values are sent with [`LinkArena::send_at`] at a
@@ -95,7 +171,7 @@ impl<T: Copy + Default> LinkArena<T> {
         let base = self.slots.len();
         assert!(base + n < u32::MAX as usize, "too many link slots");
         self.slots.extend((0..n).map(|_| UnsafeCell::new((NEVER, T::default()))));
-        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16 }
+        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP }
     }
 
     #[inline]
@@ -138,6 +214,7 @@ impl<T: Copy + Default> LinkArena<T> {
         let slot = &mut *self.slot(id, due);
         assert!(slot.0 != due, "link written twice for the same cycle (two senders, or two sends in a cycle)");
         *slot = (due, v);
+        self.stamp(id, due);
     }
 
     /// Sends `v` on `id` in tick `now`, to be received in tick `due` (a clock-domain
@@ -152,6 +229,7 @@ impl<T: Copy + Default> LinkArena<T> {
         let slot = &mut *self.slot(id, due);
         assert!(slot.0 != due, "link written twice for the same receive tick (a faster sender must rate-match a crossing)");
         *slot = (due, v);
+        self.stamp(id, due);
     }
 
     /// Values in flight on `id` with the cycle each will be received, given the next cycle to
@@ -177,36 +255,39 @@ impl<T: Copy + Default> LinkArena<T> {
 ///
 /// Polling n − 1 links costs n − 1 loads per station and edge although a value lands on one
 /// of them only now and then (on the 4×4 package, 45 loads per tile and core edge were about
-/// a tenth of the run). So beside the links, each receiver has a ring of *landing marks*,
-/// one per tick, that a sender stamps with the tick its value lands: the receiver polls its
-/// links only at a tick whose mark equals the tick. The marks say exactly what the links say
-/// (a mark is stamped iff some input's slot is, with the same tick, and both rings have the
-/// same size), so skipping a poll never misses a value and the order values are taken in —
-/// the inputs in station order — is unchanged.
-///
-/// Senders in different partitions may stamp the same mark in the same tick; they write the
-/// same value, through a relaxed atomic store (the stepper's barrier orders it before the
-/// receiving tick, as it does the link slots).
+/// a tenth of the run). So the links stamp [`LandingMarks`], one group per receiver: the
+/// receiver polls its links only at a tick whose mark equals the tick. The marks say exactly
+/// what the links say (same ring size), so skipping a poll never misses a value and the
+/// order values are taken in — the inputs in station order — is unchanged. A send also
+/// stamps the receiver's group in `inbox` when given (the package's per-tile marks, which
+/// say whether anything at all lands on a tile).
 pub struct AllToAll<T> {
     arena: LinkArena<T>,
     /// Link from station `i` to station `j` at `i * n + j` (the diagonal is unused).
     ids: Vec<LinkId>,
     n: usize,
-    /// Receiver `j`'s marks at `j * ring .. (j + 1) * ring`, slot `tick & (ring − 1)`.
-    marks: Vec<std::sync::atomic::AtomicU64>,
-    ring: usize,
+    marks: Arc<LandingMarks>,
+    inbox: Option<Arc<LandingMarks>>,
 }
 
 impl<T: Copy + Default> AllToAll<T> {
-    /// `n` stations, every link `lat` ticks.
-    pub fn new(n: usize, lat: u32) -> Self {
-        let mut arena = LinkArena::new();
-        let ids: Vec<LinkId> = (0..n * n).map(|_| arena.add(lat)).collect();
+    /// `n` stations, every link `lat` ticks; `inbox`: further marks stamped with the
+    /// receiving station as the group (covering at least `lat`).
+    pub fn new(n: usize, lat: u32, inbox: Option<Arc<LandingMarks>>) -> Self {
         // The same ring size as the links' (a power of two > lat): a mark is overwritten
         // exactly when the slot it summarises is.
-        let ring = (lat as usize + 1).next_power_of_two();
-        let marks = (0..n * ring).map(|_| std::sync::atomic::AtomicU64::new(NEVER)).collect();
-        AllToAll { arena, ids, n, marks, ring }
+        let marks = Arc::new(LandingMarks::new(n, lat));
+        let mut arena = LinkArena::with_marks(marks.clone());
+        let ids: Vec<LinkId> = (0..n * n)
+            .map(|k| {
+                let id = arena.add(lat);
+                arena.marked(id, k % n)
+            })
+            .collect();
+        if let Some(m) = &inbox {
+            assert!(m.span() >= lat, "inbox marks shorter than the links");
+        }
+        AllToAll { arena, ids, n, marks, inbox }
     }
 
     /// # Safety
@@ -216,8 +297,9 @@ impl<T: Copy + Default> AllToAll<T> {
         debug_assert!(from != to && from < self.n && to < self.n);
         let id = self.ids[from * self.n + to];
         self.arena.send(id, now, v);
-        let due = now + id.latency() as u64;
-        self.marks[to * self.ring + (due as usize & (self.ring - 1))].store(due, std::sync::atomic::Ordering::Relaxed);
+        if let Some(m) = &self.inbox {
+            m.stamp(to, now + id.latency() as u64);
+        }
     }
 
     /// Calls `f` with every value landing at station `to` in tick `now`, in the order of the
@@ -227,7 +309,7 @@ impl<T: Copy + Default> AllToAll<T> {
     /// Engine protocol: station `to` is the sole receiver of its links.
     #[inline]
     pub unsafe fn recv_each(&self, to: usize, now: Cycle, mut f: impl FnMut(T)) {
-        if self.marks[to * self.ring + (now as usize & (self.ring - 1))].load(std::sync::atomic::Ordering::Relaxed) != now {
+        if !self.marks.lands(to, now) {
             return;
         }
         for from in (0..self.n).filter(|&i| i != to) {
@@ -317,7 +399,7 @@ mod tests {
             x % m
         };
         for (n, lat, every) in [(2usize, 1u32, 1u64), (4, 4, 1), (5, 3, 2), (16, 4, 1), (3, 7, 3)] {
-            let a = AllToAll::<u32>::new(n, lat);
+            let a = AllToAll::<u32>::new(n, lat, None);
             let naive: Vec<Vec<Link<u32>>> = (0..n).map(|_| (0..n).map(|_| Link::new(lat)).collect()).collect();
             let (mut got_a, mut got_n) = (Vec::new(), Vec::new());
             for t in 0..3000u64 {

@@ -6,6 +6,7 @@
 //! adapter indices and seeds follow it), so it is fixed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sched::noc::{Coord, Dir};
 use sched::pkg::iodie::{eit_fl, TokenBufferCfgFl};
@@ -28,7 +29,7 @@ use super::traj::PkgTraj;
 use super::ucie::{UcieAdapterCl, UciePorts};
 use super::wires::{FuncData, PkgCtx, PkgWires};
 use crate::cfg::CfgError;
-use crate::harness::{AllToAll, LinkArena, LinkId, WakeOffsets, WakeSet};
+use crate::harness::{AllToAll, LandingMarks, LinkArena, LinkId, WakeOffsets, WakeSet};
 use crate::noc::flit::{Credit, Flit};
 use crate::noc::router::{RouterCl, RouterPorts, NPORTS};
 
@@ -238,6 +239,7 @@ fn neighbour(i: u32, d: Dir, k: u32) -> Option<u32> {
 
 /// The package's link arenas and each chiplet's link ids, allocated at their receivers.
 struct PkgLinks {
+    inbox: Arc<LandingMarks>,
     flits: LinkArena<Flit>,
     credits: LinkArena<Credit>,
     msgs: LinkArena<SchedMsgCl>,
@@ -277,13 +279,17 @@ impl PkgLinks {
         let (core, ddr) = (timing.core, timing.ddr);
         let st = cfg.router.st_delay as u64;
         let credit_lat = timing.credit_lat; // sideband credits land on a core edge
-        let mut flits = LinkArena::<Flit>::new();
-        let mut credits = LinkArena::<Credit>::new();
-        let mut msgs = LinkArena::<SchedMsgCl>::new();
+        let cl = |c: u64| timing.cl(c) as u32; // core cycles → ticks (validate bounds them)
+        // Per tile, a landing mark for any value that lands on it from outside the tile (a
+        // neighbour's adapter or router, the IO die, another chiplet's sideband): a tile
+        // with nothing due sleeps until one lands (package.rs).
+        let inbox = Arc::new(LandingMarks::new(n, (1 + tk as u32).max(credit_lat as u32).max(cl(2))));
+        let mut flits = LinkArena::<Flit>::with_marks(inbox.clone());
+        let mut credits = LinkArena::<Credit>::with_marks(inbox.clone());
+        let mut msgs = LinkArena::<SchedMsgCl>::with_marks(inbox.clone());
         let mut done = LinkArena::<u16>::new();
         let mut ddr_req = LinkArena::<DdrReq>::new();
         let mut ddr_resp = LinkArena::<DdrResp>::new();
-        let cl = |c: u64| timing.cl(c) as u32; // core cycles → ticks (validate bounds them)
         let mut flit_in = vec![[LinkId::NONE; NPORTS]; n];
         let mut credit_in = vec![[LinkId::NONE; NPORTS]; n];
         let mut ucie_in = vec![[LinkId::NONE; NPORTS]; n];
@@ -297,8 +303,10 @@ impl PkgLinks {
                     credit_in[i][p] = credits.add(cl(2));
                 } else if neighbour(i as u32, d, k).is_some() {
                     // From the neighbour's adapter (a crossing into the core domain).
-                    flit_in[i][p] = flits.add_cdc(1, tk as u32);
-                    credit_in[i][p] = credits.add(credit_lat as u32);
+                    let id = flits.add_cdc(1, tk as u32);
+                    flit_in[i][p] = flits.marked(id, i);
+                    let id = credits.add(credit_lat as u32);
+                    credit_in[i][p] = credits.marked(id, i);
                     // Adapter input of my output p: the router's switch traversal.
                     ucie_in[i][p] = flits.add(cl(st));
                 }
@@ -306,19 +314,30 @@ impl PkgLinks {
             ej[i] = flits.add(cl(st + 2));
             inj_credit[i] = credits.add(cl(2));
         }
-        let msg_in: Vec<LinkId> = (0..n).map(|_| msgs.add(cl(2))).collect();
+        let msg_in: Vec<LinkId> = (0..n)
+            .map(|i| {
+                let id = msgs.add(cl(2));
+                msgs.marked(id, i)
+            })
+            .collect();
         let done_in: Vec<LinkId> = (0..n).map(|_| done.add(cl(2))).collect();
         let ddr_req_l: Vec<LinkId> = (0..n).map(|_| ddr_req.add_cdc(1, ddr.div as u32)).collect();
         let ddr_resp_l: Vec<LinkId> = (0..n).map(|_| ddr_resp.add_cdc(1, core.div as u32)).collect();
-        let handoff = AllToAll::<SlotTag>::new(n, cl(2));
-        let fetch = AllToAll::<SlotTag>::new(n, cl(2));
-        let slot_req = AllToAll::<SlotTag>::new(n, cl(2));
+        let handoff = AllToAll::<SlotTag>::new(n, cl(2), Some(inbox.clone()));
+        let fetch = AllToAll::<SlotTag>::new(n, cl(2), Some(inbox.clone()));
+        let slot_req = AllToAll::<SlotTag>::new(n, cl(2), Some(inbox.clone()));
         let mut status = LinkArena::<FreeReport>::new();
-        let mut loads = LinkArena::<SlotTag>::new();
+        let mut loads = LinkArena::<SlotTag>::with_marks(inbox.clone());
         let status_l: Vec<LinkId> = (0..n).map(|_| status.add(cl(2))).collect();
-        let load_l: Vec<LinkId> = (0..n).map(|_| loads.add(cl(2))).collect();
+        let load_l: Vec<LinkId> = (0..n)
+            .map(|i| {
+                let id = loads.add(cl(2));
+                loads.marked(id, i)
+            })
+            .collect();
         let core_wake = WakeOffsets::of([tk, cl(2) as u64, cl(st) as u64, cl(st + 2) as u64, credit_lat]);
         PkgLinks {
+            inbox,
             flits,
             credits,
             msgs,
@@ -347,8 +366,8 @@ impl PkgLinks {
 
     /// The arenas, shared by the partitions.
     fn into_wires(self, pools: PayloadPools) -> PkgWires {
-        let PkgLinks { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, fetch, slot_req, status, loads, .. } = self;
-        PkgWires { flits, credits, msgs, done, ddr_req, ddr_resp, handoff, fetch, slot_req, status, loads, pools }
+        let PkgLinks { inbox, flits, credits, msgs, done, ddr_req, ddr_resp, handoff, fetch, slot_req, status, loads, .. } = self;
+        PkgWires { inbox, flits, credits, msgs, done, ddr_req, ddr_resp, handoff, fetch, slot_req, status, loads, pools }
     }
 
     /// Chiplet `i`'s ends of the control links.
@@ -520,7 +539,7 @@ fn partitions(cfg: &PkgCfg, tiles: Vec<ChipletTile>, iodie: IoDieTile, core_wake
     let mut io = Some(iodie);
     for p in 0..threads {
         let take = (n - first) / (threads - p);
-        parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake: core_wake.clone() });
+        parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake: core_wake.clone(), sleep: true });
         first += take;
     }
     parts

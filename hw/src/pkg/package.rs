@@ -120,6 +120,9 @@ pub struct PkgPart {
     /// read there). Offsets of 64 ticks or more (slow cores on a fine tick) are kept exactly
     /// too ([`WakeOffsets`]).
     pub(super) core_wake: WakeOffsets,
+    /// Tiles with nothing due sleep (fast-forward inside the partition; off with
+    /// `sim.fast_forward = false`, which evaluates every tile at every tick).
+    pub(super) sleep: bool,
 }
 
 impl Partition for PkgPart {
@@ -160,6 +163,23 @@ impl Partition for PkgPart {
         // where they are due (traced, also where a traced register changes on its own).
         let traced = self.log.is_some();
         for t in self.tiles.iter_mut() {
+            // A tile sleeps until the first tick it has something due (the fast-forward of
+            // the engine, per tile: a tile whose blocks wait is not evaluated while the
+            // others work), or until a value from outside lands on it — a neighbour's flit
+            // or credit, the IO die's message, the sideband (the inbox marks). An evaluation
+            // in between would change nothing, as fast-forward skipping it does not; only the
+            // PE array's progress count (watchdog) is the same as if evaluated.
+            if self.sleep && now < t.need_at && !w.inbox.lands(t.id.idx(), now) {
+                st.next_event = st.next_event.min(t.need_at);
+                st.progress += (core && t.status.pe_busy) as u64;
+                // The timeline's time bins add floating-point intervals: integrated at every
+                // core edge as before, so its sums round the same.
+                if core && t.activity.timeline.is_some() {
+                    t.integrate(now, ctx.slot_bytes);
+                }
+                all_done &= t.status.finished;
+                continue;
+            }
             // A block that sends on a link wakes the tile when the value lands.
             t.wake.advance(now);
             // Whether any block of the tile was evaluated at this tick (else its status is
@@ -188,6 +208,10 @@ impl Partition for PkgPart {
                 t.integrate(now, ctx.slot_bytes);
                 // SAFETY: engine protocol.
                 active = unsafe { t.core_edge(now, w, ctx, &self.core_wake) };
+                // Traced, the D2D engine's flit pulses (`inj_valid`, `ej_valid`) fall at the
+                // next edge: evaluated there, so the waveform does not depend on whether
+                // anything else is due.
+                active |= traced && t.ni.sent_this_cycle();
                 t.activity.pe_state = t.pe_state_now();
                 if t.activity.timeline.is_some() {
                     t.count_traffic(now, ctx);
@@ -197,9 +221,20 @@ impl Partition for PkgPart {
                 t.status = TileStatus::of(t, traced);
             }
             let c = &t.status;
-            core_due |= active || c.core_due;
+            let core_work = active || c.core_due;
+            core_due |= core_work;
             st.busy |= c.busy;
             st.next_event = st.next_event.min(c.next_event).min(t.wake.next());
+            // The next tick this tile has something due (see the sleep above): the next tick
+            // while busy or while its DDR holds requests (their service is progress), else
+            // its next event, link landing, or core edge with core work.
+            t.need_at = if c.busy || c.ddr_requests {
+                now + 1
+            } else if core_work {
+                c.next_event.min(t.wake.next()).min(ctx.core.edge_after(now))
+            } else {
+                c.next_event.min(t.wake.next())
+            };
             // Progress: a link that only replays (bit-error rate too high for a flit to get
             // through) is not progress, so such a run ends in the watchdog.
             // (a DDR woken only for refresh is not progress either)
@@ -328,7 +363,11 @@ impl Package {
         // service — never a replay — so an unfinished package without it is stuck, busy or not.
         ctl.watch_unfinished = true;
         for p in self.parts.iter_mut() {
-            p.tiles.iter_mut().for_each(|t| t.status.valid = false);
+            p.sleep = self.cfg.sim.fast_forward;
+            p.tiles.iter_mut().for_each(|t| {
+                t.status.valid = false;
+                t.need_at = 0;
+            });
         }
         loop {
             ctl.end = (self.now + chunk * tk).min(end);

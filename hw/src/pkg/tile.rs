@@ -55,6 +55,9 @@ pub struct ChipletTile {
     pub(super) wake: WakeSet,
     /// Its part of the partition's status at its last evaluated tick.
     pub(super) status: TileStatus,
+    /// First tick at which one of its blocks has something due (it sleeps until then unless
+    /// a value from outside lands on it; 0 at the start of a run).
+    pub(super) need_at: Cycle,
 }
 
 /// A tile's part of its partition's status, a function of its blocks' state only: cached
@@ -80,6 +83,8 @@ pub(super) struct TileStatus {
     /// Flits the adapters have delivered (progress counter).
     pub(super) ucie_delivered: u64,
     pub(super) finished: bool,
+    /// The PE array computes (progress at every core edge, for the watchdog).
+    pub(super) pe_busy: bool,
 }
 
 impl TileStatus {
@@ -101,6 +106,7 @@ impl TileStatus {
             ddr_requests: t.ddr.has_requests(),
             ucie_delivered: t.ucie.iter().map(|(_, a)| a.stats().delivered).sum(),
             finished: t.finished(),
+            pe_busy: t.pe.busy(),
         }
     }
 }
@@ -269,6 +275,7 @@ impl ChipletTile {
             pe_error: None,
             wake: WakeSet::default(),
             status: Default::default(),
+            need_at: 0,
         }
     }
 
@@ -440,8 +447,12 @@ impl ChipletTile {
             fetch: self.glue.fetch_q.pop_front(),
             slot_req: self.glue.slot_req_q.pop_front(),
         };
-        let reloads_before = self.ctrl.stats().reloads;
+        let (reloads_before, evictions_before) = (self.ctrl.stats().reloads, self.ctrl.stats().evictions);
         let out = self.ctrl.step(&inp, &ctx.traj);
+        // A deadlock escape drops a slice without an output (its reload issues at the next
+        // edge): the one change of the controller's state that no output announces, so the
+        // next edge is evaluated (the tile must not sleep through it).
+        let dropped = self.ctrl.stats().evictions != evictions_before;
         // --- outputs to the neighbours
         self.glue.rx_slot_reg = out.rx_slot;
         if let Some((s, tag)) = out.pe_start {
@@ -492,7 +503,7 @@ impl ChipletTile {
         }
         let did = !self.glue.handoff_q.is_empty() || !self.glue.fetch_q.is_empty() || !self.glue.slot_req_q.is_empty() || inp.load.is_some() || out != CtrlOut::default() || ev.rx_landed.is_some() || ev.tx_done.is_some() || ev.tokens_landed.is_some() || ddr_landed.is_some() || pe_done.is_some() || sched.is_some();
         self.stats.progress += moved + did as u64 + self.pe.busy() as u64;
-        active |= did || sent || self.glue.pe_job.is_some() || self.glue.rx_slot_reg.is_some();
+        active |= did || sent || dropped || self.glue.pe_job.is_some() || self.glue.rx_slot_reg.is_some();
         if active || moved > 0 {
             // Something may be on a link now: wake up when it lands (fast-forward must not
             // skip the tick a link delivers at).

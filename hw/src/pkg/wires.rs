@@ -10,11 +10,16 @@ use super::iodie::SchedMsgCl;
 use super::ni::PayloadPools;
 use super::ring::SlotTag;
 use super::traj::PkgTraj;
-use crate::harness::{AllToAll, DomainClock, LinkArena};
+use std::sync::Arc;
+
+use crate::harness::{AllToAll, DomainClock, LandingMarks, LinkArena};
 use crate::noc::flit::{Credit, Flit};
 
 /// Link arenas of the package (shared by all partitions under the link protocol).
 pub struct PkgWires {
+    /// Per tile, whether anything lands on it from outside the tile in a tick (every link
+    /// into a tile from a neighbour, the IO die or the sideband stamps it).
+    pub inbox: Arc<LandingMarks>,
     pub flits: LinkArena<Flit>,
     pub credits: LinkArena<Credit>,
     pub msgs: LinkArena<SchedMsgCl>,
