@@ -14,7 +14,9 @@
 //!   (no `clog2(N)` const-generic width) and makes the wrap a rotate, not a modulo.
 //! * The priority search is the classic masked two-pass priority encoder: requesters at or
 //!   after the pointer (`req & !(ptr_oh - 1)`) win over the wrapped ones; within each pass the
-//!   lowest set bit is isolated with `x & (!x + 1)`. No loops, so the Verilog stays small and
+//!   lowest set bit is isolated with `x & !(p << 1)`, `p` the inclusive prefix OR of `x` in six
+//!   shift-OR steps (it was `x & (!x + 1)`: the same bit, but a carry chain through all `N`
+//!   bits in the allocators' critical paths). No loops, so the Verilog stays small and
 //!   each local is written once (rust-hdl's settle loop and Verilog's blocking `always @(*)`
 //!   then agree by construction).
 
@@ -52,6 +54,20 @@ pub struct RrArbiterRtl<const N: usize> {
     grant_hi: Signal<Local, Bits<N>>,
     /// Lowest requester overall, one-hot: the wrapped-around winner.
     grant_lo: Signal<Local, Bits<N>>,
+    /// Inclusive prefix ORs (bit i: any of bits 0..=i) of `req_hi` and `req`, in shift-OR
+    /// steps of 1, 2, 4, 8, 16 and 32 bits.
+    ph1: Signal<Local, Bits<N>>,
+    ph2: Signal<Local, Bits<N>>,
+    ph3: Signal<Local, Bits<N>>,
+    ph4: Signal<Local, Bits<N>>,
+    ph5: Signal<Local, Bits<N>>,
+    ph6: Signal<Local, Bits<N>>,
+    pl1: Signal<Local, Bits<N>>,
+    pl2: Signal<Local, Bits<N>>,
+    pl3: Signal<Local, Bits<N>>,
+    pl4: Signal<Local, Bits<N>>,
+    pl5: Signal<Local, Bits<N>>,
+    pl6: Signal<Local, Bits<N>>,
     /// `1` at width N: reset value of the pointer and the `+1`/`-1` of the bit tricks. A sized
     /// constant, so the emitted Verilog has no width-mismatched literals.
     one: Constant<Bits<N>>,
@@ -77,6 +93,18 @@ impl<const N: usize> RrArbiterRtl<N> {
             req_hi: Default::default(),
             grant_hi: Default::default(),
             grant_lo: Default::default(),
+            ph1: Default::default(),
+            ph2: Default::default(),
+            ph3: Default::default(),
+            ph4: Default::default(),
+            ph5: Default::default(),
+            ph6: Default::default(),
+            pl1: Default::default(),
+            pl2: Default::default(),
+            pl3: Default::default(),
+            pl4: Default::default(),
+            pl5: Default::default(),
+            pl6: Default::default(),
             one: Constant::new(1u64.into()),
             top_bit: Constant::new((1u64 << (N - 1)).into()),
         }
@@ -108,8 +136,23 @@ impl<const N: usize> Logic for RrArbiterRtl<N> {
         // 2. Locals (each written exactly once) and output defaults.
         //    !(ptr_oh - 1) = bits at or above the pointer's set bit.
         self.req_hi.next = self.req.val() & !(self.ptr_oh.q.val() - self.one.val());
-        self.grant_hi.next = self.req_hi.val() & (!self.req_hi.val() + self.one.val());
-        self.grant_lo.next = self.req.val() & (!self.req.val() + self.one.val());
+        //    The lowest set bit of x is x & !(p << 1), p the inclusive prefix OR of x (bit i:
+        //    any of bits 0..=i), built in log2(64) shift-OR steps: logic a synthesizer maps to
+        //    LUTs of depth log(N), where x & (!x + 1) is a carry chain through all N bits.
+        self.ph1.next = self.req_hi.val() | (self.req_hi.val() << 1);
+        self.ph2.next = self.ph1.val() | (self.ph1.val() << 2);
+        self.ph3.next = self.ph2.val() | (self.ph2.val() << 4);
+        self.ph4.next = self.ph3.val() | (self.ph3.val() << 8);
+        self.ph5.next = self.ph4.val() | (self.ph4.val() << 16);
+        self.ph6.next = self.ph5.val() | (self.ph5.val() << 32);
+        self.grant_hi.next = self.req_hi.val() & !(self.ph6.val() << 1);
+        self.pl1.next = self.req.val() | (self.req.val() << 1);
+        self.pl2.next = self.pl1.val() | (self.pl1.val() << 2);
+        self.pl3.next = self.pl2.val() | (self.pl2.val() << 4);
+        self.pl4.next = self.pl3.val() | (self.pl3.val() << 8);
+        self.pl5.next = self.pl4.val() | (self.pl4.val() << 16);
+        self.pl6.next = self.pl5.val() | (self.pl5.val() << 32);
+        self.grant_lo.next = self.req.val() & !(self.pl6.val() << 1);
         self.grant_valid.next = self.req.val().any();
         // 3. Grant: a requester at/after the pointer wins; otherwise wrap around.
         self.grant.next = self.grant_lo.val();

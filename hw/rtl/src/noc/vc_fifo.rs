@@ -122,16 +122,23 @@ impl<const FW: usize, const D: usize, const OW: usize> Logic for VcFifoRtl<FW, D
         //    pop of a stored flit advances the head.
         self.store.next = self.wr.val() & !(self.bypass.val() & self.pop.val());
         self.take.next = self.pop.val() & !self.bypass.val();
+        // The tail slot takes every write that finds room, the pop not consulted: a flit
+        // written into an empty buffer and popped in the same cycle lands in the slot at
+        // `tail_ptr` but neither pointer nor the count moves, so the slot stays outside the
+        // held range (never shown: `front` is the bypass while empty) and the next write
+        // overwrites it. This keeps the switch grant (`pop`) out of the slots' write enables.
+        if self.wr.val() & (self.occ.q.val() != self.full.val()) {
+            for s in 0..D {
+                if self.tail_ptr.q.val().index() == s {
+                    self.slot[s].d.next = self.wr_data.val();
+                }
+            }
+        }
         if self.store.val() {
             if self.occ.q.val() == self.full.val() {
                 // Overfilled: the flit is dropped and the error raised.
                 self.ovf_q.d.next = true;
             } else {
-                for s in 0..D {
-                    if self.tail_ptr.q.val().index() == s {
-                        self.slot[s].d.next = self.wr_data.val();
-                    }
-                }
                 self.tail_ptr.d.next = self.tail_ptr.q.val() + self.one.val();
                 if self.tail_ptr.q.val() == self.last.val() {
                     self.tail_ptr.d.next = self.zero.val();

@@ -174,8 +174,11 @@ pub struct NiBalancerRtl<const D: usize, const E: usize, const R: usize> {
     mul: Mul32Rtl,
 
     // --- combinational locals
-    /// The device whose row the walk reads (Src: hot; Copy: dst; Reheat: the host; else i).
+    /// The device whose row the walk reads (Src: hot; Copy: dst; Reheat: the host; else i),
+    /// as a number and one-hot (`cur_sel` selects the tables by AND-OR, no decode of
+    /// `cur_dev`).
     cur_dev: Signal<Local, Bits<16>>,
+    cur_sel: Signal<Local, Bits<D>>,
     cur_row: Signal<Local, Bits<E>>,
     cur_heat: Signal<Local, Bits<64>>,
     cur_slots: Signal<Local, Bits<16>>,
@@ -184,20 +187,37 @@ pub struct NiBalancerRtl<const D: usize, const E: usize, const R: usize> {
     hot_heat: Signal<Local, Bits<64>>,
     hot_x: Signal<Local, Bits<16>>,
     hot_y: Signal<Local, Bits<16>>,
-    /// The row walk: the first expert at/after jpos, another one after it.
+    /// The row walk: the candidates (row bits at/after jpos), the first one one-hot and as a
+    /// number, another one after it.
+    pe_cand: Signal<Local, Bits<E>>,
+    pe_oh: Signal<Local, Bits<E>>,
     pe_found: Signal<Local, Bit>,
     pe_e: Signal<Local, Bits<16>>,
     pe_more: Signal<Local, Bit>,
-    /// The column walk (hosts of src at/after i).
+    /// The column walk (hosts of src at/after i): the candidates, the first one one-hot.
+    col_hit: Signal<Local, Bits<D>>,
+    col_oh: Signal<Local, Bits<D>>,
     col_found: Signal<Local, Bit>,
     col_dev: Signal<Local, Bits<16>>,
     col_more: Signal<Local, Bit>,
-    /// Share unit: expert, +1 replica, its load and count, L/count, the product.
-    sh_e: Signal<Local, Bits<16>>,
+    /// Experts up to src (thermometer of `src_q`) and src one-hot.
+    le_src: Signal<Local, Bits<E>>,
+    src_oh: Signal<Local, Bits<E>>,
+    /// Share unit, two operand paths side by side: the walk's expert (`pe_oh`: its load, Num,
+    /// L / Num, Num outside 1..=R) and src with one more replica (from registers only: L /
+    /// (Num + 1)); `sh_inc` picks the second (ColdSum's insert). The ROM is indexed by
+    /// constant compares of each expert's Num register (no ±1 arithmetic, not after the
+    /// select).
+    pe_load: Signal<Local, Bits<32>>,
+    pe_num: Signal<Local, Bits<16>>,
+    pe_linv: Signal<Local, Bits<32>>,
+    pe_bad: Signal<Local, Bit>,
+    src_load: Signal<Local, Bits<32>>,
+    src_num: Signal<Local, Bits<16>>,
+    src_linv1: Signal<Local, Bits<32>>,
+    src_bad1: Signal<Local, Bit>,
     sh_inc: Signal<Local, Bit>,
     sh_load: Signal<Local, Bits<32>>,
-    sh_num: Signal<Local, Bits<16>>,
-    sh_nm1: Signal<Local, Bits<16>>,
     sh_linv: Signal<Local, Bits<32>>,
     sh_bad: Signal<Local, Bit>,
     sh_used: Signal<Local, Bit>,
@@ -221,6 +241,13 @@ pub struct NiBalancerRtl<const D: usize, const E: usize, const R: usize> {
     hwr_val: Signal<Local, Bits<64>>,
     idx_e: [Constant<Bits<16>>; E],
     idx_d: [Constant<Bits<16>>; D],
+    /// Sized one-hot bits (device and expert vectors).
+    bit_e: [Constant<Bits<E>>; E],
+    bit_d: [Constant<Bits<D>>; D],
+    zero_d: Constant<Bits<D>>,
+    /// Replica counts 1..=R and 0..R (the ROM's index compares).
+    num_k: [Constant<Bits<16>>; R],
+    num_k0: [Constant<Bits<16>>; R],
     linv: [Constant<Bits<32>>; R],
     r_max: Constant<Bits<16>>,
     zero64: Constant<Bits<64>>,
@@ -315,6 +342,7 @@ impl<const D: usize, const E: usize, const R: usize> NiBalancerRtl<D, E, R> {
             y_r: std::array::from_fn(|_| Default::default()),
             mul: Default::default(),
             cur_dev: Default::default(),
+            cur_sel: Default::default(),
             cur_row: Default::default(),
             cur_heat: Default::default(),
             cur_slots: Default::default(),
@@ -323,17 +351,28 @@ impl<const D: usize, const E: usize, const R: usize> NiBalancerRtl<D, E, R> {
             hot_heat: Default::default(),
             hot_x: Default::default(),
             hot_y: Default::default(),
+            pe_cand: Default::default(),
+            pe_oh: Default::default(),
             pe_found: Default::default(),
             pe_e: Default::default(),
             pe_more: Default::default(),
+            col_hit: Default::default(),
+            col_oh: Default::default(),
             col_found: Default::default(),
             col_dev: Default::default(),
             col_more: Default::default(),
-            sh_e: Default::default(),
+            le_src: Default::default(),
+            src_oh: Default::default(),
+            pe_load: Default::default(),
+            pe_num: Default::default(),
+            pe_linv: Default::default(),
+            pe_bad: Default::default(),
+            src_load: Default::default(),
+            src_num: Default::default(),
+            src_linv1: Default::default(),
+            src_bad1: Default::default(),
             sh_inc: Default::default(),
             sh_load: Default::default(),
-            sh_num: Default::default(),
-            sh_nm1: Default::default(),
             sh_linv: Default::default(),
             sh_bad: Default::default(),
             sh_used: Default::default(),
@@ -354,6 +393,11 @@ impl<const D: usize, const E: usize, const R: usize> NiBalancerRtl<D, E, R> {
             hwr_val: Default::default(),
             idx_e: std::array::from_fn(|k| Constant::new((k as u64).into())),
             idx_d: std::array::from_fn(|k| Constant::new((k as u64).into())),
+            bit_e: std::array::from_fn(|k| Constant::new(Bits::<E>::default().replace_bit(k, true))),
+            bit_d: std::array::from_fn(|k| Constant::new(Bits::<D>::default().replace_bit(k, true))),
+            zero_d: Constant::new(Bits::<D>::default()),
+            num_k: std::array::from_fn(|k| Constant::new((k as u64 + 1).into())),
+            num_k0: std::array::from_fn(|k| Constant::new((k as u64).into())),
             linv: std::array::from_fn(|k| Constant::new((l / (k as u64 + 1)).into())),
             r_max: Constant::new((R as u64).into()),
             zero64: Constant::new(0u64.into()),
@@ -388,21 +432,29 @@ impl<const D: usize, const E: usize, const R: usize> Logic for NiBalancerRtl<D, 
             self.y_r[k].d.next = self.y_r[k].q.val();
         }
 
-        // ---- the column walk: hosts of src at/after device i (Reheat's list)
-        self.col_found.next = false;
-        self.col_dev.next = 0.into();
-        self.col_more.next = false;
+        // ---- the column walk: hosts of src at/after device i (Reheat's list), the first one
+        //      one-hot (a prefix: no binary index in the path to the row select)
+        self.col_hit.next = self.zero_d.val();
         for k in 0..D {
             if self.row_r[k].q.val().get_bit(self.src_q.q.val().index()) & (self.idx_d[k].val() >= self.i_q.q.val()) & (self.idx_d[k].val() < self.cfg_d.val()) {
-                if self.col_found.val() {
-                    self.col_more.next = true;
-                } else {
-                    self.col_found.next = true;
-                    self.col_dev.next = self.idx_d[k].val();
-                }
+                self.col_hit.next = self.col_hit.val() | self.bit_d[k].val();
             }
         }
-        // ---- the device the row walk reads
+        self.col_found.next = false;
+        self.col_oh.next = self.zero_d.val();
+        self.col_dev.next = 0.into();
+        for k in 0..D {
+            if self.col_hit.val().get_bit(k) & !self.col_found.val() {
+                self.col_oh.next = self.col_oh.val() | self.bit_d[k].val();
+                self.col_dev.next = self.idx_d[k].val();
+            }
+            if self.col_hit.val().get_bit(k) {
+                self.col_found.next = true;
+            }
+        }
+        self.col_more.next = (self.col_hit.val() & !self.col_oh.val()).any();
+        // ---- the device the row walk reads: its number, and one-hot straight from the
+        //      registers (hot, dst, i: compares with constants) or the column walk
         self.cur_dev.next = self.i_q.q.val();
         if self.state_q.q.val() == 1 {
             self.cur_dev.next = self.hot_q.q.val();
@@ -410,6 +462,28 @@ impl<const D: usize, const E: usize, const R: usize> Logic for NiBalancerRtl<D, 
             self.cur_dev.next = self.dst_q.q.val();
         } else if self.state_q.q.val() == 5 {
             self.cur_dev.next = self.col_dev.val();
+        }
+        self.cur_sel.next = self.zero_d.val();
+        for k in 0..D {
+            if self.state_q.q.val() == 1 {
+                if self.hot_q.q.val() == self.idx_d[k].val() {
+                    self.cur_sel.next = self.cur_sel.val() | self.bit_d[k].val();
+                }
+            } else if self.state_q.q.val() == 4 {
+                if self.dst_q.q.val() == self.idx_d[k].val() {
+                    self.cur_sel.next = self.cur_sel.val() | self.bit_d[k].val();
+                }
+            } else if self.state_q.q.val() == 5 {
+                if self.col_oh.val().get_bit(k) {
+                    self.cur_sel.next = self.cur_sel.val() | self.bit_d[k].val();
+                }
+            } else if self.i_q.q.val() == self.idx_d[k].val() {
+                self.cur_sel.next = self.cur_sel.val() | self.bit_d[k].val();
+            }
+        }
+        // (Reheat with no host left reads device 0, as cur_dev = col_dev = 0.)
+        if (self.state_q.q.val() == 5) & !self.col_found.val() {
+            self.cur_sel.next = self.bit_d[0].val();
         }
         self.cur_row.next = self.zero_row.val();
         self.cur_heat.next = self.zero64.val();
@@ -423,12 +497,13 @@ impl<const D: usize, const E: usize, const R: usize> Logic for NiBalancerRtl<D, 
         self.rd_slots.next = 0.into();
         self.rd_row.next = self.zero_row.val();
         for k in 0..D {
-            if self.cur_dev.val() == self.idx_d[k].val() {
-                self.cur_row.next = self.row_r[k].q.val();
-                self.cur_heat.next = self.heat_r[k].q.val();
-                self.cur_slots.next = self.slots_r[k].q.val();
-                self.cur_x.next = self.x_r[k].q.val();
-                self.cur_y.next = self.y_r[k].q.val();
+            // cur_sel is one-hot (or zero): an AND-OR select.
+            if self.cur_sel.val().get_bit(k) {
+                self.cur_row.next = self.cur_row.val() | self.row_r[k].q.val();
+                self.cur_heat.next = self.cur_heat.val() | self.heat_r[k].q.val();
+                self.cur_slots.next = self.cur_slots.val() | self.slots_r[k].q.val();
+                self.cur_x.next = self.cur_x.val() | self.x_r[k].q.val();
+                self.cur_y.next = self.cur_y.val() | self.y_r[k].q.val();
             }
             if self.hot_q.q.val() == self.idx_d[k].val() {
                 self.hot_heat.next = self.heat_r[k].q.val();
@@ -441,56 +516,90 @@ impl<const D: usize, const E: usize, const R: usize> Logic for NiBalancerRtl<D, 
                 self.rd_row.next = self.row_r[k].q.val();
             }
         }
-        // ---- the row walk: the first expert at/after jpos, and whether another follows
-        self.pe_found.next = false;
-        self.pe_e.next = 0.into();
-        self.pe_more.next = false;
+        // ---- the row walk: the first expert at/after jpos (one-hot and its number), and
+        //      whether another follows
+        self.pe_cand.next = self.zero_row.val();
+        self.le_src.next = self.zero_row.val();
+        self.src_oh.next = self.zero_row.val();
         for k in 0..E {
             if self.cur_row.val().get_bit(k) & (self.idx_e[k].val() >= self.jpos_q.q.val()) {
-                if self.pe_found.val() {
-                    self.pe_more.next = true;
-                } else {
-                    self.pe_found.next = true;
-                    self.pe_e.next = self.idx_e[k].val();
-                }
+                self.pe_cand.next = self.pe_cand.val() | self.bit_e[k].val();
+            }
+            // (k < src | k == src: a `0 <= src` would be a constant compare, lint UNSIGNED)
+            if (self.idx_e[k].val() < self.src_q.q.val()) | (self.idx_e[k].val() == self.src_q.q.val()) {
+                self.le_src.next = self.le_src.val() | self.bit_e[k].val();
+            }
+            if self.idx_e[k].val() == self.src_q.q.val() {
+                self.src_oh.next = self.src_oh.val() | self.bit_e[k].val();
             }
         }
-        self.hosts_src.next = self.cur_row.val().get_bit(self.src_q.q.val().index());
-        // ColdSum inserts the new share before the first larger expert (or after the last).
-        self.insert.next = !self.added_q.q.val() & (!self.pe_found.val() | (self.pe_e.val() > self.src_q.q.val()));
+        self.pe_found.next = false;
+        self.pe_oh.next = self.zero_row.val();
+        self.pe_e.next = 0.into();
+        for k in 0..E {
+            if self.pe_cand.val().get_bit(k) & !self.pe_found.val() {
+                self.pe_oh.next = self.pe_oh.val() | self.bit_e[k].val();
+                self.pe_e.next = self.idx_e[k].val();
+            }
+            if self.pe_cand.val().get_bit(k) {
+                self.pe_found.next = true;
+            }
+        }
+        self.pe_more.next = (self.pe_cand.val() & !self.pe_oh.val()).any();
+        self.hosts_src.next = (self.cur_row.val() & self.src_oh.val()).any();
+        // ColdSum inserts the new share before the first larger expert (or after the last):
+        // no candidate at or below src (the first candidate is pe_e: pe_e > src).
+        self.insert.next = !self.added_q.q.val() & !(self.pe_cand.val() & self.le_src.val()).any();
 
         // ---- the share unit: w = Load · L / Num (Num + 1 for ColdSum's new share)
-        self.sh_e.next = self.pe_e.val();
-        self.sh_inc.next = false;
-        if (self.state_q.q.val() == 3) & self.insert.val() {
-            self.sh_e.next = self.src_q.q.val();
-            self.sh_inc.next = true;
-        }
-        self.sh_load.next = 0.into();
-        self.sh_num.next = 0.into();
+        self.pe_load.next = 0.into();
+        self.pe_num.next = 0.into();
+        self.src_load.next = 0.into();
+        self.src_num.next = 0.into();
         self.rd_num.next = 0.into();
         self.rd_load.next = 0.into();
         for k in 0..E {
-            if self.sh_e.val() == self.idx_e[k].val() {
-                self.sh_load.next = self.load_r[k].q.val();
-                self.sh_num.next = self.num_r[k].q.val();
+            if self.pe_oh.val().get_bit(k) {
+                self.pe_load.next = self.pe_load.val() | self.load_r[k].q.val();
+                self.pe_num.next = self.pe_num.val() | self.num_r[k].q.val();
+            }
+            if self.src_oh.val().get_bit(k) {
+                self.src_load.next = self.src_load.val() | self.load_r[k].q.val();
+                self.src_num.next = self.src_num.val() | self.num_r[k].q.val();
             }
             if self.rd_exp.val() == self.idx_e[k].val() {
                 self.rd_num.next = self.num_r[k].q.val();
                 self.rd_load.next = self.load_r[k].q.val();
             }
         }
-        if self.sh_inc.val() {
-            self.sh_num.next = self.sh_num.val() + 1;
-        }
-        self.sh_nm1.next = self.sh_num.val() - 1;
-        self.sh_linv.next = 0.into();
-        for k in 0..R {
-            if self.sh_nm1.val().index() == k {
-                self.sh_linv.next = self.linv[k].val();
+        // L / Num (0 outside 1..=R): the ROM is read per expert from its Num register and
+        // selected with the load (no ROM after the select); L / (Num + 1) of src.
+        self.pe_linv.next = 0.into();
+        for k in 0..E {
+            for r in 0..R {
+                if self.pe_oh.val().get_bit(k) & (self.num_r[k].q.val() == self.num_k[r].val()) {
+                    self.pe_linv.next = self.pe_linv.val() | self.linv[r].val();
+                }
             }
         }
-        self.sh_bad.next = (self.sh_num.val() == 0) | (self.sh_num.val() > self.r_max.val());
+        self.src_linv1.next = 0.into();
+        for r in 0..R {
+            if self.src_num.val() == self.num_k0[r].val() {
+                self.src_linv1.next = self.linv[r].val();
+            }
+        }
+        self.pe_bad.next = (self.pe_num.val() == 0) | (self.pe_num.val() > self.r_max.val());
+        // Num + 1 outside 1..=R: Num ≥ R (the 16-bit wrap of 0xffff + 1 = 0 included).
+        self.src_bad1.next = self.src_num.val() >= self.r_max.val();
+        self.sh_inc.next = (self.state_q.q.val() == 3) & self.insert.val();
+        self.sh_load.next = self.pe_load.val();
+        self.sh_linv.next = self.pe_linv.val();
+        self.sh_bad.next = self.pe_bad.val();
+        if self.sh_inc.val() {
+            self.sh_load.next = self.src_load.val();
+            self.sh_linv.next = self.src_linv1.val();
+            self.sh_bad.next = self.src_bad1.val();
+        }
         self.mul.a.next = self.sh_load.val();
         self.mul.b.next = self.sh_linv.val();
         self.w.next = self.mul.p.val();
