@@ -22,8 +22,8 @@
 //! it (ECP5 `TRELLIS_DPR16X4`, 7-series `RAM64M`/`RAM32M`), flip-flops and a read multiplexer
 //! otherwise (iCE40 has no asynchronous-read block RAM, so it no longer becomes a
 //! `SB_RAM40_4K` there), a register file / latch array on an ASIC. Uninitialised words read 0
-//! in the Rust simulation (as rust-hdl's `RAM`); the users never read a word before writing it
-//! in a way that reaches an output.
+//! in the Rust simulation and x in Verilog, as with rust-hdl's `RAM`; the co-simulations
+//! (two-valued traces, `!==` compares) show that no unwritten word reaches an output.
 
 use rust_hdl::prelude::*;
 use std::collections::BTreeMap;
@@ -46,9 +46,13 @@ impl<D: Synth, const N: usize> Logic for AsyncRam<D, N> {
         // Write first: a read of the word written at this edge sees the new value, as the
         // falling-edge read of rust-hdl's `RAM` did.
         if self.write_clock.pos_edge() && self.write_enable.val() {
-            self._sim.insert(self.write_address.val(), self.write_data.val());
+            self._sim
+                .insert(self.write_address.val(), self.write_data.val());
         }
-        self.read_data.next = *self._sim.get(&self.read_address.val()).unwrap_or(&D::default());
+        self.read_data.next = *self
+            ._sim
+            .get(&self.read_address.val())
+            .unwrap_or(&D::default());
     }
 
     fn connect(&mut self) {
@@ -122,7 +126,9 @@ mod tests {
     #[test]
     fn verilog_has_an_asynchronous_read() {
         let r = AsyncRam::<Bits<4>, 8>::default();
-        let Verilog::Custom(v) = r.hdl() else { panic!("custom Verilog expected") };
+        let Verilog::Custom(v) = r.hdl() else {
+            panic!("custom Verilog expected")
+        };
         assert!(v.contains("reg[3:0] mem[255:0];"));
         assert!(v.contains("wire[3:0] mem_rd = mem[read_address];"));
         assert!(!v.contains("read_clock"));

@@ -244,6 +244,10 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
     scan_e: Signal<Local, Bits<8>>,
     /// `order[scan_q]`: the scan's EIT read address (registers only, see the EIT read address).
     scan_a: Signal<Local, Bits<8>>,
+    /// The scan's decisions on `scan_p` (see SCAN), release-scan case taken apart.
+    scan_stop: Signal<Local, Bit>,
+    scan_p1: Signal<Local, Bits<9>>,
+    scan_p1_last: Signal<Local, Bit>,
     icv_s: Signal<Local, Bits<N>>,
     hit: Signal<Local, Bits<N>>,
     /// ~wr_ptr (the sorter key's expert field).
@@ -412,6 +416,9 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieSchedu
             scan_p: Default::default(),
             scan_e: Default::default(),
             scan_a: Default::default(),
+            scan_stop: Default::default(),
+            scan_p1: Default::default(),
+            scan_p1_last: Default::default(),
             icv_s: Default::default(),
             hit: Default::default(),
             wr_inv: Default::default(),
@@ -597,6 +604,20 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             if self.scan_q.q.val().index() == i {
                 self.scan_a.next = self.order[i].q.val();
             }
+        }
+        // The scan's decisions on scan_p, with the release-scan case (scan_p = 0; icv_s = the
+        // ICV with the popped bits, non-empty since rel_scan needs a popped bit outside the
+        // ICV) taken apart: the values on scan_q come from registers only, and `rel_scan` (the
+        // done FIFO's head, the killed compares) selects at the end instead of feeding the
+        // compares. The same values as `!icv_s.any() | scan_p >= len`, `scan_p + 1` and
+        // `scan_p + 1 == len`.
+        self.scan_stop.next = !self.icv_q.q.val().any() | (self.scan_q.q.val() >= self.len.q.val());
+        self.scan_p1.next = self.scan_q.q.val() + 1;
+        self.scan_p1_last.next = (self.scan_q.q.val() + 1) == self.len.q.val();
+        if self.rel_scan.val() {
+            self.scan_stop.next = !self.len.q.val().any();
+            self.scan_p1.next = 1.into();
+            self.scan_p1_last.next = self.len.q.val() == 1;
         }
         // The entry a scan examines, order[scan_p]: scan_p is 0 on a release scan, else scan_q.
         self.scan_e.next = self.scan_a.val();
@@ -788,7 +809,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         // SCAN (or a release scan from IDLE): examine order[scan_p].
         if (self.cur.val() == 7) | self.rel_scan.val() {
             self.ev_scan_q.d.next = true;
-            if !self.icv_s.val().any() | (self.scan_p.val() >= self.len.q.val()) {
+            if self.scan_stop.val() {
                 if self.len.q.val().any() {
                     self.state_q.d.next = 9.into();
                 } else {
@@ -805,8 +826,8 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
                     self.scan_q.d.next = self.scan_p.val();
                     self.state_q.d.next = 8.into();
                 } else {
-                    self.scan_q.d.next = self.scan_p.val() + 1;
-                    if (self.scan_p.val() + 1) == self.len.q.val() {
+                    self.scan_q.d.next = self.scan_p1.val();
+                    if self.scan_p1_last.val() {
                         self.state_q.d.next = 9.into();
                     } else {
                         self.state_q.d.next = 7.into();
