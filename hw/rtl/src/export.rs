@@ -231,6 +231,14 @@ lint_off -rule WIDTH -file \"*ni_balancer_*.v\"
 lint_off -rule WIDTH -file \"*ni_trigger*.v\"
 lint_off -rule UNOPTFLAT -file \"*ni_balancer_*.v\" -match \"*.mul$*\"
 lint_off -rule UNOPTFLAT -file \"*ni_trigger*.v\" -match \"*_mul$*\"
+//
+// UNOPTFLAT on the asynchronous-read memories (AsyncRam, `lutram.rs`) of the IO-die scheduler
+// (its EIT, `eit`) and the Sem-MoE look-up unit (token and n-gram tables `tta_*`, `ttb_*`,
+// `ng_*`, their `read_address` / `read_data`): the parent's one always block computes the read
+// address from registers only and reads `read_data` back, a loop at always-block granularity
+// only (as the sub-blocks above); no address bit depends on the data read.
+lint_off -rule UNOPTFLAT -file \"*iodie_scheduler_*.v\" -match \"*.eit$read_data'*\"
+lint_off -rule UNOPTFLAT -file \"*semmoe_lut_*.v\" -match \"*$read_*'*\"
 ";
 
 /// Top-level ports of a block in declaration order (rust-hdl's probe at depth 1).

@@ -12,6 +12,7 @@
 pub mod cosim;
 pub mod credit_counter;
 pub mod export;
+pub mod lutram;
 pub mod noc;
 pub mod pkg;
 pub mod rr_arbiter;

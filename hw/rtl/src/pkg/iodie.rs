@@ -4,19 +4,22 @@
 //! there); this file says how each part is built.
 //!
 //! ```text
-//!  gate_mask/gate_count ──► EIT (RAM 256×N, write @posedge, read @negedge) ──► rd mask ──┐
+//!  gate_mask/gate_count ──► EIT (256×N, write @posedge, async read) ──► rd mask ─────────┐
 //!   (pulled by gate_addr)  └► bitonic sorter (P lanes) ──► paired-load sequencer ──► order list
 //!  req_slot/req_set ──► cold AND ──► QoS timer bank ──► defer                           │
 //!  done ──► stale filter (last-grant stamps) ──► done FIFO ──► ICV ──► E–C matcher ◄──────┘
 //! ```
 //!
 //! Blocks and why they look like this:
-//! * **EIT** — rust-hdl's `RAM` (an SRAM macro on an ASIC, an SB_RAM40_4K on ice40) holding
-//!   the trajectory masks; the count column feeds the sorter lanes and the cold vector as it
-//!   streams in, so it is not stored. The read port is clocked on the *falling* edge: the
-//!   address (a function of registers only) is latched mid-cycle and the data is there for
-//!   the decision at the next rising edge — the CL's "single-cycle EIT read" with a real
-//!   synchronous SRAM, without a look-ahead address path.
+//! * **EIT** — a memory with an asynchronous read port ([`crate::lutram::AsyncRam`]: LUT-RAM
+//!   on ECP5 / 7-series, flip-flops on iCE40, a register file on an ASIC) holding the
+//!   trajectory masks; the count column feeds the sorter lanes and the cold vector as it
+//!   streams in, so it is not stored. The read address is a function of registers only
+//!   (state, `scan_q`, the order list, the sequencer), so the data is there for the decision
+//!   at the next rising edge — the CL's "single-cycle EIT read". (It was rust-hdl's `RAM`
+//!   with its read register clocked on the falling edge, which made the address path and the
+//!   decision path half-cycle paths: the block's ECP5 Fmax was set by the first; see
+//!   docs/rtl.md, "FPGA flow".)
 //! * **Bitonic sorter** ([`super::sorter`]) — one stage per cycle, the CL's `Sort` state.
 //! * **Paired-load sequencer** — the CL builds the whole order list in its one `Order` cycle.
 //!   Materialising the interleave `hot[0], hot[K−1], hot[1], …` in one cycle costs a K-way mux
@@ -44,6 +47,7 @@
 
 use rust_hdl::prelude::*;
 
+use crate::lutram::AsyncRam;
 use super::done_fifo::DoneFifoRtl;
 use super::qos::QosTimerBankRtl;
 use super::sorter::BitonicSorterRtl;
@@ -152,7 +156,7 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
     pub ev_stale_pop: Signal<Out, Bits<N>>,
 
     // --- blocks
-    eit: RAM<Bits<N>, 8>,
+    eit: AsyncRam<Bits<N>, 8>,
     /// Next values of the sub-block control inputs (see the end of `update`).
     sorter_restart_n: Signal<Local, Bit>,
     sorter_wr_en_n: Signal<Local, Bit>,
@@ -238,6 +242,12 @@ pub struct IoDieSchedulerRtl<const N: usize, const P: usize, const S: usize, con
     order_head: Signal<Local, Bits<8>>,
     scan_p: Signal<Local, Bits<9>>,
     scan_e: Signal<Local, Bits<8>>,
+    /// `order[scan_q]`: the scan's EIT read address (registers only, see the EIT read address).
+    scan_a: Signal<Local, Bits<8>>,
+    /// The scan's decisions on `scan_p` (see SCAN), release-scan case taken apart.
+    scan_stop: Signal<Local, Bit>,
+    scan_p1: Signal<Local, Bits<9>>,
+    scan_p1_last: Signal<Local, Bit>,
     icv_s: Signal<Local, Bits<N>>,
     hit: Signal<Local, Bits<N>>,
     /// ~wr_ptr (the sorter key's expert field).
@@ -405,6 +415,10 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> IoDieSchedu
             order_head: Default::default(),
             scan_p: Default::default(),
             scan_e: Default::default(),
+            scan_a: Default::default(),
+            scan_stop: Default::default(),
+            scan_p1: Default::default(),
+            scan_p1_last: Default::default(),
             icv_s: Default::default(),
             hit: Default::default(),
             wr_inv: Default::default(),
@@ -455,7 +469,6 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             self.lg[c].d.next = self.lg[c].q.val();
         }
         self.eit.write_clock.next = self.clock.val();
-        self.eit.read_clock.next = !self.clock.val();
         self.sorter.clock.next = self.clock.val();
         self.qos.clock.next = self.clock.val();
         self.fifo.clock.next = self.clock.val();
@@ -576,10 +589,10 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             & !(self.merge.val() & (self.fifo.occ.val() == 1));
         self.rel_scan.next = self.can_pop.val() & (self.cur.val() == 9) & (self.dm.val() & !self.icv_q.q.val()).any();
 
-        // ---- EIT read address (registers only; latched at the falling edge)
+        // ---- EIT read address (registers only)
         self.order_head.next = self.order[0].q.val();
         self.order_pre.next = 0.into();
-        self.scan_e.next = 0.into();
+        self.scan_a.next = 0.into();
         self.scan_p.next = self.scan_q.q.val();
         if self.rel_scan.val() {
             self.scan_p.next = 0.into();
@@ -588,9 +601,28 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
             if self.pre_ptr.q.val().index() == i {
                 self.order_pre.next = self.order[i].q.val();
             }
-            if self.scan_p.val().index() == i {
-                self.scan_e.next = self.order[i].q.val();
+            if self.scan_q.q.val().index() == i {
+                self.scan_a.next = self.order[i].q.val();
             }
+        }
+        // The scan's decisions on scan_p, with the release-scan case (scan_p = 0; icv_s = the
+        // ICV with the popped bits, non-empty since rel_scan needs a popped bit outside the
+        // ICV) taken apart: the values on scan_q come from registers only, and `rel_scan` (the
+        // done FIFO's head, the killed compares) selects at the end instead of feeding the
+        // compares. The same values as `!icv_s.any() | scan_p >= len`, `scan_p + 1` and
+        // `scan_p + 1 == len`.
+        self.scan_stop.next = !self.icv_q.q.val().any() | (self.scan_q.q.val() >= self.len.q.val());
+        self.scan_p1.next = self.scan_q.q.val() + 1;
+        self.scan_p1_last.next = (self.scan_q.q.val() + 1) == self.len.q.val();
+        if self.rel_scan.val() {
+            self.scan_stop.next = !self.len.q.val().any();
+            self.scan_p1.next = 1.into();
+            self.scan_p1_last.next = self.len.q.val() == 1;
+        }
+        // The entry a scan examines, order[scan_p]: scan_p is 0 on a release scan, else scan_q.
+        self.scan_e.next = self.scan_a.val();
+        if self.rel_scan.val() {
+            self.scan_e.next = self.order_head.val();
         }
         // Paired-load sequencer: entry pre_ptr from the head or (odd, paired) the tail.
         self.head_e.next = self.sorter.rd_a_expert.val();
@@ -602,9 +634,15 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         if self.policy.val() == 2 {
             self.pre_e.next = self.order_pre.val();
         }
+        // The address is `scan_e` in SCAN (`rel_scan` needs `cur` = IDLE, so `scan_p` =
+        // `scan_q` there) and `order[0]` otherwise (a release scan from IDLE reads
+        // `order[scan_p = 0]`): written with `scan_q`, it depends on registers only — not on
+        // the done FIFO, the `done`/`stamp`/`start` inputs and the release decision that
+        // `rel_scan` takes from them — so the EIT's asynchronous read gives the value the
+        // falling-edge read gave, and its path starts at the registers.
         self.eit_read_address_n.next = self.order_head.val();
         if self.state_q.q.val() == 7 {
-            self.eit_read_address_n.next = self.scan_e.val();
+            self.eit_read_address_n.next = self.scan_a.val();
         }
         if self.state_q.q.val() == 6 {
             self.eit_read_address_n.next = self.pre_e.val();
@@ -771,7 +809,7 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
         // SCAN (or a release scan from IDLE): examine order[scan_p].
         if (self.cur.val() == 7) | self.rel_scan.val() {
             self.ev_scan_q.d.next = true;
-            if !self.icv_s.val().any() | (self.scan_p.val() >= self.len.q.val()) {
+            if self.scan_stop.val() {
                 if self.len.q.val().any() {
                     self.state_q.d.next = 9.into();
                 } else {
@@ -788,8 +826,8 @@ impl<const N: usize, const P: usize, const S: usize, const D: usize> Logic for I
                     self.scan_q.d.next = self.scan_p.val();
                     self.state_q.d.next = 8.into();
                 } else {
-                    self.scan_q.d.next = self.scan_p.val() + 1;
-                    if (self.scan_p.val() + 1) == self.len.q.val() {
+                    self.scan_q.d.next = self.scan_p1.val();
+                    if self.scan_p1_last.val() {
                         self.state_q.d.next = 9.into();
                     } else {
                         self.state_q.d.next = 7.into();

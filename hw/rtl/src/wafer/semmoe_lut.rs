@@ -26,8 +26,11 @@
 //! These cycles precede `go` and are not counted (the CL's constructor loads the same
 //! memories instantly); the batch's cycles are counted from `go` (`cycles`). The token table
 //! is held twice (two SRAM read ports: `Pick` needs the rows at `lo` and `lo − 1` in one cycle);
-//! both SRAMs and the n-gram SRAM are read at the falling edge at addresses that come from
-//! registers (`mid`, `lo`, the token buffer at `j`), as the IO-die scheduler's EIT.
+//! both copies and the n-gram SRAM have an asynchronous read port ([`crate::lutram::AsyncRam`],
+//! LUT-RAM on ECP5 / 7-series) at addresses that come from registers only (`mid`, `lo`, the
+//! token buffer at `j`), as the IO-die scheduler's EIT, so the row is there for the rising
+//! edge that uses it. (They were rust-hdl `RAM`s read at the falling edge, the same values at
+//! every rising edge but two half-cycle paths around each read; see docs/rtl.md, semmoe_lut.)
 //!
 //! **Confidences.** The CL compares `f64` confidences (`T_p > A_p`). The SRAMs hold them as
 //! their IEEE-754 binary64 bit patterns: for non-negative values (a confidence is a share in
@@ -48,6 +51,8 @@
 //! Scatter beside `sorted`) so it is one select on `j`, not two chained selects.
 
 use rust_hdl::prelude::*;
+
+use crate::lutram::AsyncRam;
 
 /// State encoding (the CL's `LutState` order; the traced `state` value) plus `IDLE` before the
 /// first `go`.
@@ -171,15 +176,15 @@ pub struct SemMoeLutRtl<const N: usize, const D: usize, const TB: usize, const G
     cstart_r: [DFF<Bits<IW>>; D],
     clen_r: [DFF<Bits<IW>>; D],
     /// Token table (two copies: read at `lo`/`mid` and at `lo − 1`) and n-gram table.
-    tta_id: RAM<Bits<32>, TB>,
-    tta_dev: RAM<Bits<32>, TB>,
-    tta_conf: RAM<Bits<64>, TB>,
-    ttb_id: RAM<Bits<32>, TB>,
-    ttb_dev: RAM<Bits<32>, TB>,
-    ttb_conf: RAM<Bits<64>, TB>,
-    ng_v: RAM<Bit, GB>,
-    ng_d: RAM<Bits<32>, GB>,
-    ng_c: RAM<Bits<64>, GB>,
+    tta_id: AsyncRam<Bits<32>, TB>,
+    tta_dev: AsyncRam<Bits<32>, TB>,
+    tta_conf: AsyncRam<Bits<64>, TB>,
+    ttb_id: AsyncRam<Bits<32>, TB>,
+    ttb_dev: AsyncRam<Bits<32>, TB>,
+    ttb_conf: AsyncRam<Bits<64>, TB>,
+    ng_v: AsyncRam<Bit, GB>,
+    ng_d: AsyncRam<Bits<32>, GB>,
+    ng_c: AsyncRam<Bits<64>, GB>,
 
     // --- combinational locals
     tid_valid: Signal<Local, Bit>,
@@ -469,7 +474,7 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW:
             self.clen_r[i].clock.next = self.clock.val();
             self.clen_r[i].d.next = self.clen_r[i].q.val();
         }
-        // ---- SRAMs: load ports write at the rising edge; reads at the falling edge at
+        // ---- SRAMs: load ports write at the rising edge; asynchronous reads at
         // register-derived addresses.
         self.tta_id.write_clock.next = self.clock.val();
         self.tta_dev.write_clock.next = self.clock.val();
@@ -480,15 +485,6 @@ impl<const N: usize, const D: usize, const TB: usize, const GB: usize, const IW:
         self.ng_v.write_clock.next = self.clock.val();
         self.ng_d.write_clock.next = self.clock.val();
         self.ng_c.write_clock.next = self.clock.val();
-        self.tta_id.read_clock.next = !self.clock.val();
-        self.tta_dev.read_clock.next = !self.clock.val();
-        self.tta_conf.read_clock.next = !self.clock.val();
-        self.ttb_id.read_clock.next = !self.clock.val();
-        self.ttb_dev.read_clock.next = !self.clock.val();
-        self.ttb_conf.read_clock.next = !self.clock.val();
-        self.ng_v.read_clock.next = !self.clock.val();
-        self.ng_d.read_clock.next = !self.clock.val();
-        self.ng_c.read_clock.next = !self.clock.val();
         self.tta_id.write_address.next = self.tt_addr.val().get_bits::<TB>(0);
         self.tta_dev.write_address.next = self.tt_addr.val().get_bits::<TB>(0);
         self.tta_conf.write_address.next = self.tt_addr.val().get_bits::<TB>(0);
