@@ -125,7 +125,7 @@ fn check_loaded(path: &Path, w: &mut Waveform) -> Result<CheckReport> {
     for c in &chiplets {
         let Some(&occ) = names.get(&format!("{c}.ring.occ")) else { continue };
         let slots = names.keys().filter(|n| n.starts_with(&format!("{c}.ring.slot")) && n.ends_with(".live")).count() as u64;
-        for (t, v) in series(&w, occ) {
+        for (t, v) in series(w, occ) {
             checked += 1;
             if v > slots && bad.is_none() {
                 bad = Some(format!("{c}.ring.occ = {v} > {slots} slots at time {t}"));
@@ -153,9 +153,9 @@ fn check_loaded(path: &Path, w: &mut Waveform) -> Result<CheckReport> {
             continue;
         };
         have = true;
-        let (es, ks) = (series(&w, e), series(&w, k));
+        let (es, ks) = (series(w, e), series(w, k));
         let mut last = 0;
-        for (t, n) in series(&w, st) {
+        for (t, n) in series(w, st) {
             // The counter wraps at its width; each change is one start (or several if the
             // dump skipped cycles — count the difference).
             let starts = n.wrapping_sub(last) & 0xffff;
@@ -200,10 +200,10 @@ fn check_loaded(path: &Path, w: &mut Waveform) -> Result<CheckReport> {
         skipped.push(("icv_grants_idle", format!("absent: {}", absent.join(", "))));
     }
     if let (Some(&g), Some(&s), Some(&icv)) = (names.get(ICV[0]), names.get(ICV[1]), names.get(ICV[2])) {
-        let (starts, icvs) = (series(&w, s), series(&w, icv));
+        let (starts, icvs) = (series(w, s), series(w, icv));
         let mut bad: Option<String> = None;
         let mut n = 0;
-        for (t, _) in series(&w, g).into_iter().filter(|&(_, v)| v > 0) {
+        for (t, _) in series(w, g).into_iter().filter(|&(_, v)| v > 0) {
             n += 1;
             let (c, v) = (at(&starts, t), before(&icvs, t));
             if v.checked_shr(c.min(64) as u32).unwrap_or(0) & 1 == 0 && bad.is_none() {
@@ -226,10 +226,10 @@ fn check_loaded(path: &Path, w: &mut Waveform) -> Result<CheckReport> {
             continue;
         };
         links += 1;
-        let idle = series(&w, idle);
-        let cold = names.get(&format!("{die}.map.{link}.cold")).map(|&c| series(&w, c));
+        let idle = series(w, idle);
+        let cold = names.get(&format!("{die}.map.{link}.cold")).map(|&c| series(w, c));
         cold_links += cold.is_some() as u64;
-        for (t, v) in series(&w, cls) {
+        for (t, v) in series(w, cls) {
             if v == 0 {
                 continue;
             }
