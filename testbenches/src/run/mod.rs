@@ -155,6 +155,32 @@ pub fn contained<R>(name: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Err(Error::Run(format!("{name}: panicked (see above)"))))
 }
 
+/// Runs `f` on every item on up to `threads` workers (scoped threads taking the next item
+/// in order) and returns the results in item order. After an item fails no worker takes a
+/// new one: every item before the first failure has run (they were taken before it), the
+/// ones not taken are `None`. So the first error in item order is the one a loop would have
+/// stopped at.
+pub fn run_in_order<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> Result<R> + Sync) -> Vec<Option<Result<R>>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let out: Vec<std::sync::Mutex<Option<Result<R>>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|sc| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            sc.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(item);
+                    failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                    *out[i].lock().expect("no panic while held") = Some(r);
+                }
+            });
+        }
+    });
+    out.into_iter().map(|m| m.into_inner().expect("no panic while held")).collect()
+}
+
 /// Creates the parent directory of an output file.
 pub fn ensure_parent(p: &Path) -> Result<()> {
     if let Some(d) = p.parent() {

@@ -23,7 +23,7 @@ use sched::models::{model_by_name, ModelPreset};
 use sched::trace::{load_trace, Trace};
 use sched::workload::{generate, GenCfg};
 
-use super::{contained, ensure_parent, limits, Part, Parts, RunOptions};
+use super::{contained, ensure_parent, limits, run_in_order, Part, Parts, RunOptions};
 use crate::error::{Error, Result};
 
 /// What a package run computes: a routing trace (generated or loaded, already narrowed to
@@ -330,25 +330,13 @@ impl PackageRun {
                 if i + todo.len() as u64 > bar.length().unwrap_or(0) {
                     bar.set_length(i + todo.len() as u64);
                 }
-                let next = std::sync::atomic::AtomicUsize::new(0);
-                let failed = std::sync::atomic::AtomicBool::new(false);
-                let slots: Vec<std::sync::Mutex<Option<Result<PkgResult>>>> = todo.iter().map(|_| std::sync::Mutex::new(None)).collect();
-                std::thread::scope(|sc| {
-                    for _ in 0..(jobs as usize).min(todo.len()) {
-                        sc.spawn(|| {
-                            while !failed.load(std::sync::atomic::Ordering::Relaxed) {
-                                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                let Some((b, l, pred)) = todo.get(k) else { break };
-                                let r = self.run_batch(cfg, s, l, pred.as_deref(), o, several, *b).map(|(r, _)| r);
-                                failed.fetch_or(r.is_err(), std::sync::atomic::Ordering::Relaxed);
-                                *slots[k].lock().expect("no panic while held") = Some(r);
-                                bar.inc(1);
-                            }
-                        });
-                    }
+                let done = run_in_order(&todo, jobs as usize, |(b, l, pred)| {
+                    let r = self.run_batch(cfg, s, l, pred.as_deref(), o, several, *b).map(|(r, _)| r);
+                    bar.inc(1);
+                    r
                 });
-                for slot in slots {
-                    match slot.into_inner().expect("no panic while held") {
+                for r in done {
+                    match r {
                         Some(r) => merge(r?),
                         // Not run: a batch before it failed (that error was returned above).
                         None => return Err(Error::Run("internal: a layer batch was skipped".into())),

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::{parse_setup, setup_text, Claim, Measured, Paper, PaperReport, ReproOptions, Table, Verdict};
 use crate::error::{Error, Result};
 use crate::run::package::{workload_shaped, PackageRun};
-use crate::run::RunOptions;
+use crate::run::{run_in_order, RunOptions};
 
 const DOC: &str = "docs/results-fsedp.md";
 
@@ -215,7 +215,8 @@ fn run_job(s: &Setup, j: &Job) -> Result<Point> {
     }
     let work = workload_shaped(m, &shape(&s.cfg, j.tokens), None, Some(0..s.cfg.iters as usize), Some(0..s.cfg.layers as usize), m.d_model, m.d_ffn)?;
     let run = PackageRun::new(cfg, m.clone(), work, j.strategies.clone(), false, PkgRtl::default())?;
-    let parts = run.run(&RunOptions::default());
+    // The jobs already run on every core: one layer batch at a time inside a job.
+    let parts = run.run(&RunOptions { batch_jobs: Some(1), ..RunOptions::default() });
     if let Some((k, e)) = parts.failed.into_iter().next() {
         return Err(Error::Run(format!("fsedp {} {} {} tokens {}: {e}", s.name, m.name, j.tokens, k.name())));
     }
@@ -224,19 +225,7 @@ fn run_job(s: &Setup, j: &Job) -> Result<Point> {
 
 /// Runs the jobs on `threads` workers (each job whole on one worker); results in job order.
 fn run_all(setups: &[Setup], jobs: &[Job], threads: usize) -> Result<Vec<Point>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let out: Vec<std::sync::Mutex<Option<Result<Point>>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|sc| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(j) = jobs.get(i) else { break };
-                let r = run_job(&setups[j.setup], j);
-                *out[i].lock().expect("no poisoned job slot") = Some(r);
-            });
-        }
-    });
-    out.into_iter().map(|m| m.into_inner().expect("no poisoned job slot").unwrap_or_else(|| Err(Error::Run("fsedp: a job did not run".into())))).collect()
+    run_in_order(jobs, threads, |j| run_job(&setups[j.setup], j)).into_iter().map(|r| r.unwrap_or_else(|| Err(Error::Run("fsedp: a job did not run".into())))).collect()
 }
 
 /// A claim's value rounded to 4 decimals: few enough digits that the committed JSON reads
