@@ -20,7 +20,7 @@ use crate::{Result, SignalDecl, WaveError, WaveFilter, WaveFormat};
 /// always produce the same bytes.
 const GENERATOR: &str = "waferstream-waves";
 /// fst-writer keeps a whole value-change block in memory; cut a block at this size.
-const FST_FLUSH_AT: usize = 32 << 20;
+const FST_FLUSH_AT: usize = 4 << 20;
 /// Marks a declared signal that the filter dropped.
 const UNSELECTED: u32 = u32::MAX;
 /// VCD identifier codes are base-94; 5 characters cover 7e9 signals.
@@ -576,6 +576,11 @@ impl FstSink {
             .into_iter()
             .map(|id| id.expect("every slot is in the tree"))
             .collect();
+        let mut w = w;
+        // `WaveWriter::change` passes a value only when it differs from the slot's last one,
+        // which is the value fst-writer holds: its own byte compare of every change would
+        // never drop one.
+        w.set_deduplicate(false);
         let base_size = w.size();
         Ok(FstSink {
             w,

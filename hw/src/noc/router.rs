@@ -246,6 +246,19 @@ impl RouterCl {
         self.buffered
     }
 
+    /// Every traced value at its rest value: no flit held or sent, every input VC idle,
+    /// every output VC free with all its credits. Two samples at rest are equal, so tracing
+    /// skips a router that was at rest before and after an evaluation.
+    pub fn at_rest(&self) -> bool {
+        self.buffered == 0
+            && self.va_set == 0
+            && self.sa_set == 0
+            && self.out_trace == [0; NPORTS]
+            && self.ivc.iter().all(|c| c.len == 0 && c.state == VcState::Idle)
+            && self.ovc_owner[..NPORTS * self.v].iter().all(|&o| o == NONE8)
+            && self.ovc_credits[..NPORTS * self.v].iter().all(|c| c.credits == c.depth)
+    }
+
     pub fn vc_occupancy(&self, port: usize, vc: usize) -> usize {
         self.ivc[port * self.v + vc].len as usize
     }

@@ -124,6 +124,7 @@ impl Package {
             buffering: planned.buffering,
             now: 0,
             evaluated: 0,
+            check_trace_skips: false,
         };
         if cfg.sim.timeline {
             pkg.enable_timeline();

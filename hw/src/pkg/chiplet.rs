@@ -236,6 +236,18 @@ pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
     /// Functional mode: the ring's data array, slots × slot bytes (empty in timing mode).
     fn ring_data(&self) -> &[u8];
     fn ring_data_mut(&mut self) -> &mut [u8];
+    /// Tracing in two blocks, [`Probe::sample`]'s order split in two: the ring's signals
+    /// (`sample_ring`) and the rest (`sample_rest`). `ring_changes` is a count that moves
+    /// whenever the ring's values may change, so the ring is sampled only then. The defaults
+    /// (a stand-in that does not say): an empty ring block and the whole controller sampled
+    /// at every evaluation.
+    fn ring_changes(&self) -> Option<u64> {
+        None
+    }
+    fn sample_ring(&self, _out: &mut Vec<u64>) {}
+    fn sample_rest(&self, out: &mut Vec<u64>) {
+        self.sample(out)
+    }
 }
 
 /// Builds a controller for chiplet `id` of a `rows`×`cols` package: `experts` per layer,
@@ -245,6 +257,15 @@ pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
 pub type CtrlFactory = fn(id: ChipletId, rows: usize, cols: usize, experts: usize, slots: u32, slot_bytes: usize, knobs: CtrlKnobs) -> crate::Result<Box<dyn ChipletCtrlModel>>;
 
 impl ChipletCtrlModel for ChipletCtrlCl {
+    fn ring_changes(&self) -> Option<u64> {
+        Some(self.ring.changes)
+    }
+    fn sample_ring(&self, out: &mut Vec<u64>) {
+        self.ring.sample(out);
+    }
+    fn sample_rest(&self, out: &mut Vec<u64>) {
+        sample_ctrl(&self.out, &self.stats, self.pending, out);
+    }
     fn step(&mut self, inp: &CtrlIn, traj: &dyn Trajectory) -> CtrlOut {
         ChipletCtrlCl::step(self, inp, traj)
     }

@@ -55,7 +55,7 @@ use crate::harness::{
 // The package's parts under the paths they have always had.
 pub use super::layer::{LayerInput, LayerRequests};
 pub use super::tile::ChipletTile;
-use super::tile::TileStatus;
+use super::tile::{TileStatus, Touched};
 pub use super::traj::PkgTraj;
 pub use super::wires::{FuncData, PkgCtx, PkgWires};
 
@@ -170,6 +170,7 @@ impl Partition for PkgPart {
             // in between would change nothing, as fast-forward skipping it does not; only the
             // PE array's progress count (watchdog) is the same as if evaluated.
             if self.sleep && now < t.need_at && !w.inbox.lands(t.id.idx(), now) {
+                t.touched = Touched::default();
                 st.next_event = st.next_event.min(t.need_at);
                 st.progress += (core && t.status.pe_busy) as u64;
                 // The timeline's time bins add floating-point intervals: integrated at every
@@ -185,11 +186,14 @@ impl Partition for PkgPart {
             // Whether any block of the tile was evaluated at this tick (else its status is
             // the one cached at its last evaluation).
             let mut touched = core;
+            // Which blocks were evaluated (traced: only those are sampled).
+            t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
             if ucie_edge {
-                for (_, a) in t.ucie.iter_mut() {
+                for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
                     // SAFETY: engine protocol; the adapter is its links' sole endpoint.
                     if unsafe { a.due(now, &w.flits) } {
                         touched = true;
+                        t.touched.ucie |= 1 << i;
                         if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
                             t.wake.add(at);
                         }
@@ -199,6 +203,7 @@ impl Partition for PkgPart {
             // SAFETY: engine protocol.
             if ddr_edge && unsafe { if traced { t.ddr.traced_due(now, &w.ddr_req) } else { t.ddr.due(now, &w.ddr_req) } } {
                 touched = true;
+                t.touched.ddr = true;
                 if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
                     t.wake.add(at);
                 }
@@ -212,6 +217,16 @@ impl Partition for PkgPart {
                 // next edge: evaluated there, so the waveform does not depend on whether
                 // anything else is due.
                 active |= traced && t.ni.sent_this_cycle();
+                if traced {
+                    // A router at rest before and after changed nothing.
+                    let rest = t.router.at_rest();
+                    t.touched.router = !(rest && t.router_rest);
+                    t.router_rest = rest;
+                    // The ring changes only when its change count moves.
+                    let seen = t.ctrl.ring_changes();
+                    t.touched.ring = seen.is_none() || seen != t.ring_seen;
+                    t.ring_seen = seen;
+                }
                 t.activity.pe_state = t.pe_state_now();
                 if t.activity.timeline.is_some() {
                     t.count_traffic(now, ctx);
@@ -246,18 +261,23 @@ impl Partition for PkgPart {
             st.next_event = st.next_event.min(ctx.core.edge_after(now));
         }
         st.counters[C_FINISHED] = all_done as u64;
+        // Tracing samples only the blocks evaluated at this tick: a block's values are its
+        // registers, which change only when it is evaluated (the IO die and the core-domain
+        // blocks at core edges, the adapters and the DDR where due; a sleeping tile not at
+        // all). `tests/pkg_trace_skips.rs` samples the skipped blocks anyway and checks that.
         if let Some(log) = self.log.as_mut() {
-            let buf = log.begin();
-            if let Some(io) = &self.iodie {
-                io.sched.sample(buf);
-                if let Some(a) = &io.rule5 {
-                    a.sample(buf);
+            if log.begin_blocks(now) {
+                if let Some(io) = &self.iodie {
+                    log.block(core, |b| io.sched.sample(b));
+                    if let Some(a) = &io.rule5 {
+                        log.block(core, |b| a.sample(b));
+                    }
                 }
+                for t in &self.tiles {
+                    t.sample_blocks(log);
+                }
+                log.end_blocks();
             }
-            for t in &self.tiles {
-                t.sample(buf);
-            }
-            log.commit(now);
         }
         st
     }
@@ -279,6 +299,10 @@ pub struct Package {
     pub(super) now: Cycle,
     /// Ticks evaluated (not skipped by fast-forward); not part of the results.
     pub evaluated: u64,
+    /// Test aid: traced, every block is sampled at every evaluated tick, and a block the
+    /// tracing would have skipped (not evaluated) must not have changed (panics naming the
+    /// signal). Off in runs: tracing samples the evaluated blocks only.
+    pub check_trace_skips: bool,
 }
 
 impl Package {
@@ -336,7 +360,9 @@ impl Package {
             for t in &p.tiles {
                 t.declare(&mut decl);
             }
-            p.log = Some(ChangeLog::new(base, decl.len()));
+            let mut log = ChangeLog::new(base, decl.len());
+            log.check_skips = self.check_trace_skips;
+            p.log = Some(log);
             base += decl.len();
         }
     }
@@ -367,6 +393,8 @@ impl Package {
             p.tiles.iter_mut().for_each(|t| {
                 t.status.valid = false;
                 t.need_at = 0;
+                t.router_rest = false;
+                t.ring_seen = None;
             });
         }
         loop {

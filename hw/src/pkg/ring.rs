@@ -45,6 +45,9 @@ pub struct RingBufferCl {
     /// Highest occupancy seen.
     pub peak_occupancy: u32,
     pub allocs: u64,
+    /// Allocations plus releases: the traced values (occupancy, head, tail, live bits, tags)
+    /// change only when this moves (tracing skips the ring between changes).
+    pub changes: u64,
 }
 
 impl RingBufferCl {
@@ -63,6 +66,7 @@ impl RingBufferCl {
             slot_bytes,
             peak_occupancy: 0,
             allocs: 0,
+            changes: 0,
         }
     }
 
@@ -110,6 +114,7 @@ impl RingBufferCl {
         self.n_live += 1;
         self.tail = (s + 1) % self.slots;
         self.allocs += 1;
+        self.changes += 1;
         self.peak_occupancy = self.peak_occupancy.max(self.n_live);
         Some(s)
     }
@@ -119,6 +124,7 @@ impl RingBufferCl {
         assert!(self.live[slot as usize], "ring: release of a free slot {slot} (model bug)");
         self.live[slot as usize] = false;
         self.n_live -= 1;
+        self.changes += 1;
         if self.n_live > 0 {
             while !self.live[self.head as usize] {
                 self.head = (self.head + 1) % self.slots;

@@ -25,7 +25,7 @@ use super::ring::SlotTag;
 use super::timeline::{BreakdownRec, PeState, TimelineRec};
 use super::ucie::UcieAdapterCl;
 use super::wires::{FuncData, PkgCtx, PkgWires};
-use crate::harness::{Cycle, LinkId, Probe, SignalDecl, WakeOffsets, WakeSet};
+use crate::harness::{ChangeLog, Cycle, LinkId, Probe, SignalDecl, WakeOffsets, WakeSet};
 use crate::noc::router::RouterCl;
 
 /// One chiplet: its blocks (public: testbenches and reports read them) and their glue.
@@ -58,6 +58,25 @@ pub struct ChipletTile {
     /// First tick at which one of its blocks has something due (it sleeps until then unless
     /// a value from outside lands on it; 0 at the start of a run).
     pub(super) need_at: Cycle,
+    /// The blocks evaluated at the current tick (tracing samples only those).
+    pub(super) touched: Touched,
+    /// The router was at rest ([`RouterCl::at_rest`]) at its last evaluation (traced runs).
+    pub(super) router_rest: bool,
+    /// The ring's change count at its last sample (`None`: sample at every core edge).
+    pub(super) ring_seen: Option<u64>,
+}
+
+/// Which of a tile's blocks were evaluated at a tick: the core-domain blocks (controller, D2D
+/// engine, PE array, router), the DDR channel, the UCIe adapters (bit per adapter).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Touched {
+    pub(super) core: bool,
+    /// The router: evaluated at core edges, skipped too when at rest before and after.
+    pub(super) router: bool,
+    /// The controller's ring: at core edges where its change count moved.
+    pub(super) ring: bool,
+    pub(super) ddr: bool,
+    pub(super) ucie: u32,
 }
 
 /// A tile's part of its partition's status, a function of its blocks' state only: cached
@@ -276,6 +295,9 @@ impl ChipletTile {
             wake: WakeSet::default(),
             status: Default::default(),
             need_at: 0,
+            touched: Touched::default(),
+            router_rest: false,
+            ring_seen: None,
         }
     }
 
@@ -573,14 +595,20 @@ impl ChipletTile {
             a.declare(&u, out);
         }
     }
-    pub(super) fn sample(&self, out: &mut Vec<u64>) {
-        self.ctrl.sample(out);
-        self.ni.sample(out);
-        self.pe.sample(out);
-        self.ddr.sample(out);
-        self.router.sample(out);
-        for (_, a) in &self.ucie {
-            a.sample(out);
+    /// Samples the blocks evaluated at this tick ([`ChipletTile::touched`]) into `log`, in
+    /// [`ChipletTile::declare`]'s order; the others are skipped (unchanged).
+    pub(super) fn sample_blocks(&self, log: &mut ChangeLog) {
+        let Touched { core, router, ring, ddr, ucie } = self.touched;
+        log.block(ring, |b| self.ctrl.sample_ring(b));
+        log.block(core, |b| {
+            self.ctrl.sample_rest(b);
+            self.ni.sample(b);
+            self.pe.sample(b);
+        });
+        log.block(ddr, |b| self.ddr.sample(b));
+        log.block(router, |b| self.router.sample(b));
+        for (i, (_, a)) in self.ucie.iter().enumerate() {
+            log.block(ucie >> i & 1 == 1, |b| a.sample(b));
         }
     }
 }
