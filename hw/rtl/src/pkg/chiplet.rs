@@ -65,6 +65,7 @@
 use rust_hdl::prelude::*;
 
 use super::age_matrix::AgeMatrixRtl;
+use super::expert_table::ExpertTableRtl;
 use super::free_report::FreeReportRtl;
 use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
@@ -196,6 +197,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nhb: [NextHopRtl; S],
     nhd: NextHopRtl,
     nhp: NextHopRtl,
+    // --- the per-expert tables (m, left, tokens missing, next-hop mask, granted)
+    xt: ExpertTableRtl<E>,
     // --- the slots' tags: written by the two allocations, read by slot index (B landing,
     // D PE done, H victim, I pick, L escape, the rd port) and all at once
     tg: SlotTagsRtl<S, 6>,
@@ -245,13 +248,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     q_tx: DFF<Bits<S>>,
     pe_busy_q: DFF<Bit>,
     pe_slot_q: DFF<Bits<8>>,
-    // --- registers: per expert
-    m_of: [DFF<Bits<16>>; E],
-    left: [DFF<Bits<16>>; E],
-    miss: [DFF<Bits<32>>; E],
-    nh: [DFF<Bits<16>>; E],
-    granted: DFF<Bits<E>>,
-    tok_ok: DFF<Bits<E>>,
     // --- registers: counters
     pending_q: DFF<Bits<32>>,
     had_work: DFF<Bit>,
@@ -263,8 +259,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     g: Signal<Local, Bit>,
     pl: Signal<Local, Bit>,
     on_s: Signal<Local, Bit>,
-    m_s: Signal<Local, Bits<16>>,
-    granted_a: Signal<Local, Bits<E>>,
     push_ls: Signal<Local, Bit>,
     ls_p: Signal<Local, Bits<17>>,
     ls_n: Signal<Local, Bits<5>>,
@@ -288,11 +282,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     cm: Signal<Local, Bits<S>>,
     dm: Signal<Local, Bits<S>>,
     ed: Signal<Local, Bits<16>>,
-    left_d: Signal<Local, Bits<16>>,
     d_tx: Signal<Local, Bit>,
     pending_d: Signal<Local, Bits<32>>,
-    miss_t: Signal<Local, Bits<32>>,
-    tok_ok_a: Signal<Local, Bits<E>>,
     fm: Signal<Local, Bits<S>>,
     landed1: Signal<Local, Bits<S>>,
     computed1: Signal<Local, Bits<S>>,
@@ -495,6 +486,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
             nhd: NextHopRtl::new(&nhp),
             nhp: NextHopRtl::new(&nhp),
+            xt: ExpertTableRtl::new(),
             tg: SlotTagsRtl::new(),
             am: AgeMatrixRtl::new(),
             sel_ev: AgePickerRtl::new(),
@@ -524,12 +516,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             q_tx: Default::default(),
             pe_busy_q: Default::default(),
             pe_slot_q: Default::default(),
-            m_of: std::array::from_fn(|_| Default::default()),
-            left: std::array::from_fn(|_| Default::default()),
-            miss: std::array::from_fn(|_| Default::default()),
-            nh: std::array::from_fn(|_| Default::default()),
-            granted: Default::default(),
-            tok_ok: Default::default(),
             pending_q: Default::default(),
             had_work: Default::default(),
             err_q: Default::default(),
@@ -537,8 +523,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             g: Default::default(),
             pl: Default::default(),
             on_s: Default::default(),
-            m_s: Default::default(),
-            granted_a: Default::default(),
             push_ls: Default::default(),
             ls_p: Default::default(),
             ls_n: Default::default(),
@@ -560,11 +544,8 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             cm: Default::default(),
             dm: Default::default(),
             ed: Default::default(),
-            left_d: Default::default(),
             d_tx: Default::default(),
             pending_d: Default::default(),
-            miss_t: Default::default(),
-            tok_ok_a: Default::default(),
             fm: Default::default(),
             landed1: Default::default(),
             computed1: Default::default(),
@@ -662,23 +643,15 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
     fn update(&mut self) {
         // ---- clocks and hold defaults
         dff_setup!(
-            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok,
-            pending_q, had_work, err_q
+            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, pending_q, had_work, err_q
         );
         for i in 0..S {
             self.nxt[i].clock.next = self.clock.val();
             self.nxt[i].d.next = self.nxt[i].q.val();
         }
-        for e in 0..E {
-            self.m_of[e].clock.next = self.clock.val();
-            self.m_of[e].d.next = self.m_of[e].q.val();
-            self.left[e].clock.next = self.clock.val();
-            self.left[e].d.next = self.left[e].q.val();
-            self.miss[e].clock.next = self.clock.val();
-            self.miss[e].d.next = self.miss[e].q.val();
-            self.nh[e].clock.next = self.clock.val();
-            self.nh[e].d.next = self.nh[e].q.val();
-        }
+        self.xt.clock.next = self.clock.val();
+        self.xt.reset.next = self.reset.val();
+        self.xt.layer_start.next = self.layer_start.val();
         self.tg.clock.next = self.clock.val();
         // Tags need no reset (read only while live; see slot_tags.rs).
         self.tg.reset.next = false;
@@ -724,7 +697,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.rd_expert.next = self.tg.rd_expert[5].val();
         self.rd_k.next = self.tg.rd_k[5].val();
         self.rd_loader.next = self.tg.rd_loader[5].val();
-        self.rd_granted.next = self.granted.q.val().get_bit(self.rd_expert.val().index());
+        self.rd_granted.next = self.xt.granted.val().get_bit(self.rd_expert.val().index());
 
         // ---- output defaults
         self.ddr_req_valid.next = false;
@@ -761,29 +734,21 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.g.next = self.sched_valid.val() & self.sched_grant.val();
         self.pl.next = self.sched_valid.val() & !self.sched_grant.val();
         self.on_s.next = self.sched_mask.val().get_bit(self.id.val().index());
-        self.m_s.next = 0.into();
-        for e in 0..E {
-            if self.sched_expert.val().index() == e {
-                self.m_s.next = self.m_of[e].q.val();
-            }
-        }
-        self.granted_a.next = self.granted.q.val();
+        // The per-expert tables: a grant writes the expert's next-hop mask, its micro-slices
+        // left (on the mask) and its granted bit; `m_s`, `granted_a` answer with it.
+        self.xt.sched_expert.next = self.sched_expert.val();
+        self.xt.grant.next = self.g.val();
+        self.xt.grant_mask.next = self.sched_mask.val();
+        self.xt.grant_on.next = self.on_s.val();
+        self.xt.cfg_we.next = self.cfg_we.val();
+        self.xt.cfg_expert.next = self.cfg_expert.val();
+        self.xt.cfg_m.next = self.cfg_m.val();
+        self.xt.cfg_tokens.next = self.cfg_tokens.val();
         self.pending_a.next = self.pending_q.q.val();
         self.had_a.next = self.had_work.q.val();
-        if self.g.val() {
-            self.granted_a.next = self.granted.q.val().replace_bit(self.sched_expert.val().index(), true);
-            for e in 0..E {
-                if self.sched_expert.val().index() == e {
-                    self.nh[e].d.next = self.sched_mask.val();
-                    if self.on_s.val() {
-                        self.left[e].d.next = self.m_s.val();
-                    }
-                }
-            }
-            if self.on_s.val() {
-                self.pending_a.next = self.pending_q.q.val() + bit_cast::<32, 16>(self.m_s.val());
-                self.had_a.next = true;
-            }
+        if self.g.val() & self.on_s.val() {
+            self.pending_a.next = self.pending_q.q.val() + bit_cast::<32, 16>(self.xt.m_s.val());
+            self.had_a.next = true;
         }
         // Pre-load: a load-sequence entry with this chiplet's share k ≡ p (mod n).
         self.push_ls.next = self.pl.val() & (self.on_s.val() | self.helpers.val()) & !self.rule5.val();
@@ -805,8 +770,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ls.push_expert.next = self.sched_expert.val();
         self.ls.push_k.next = self.ls_p.val();
         self.ls.push_step.next = self.ls_n.val();
-        self.ls.push_m.next = self.m_s.val();
-        self.ls.push_granted.next = self.granted_a.val().get_bit(self.sched_expert.val().index());
+        self.ls.push_m.next = self.xt.m_s.val();
+        self.ls.push_granted.next = self.xt.granted_a.val().get_bit(self.sched_expert.val().index());
         // A grant marks the expert's waiting entries granted.
         self.ls.grant.next = self.g.val();
         self.ls.grant_expert.next = self.sched_expert.val();
@@ -846,17 +811,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.tg.rd_slot[0].next = self.ddr_landed_slot.val();
         self.eb.next = self.tg.rd_expert[0].val();
         self.ldb.next = self.tg.rd_loader[0].val();
-        self.b_gr.next = false;
-        self.nh_b.next = 0.into();
-        self.b_gr.next = self.granted_a.val().get_bit(self.eb.val().index());
-        for e in 0..E {
-            if self.eb.val().index() == e {
-                self.nh_b.next = self.nh[e].q.val();
-            }
-        }
-        if self.g.val() & (self.eb.val() == self.sched_expert.val()) {
-            self.nh_b.next = self.sched_mask.val();
-        }
+        self.b_gr.next = self.xt.granted_a.val().get_bit(self.eb.val().index());
+        self.xt.nh_expert[0].next = self.eb.val();
+        self.nh_b.next = self.xt.nh_mask[0].val();
         self.nhd.mask.next = self.nh_b.val();
         self.nhd.loader.next = self.ldb.val();
         self.b_lw.next = self.ddr_landed_valid.val() & !self.b_gr.val();
@@ -886,45 +843,22 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.tg.rd_slot[1].next = self.pe_done_slot.val();
         self.ed.next = self.tg.rd_expert[1].val();
-        self.left_d.next = 0.into();
-        for e in 0..E {
-            if self.ed.val().index() == e {
-                self.left_d.next = self.left[e].q.val();
-            }
-        }
-        if self.g.val() & self.on_s.val() & (self.ed.val() == self.sched_expert.val()) {
-            self.left_d.next = self.m_s.val();
+        // One micro-slice of the expert less to compute; the last one ends it here.
+        self.xt.done_valid.next = self.pe_done_valid.val();
+        self.xt.done_expert.next = self.ed.val();
+        if self.xt.done_last.val() {
+            self.expert_done_valid.next = true;
+            self.expert_done.next = self.ed.val();
         }
         self.pending_d.next = self.pending_a.val();
         self.d_tx.next = false;
         if self.pe_done_valid.val() {
             self.pending_d.next = self.pending_a.val() - 1;
-            for e in 0..E {
-                if self.ed.val().index() == e {
-                    self.left[e].d.next = self.left_d.val() - 1;
-                }
-            }
-            if self.left_d.val() == 1 {
-                self.expert_done_valid.next = true;
-                self.expert_done.next = self.ed.val();
-            }
             self.d_tx.next = !self.fwc.val() & (self.nxt_v.q.val() & self.dm.val()).any();
         }
-        self.tok_ok_a.next = self.tok_ok.q.val();
-        self.miss_t.next = 0.into();
-        for e in 0..E {
-            if self.tok_expert.val().index() == e {
-                self.miss_t.next = self.miss[e].q.val() - self.tok_n.val();
-            }
-        }
-        if self.tok_valid.val() {
-            self.tok_ok_a.next = self.tok_ok.q.val().replace_bit(self.tok_expert.val().index(), !self.miss_t.val().any());
-            for e in 0..E {
-                if self.tok_expert.val().index() == e {
-                    self.miss[e].d.next = self.miss_t.val();
-                }
-            }
-        }
+        self.xt.tok_valid.next = self.tok_valid.val();
+        self.xt.tok_expert.next = self.tok_expert.val();
+        self.xt.tok_n.next = self.tok_n.val();
         // Slot control after the completions; Rule 3 releases.
         self.landed1.next = self.landed.q.val() | self.bm.val() | self.cm.val();
         self.computed1.next = self.computed.q.val() | self.m_fwd.val() | self.m_rel.val() | self.dm.val();
@@ -1077,7 +1011,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.lr2.next = self.lr1.val() & !self.vm.val();
         self.tokslot.next = 0.into();
         for i in 0..S {
-            if self.tok_ok_a.val().get_bit(self.tg.expert[i].val().index()) {
+            if self.xt.tok_ok_a.val().get_bit(self.tg.expert[i].val().index()) {
                 self.tokslot.next = self.tokslot.val().replace_bit(i, true);
             }
         }
@@ -1100,15 +1034,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.pk_e.next = self.tg.rd_expert[3].val();
         self.pk_k.next = self.tg.rd_k[3].val();
         self.pk_ld.next = self.tg.rd_loader[3].val();
-        self.nhp.mask.next = 0.into();
-        for e in 0..E {
-            if self.pk_e.val().index() == e {
-                self.nhp.mask.next = self.nh[e].q.val();
-            }
-        }
-        if self.g.val() & (self.pk_e.val() == self.sched_expert.val()) {
-            self.nhp.mask.next = self.sched_mask.val();
-        }
+        self.xt.nh_expert[1].next = self.pk_e.val();
+        self.nhp.mask.next = self.xt.nh_mask[1].val();
         self.nhp.loader.next = self.pk_ld.val();
         self.push_i.next = false;
         self.pe_busy_q.d.next = self.pe_busy1.val();
@@ -1185,14 +1112,14 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.rq.evict_expert.next = self.v_e.val();
         self.rq.evict_k.next = self.v_k.val();
         self.rq.evict_loader.next = self.v_ld.val();
-        self.rq.granted.next = self.granted_a.val();
+        self.rq.granted.next = self.xt.granted_a.val();
         self.rq.take.next = self.kc.val();
         // Rule-5 FIFO with this cycle's assignment behind; k2 pops its front.
         self.aq.push.next = self.load_valid.val();
         self.aq.push_expert.next = self.load_expert.val();
         self.aq.push_k.next = self.load_k.val();
         self.aq.push_loader.next = self.load_loader.val();
-        self.aq.granted.next = self.granted_a.val();
+        self.aq.granted.next = self.xt.granted_a.val();
         self.k2.next = self.kc.val() & !self.rq.found.val() & self.aq.len_in.val().any();
         self.aq.pop.next = self.k2.val();
         // Load sequence: pre-loads may take at most half the ring while ungranted.
@@ -1202,7 +1129,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             if self.ram.val().get_bit(i) {
                 self.te_n.next = self.rx_head_expert.val();
             }
-            if self.granted_a.val().get_bit(self.te_n.val().index()) {
+            if self.xt.granted_a.val().get_bit(self.te_n.val().index()) {
                 self.gs.next = self.gs.val().replace_bit(i, true);
             }
         }
@@ -1377,7 +1304,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             if self.kam.val().get_bit(i) {
                 self.te_n.next = self.is_e.val();
             }
-            if self.live_n.val().get_bit(i) & !self.granted_a.val().get_bit(self.te_n.val().index()) {
+            if self.live_n.val().get_bit(i) & !self.xt.granted_a.val().get_bit(self.te_n.val().index()) {
                 self.um.next = self.um.val().replace_bit(i, true);
             }
         }
@@ -1397,23 +1324,11 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.had_work.d.next = false;
             self.done.next = true;
         }
-        self.granted.d.next = self.granted_a.val();
-        self.tok_ok.d.next = self.tok_ok_a.val();
 
-        // ---- layer start, table writes, reset
+        // ---- layer start (the table writes and the granted bits' clear are `xt`'s), reset
         if self.layer_start.val() {
-            self.granted.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
-        }
-        if self.cfg_we.val() {
-            for e in 0..E {
-                if self.cfg_expert.val().index() == e {
-                    self.m_of[e].d.next = self.cfg_m.val();
-                    self.miss[e].d.next = self.cfg_tokens.val();
-                }
-            }
-            self.tok_ok.d.next = self.tok_ok.q.val().replace_bit(self.cfg_expert.val().index(), !self.cfg_tokens.val().any());
         }
         if self.reset.val() {
             self.live_q.d.next = 0.into();
@@ -1429,8 +1344,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.q_lw.d.next = 0.into();
             self.q_tx.d.next = 0.into();
             self.pe_busy_q.d.next = false;
-            self.granted.d.next = 0.into();
-            self.tok_ok.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
             self.err_q.d.next = false;
