@@ -216,6 +216,14 @@ lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'tg$rd_*'*\"
 // And its per-expert tables (`xt`, ExpertTableRtl): the next-hop lookup of the PE pick is
 // indexed by the pick, which the tokens-here bits (`tok_ok_a`) decided.
 lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.xt$*\"
+// And its per-slot state (`ss`, SlotStateRtl): its sets after each stage (`lw1`, `live2`,
+// `rx2`, ...) feed the pickers and allocations whose answers come back as the next stage's
+// event masks (`victim`, `rx_alloc`, `pick_m`, ...).
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ss$*\"
+// WIDTH in the per-slot state file (slot_state_*): the controller's forms it came from —
+// `x = 32'h0` defaults, `cnt + 32'h1` on 8-bit counts below S, `(1'b1) << slot` from
+// `replace_bit`, `slot == 32'hN` compares of 8-bit slot indices.
+lint_off -rule WIDTH -file \"*slot_state_*.v\"
 // WIDTH in the per-expert table file (expert_table_*): the controller's forms it came from —
 // `x = 32'h0` defaults, `left - 32'h1` on a 16-bit count, `(1'b1) << e` from `replace_bit`,
 // and `granted[e]` / `e == 32'hN` with a 16-bit expert id into E entries (in range by
@@ -426,6 +434,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::age_matrix::EXPORT,
     &crate::pkg::slot_tags::EXPORT,
     &crate::pkg::expert_table::EXPORT,
+    &crate::pkg::slot_state::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

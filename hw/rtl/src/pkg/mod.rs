@@ -25,7 +25,8 @@
 //!   with its insert ports) that its pickers read; [`slot_tags::SlotTagsRtl`] — its per-slot
 //!   tag file (two allocation write ports, slot-indexed read ports);
 //!   [`expert_table::ExpertTableRtl`] — its per-expert tables (m, left, tokens missing,
-//!   next-hop mask, granted).
+//!   next-hop mask, granted); [`slot_state::SlotStateRtl`] — its per-slot state (live,
+//!   control and queue-membership bits, next station, the PE's slot).
 
 pub mod chiplet;
 pub mod chiplet_swap;
@@ -52,3 +53,4 @@ pub mod free_report;
 pub mod age_matrix;
 pub mod slot_tags;
 pub mod expert_table;
+pub mod slot_state;
