@@ -224,6 +224,14 @@ lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ss$*\"
 // `x = 32'h0` defaults, `cnt + 32'h1` on 8-bit counts below S, `(1'b1) << slot` from
 // `replace_bit`, `slot == 32'hN` compares of 8-bit slot indices.
 lint_off -rule WIDTH -file \"*slot_state_*.v\"
+// And its ring pointers (`rp`, RingAllocRtl): the DDR load's request is decided from the
+// free count it answers, and the escape (given back with the final live bits) from its
+// `ld_ok`. In the ring pointers' own file (ring_alloc_*): WIDTH for the ring's forms
+// (`x = 32'h0`, `cnt + 32'h1` / `slot + 32'h1` on 8-bit values below S, `(1'b1) << slot`),
+// UNOPTFLAT on its four scans (`sc_*`, RingScanRtl), as in ring_buffer_*.
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rp$*\"
+lint_off -rule WIDTH -file \"*ring_alloc_*.v\"
+lint_off -rule UNOPTFLAT -file \"*ring_alloc_*.v\" -match \"*.sc_*$*\"
 // WIDTH in the per-expert table file (expert_table_*): the controller's forms it came from —
 // `x = 32'h0` defaults, `left - 32'h1` on a 16-bit count, `(1'b1) << e` from `replace_bit`,
 // and `granted[e]` / `e == 32'hN` with a 16-bit expert id into E entries (in range by
@@ -435,6 +443,7 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::pkg::slot_tags::EXPORT,
     &crate::pkg::expert_table::EXPORT,
     &crate::pkg::slot_state::EXPORT,
+    &crate::pkg::ring_alloc::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

@@ -15,19 +15,21 @@
 //! ```
 //!
 //! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue (which event of a
-//! stage happens, from the sub-blocks' answers) and the ring's two pointers; the per-slot
+//! stage happens, from the sub-blocks' answers); the ring's pointers, the per-slot
 //! state (live, control and queue-membership bits, next station, the PE's slot), the
 //! per-expert tables, the slots' tag file, the age matrix (the queues' order), the
 //! selection circuits, the next-hop units, the Rule-5 FIFO, the reload list, the load
 //! sequencer and the Rule-5 report are sub-blocks, each tested on its own.
 //!
 //! Hardware mapping of the CL's containers:
-//! * **Ring** — per-slot live bit, tag (expert, k, loader: [`super::slot_tags::SlotTagsRtl`],
-//!   `tg`, written by the two allocations, read by slot index) and the allocation pointer; two
-//!   allocations per cycle (D2D arrival, then a DDR load), each the first free slot at/after
-//!   the pointer: a [`super::ring::RingScanRtl`], the encoder [`super::ring::RingBufferRtl`]
-//!   uses (`sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the head). `capacity` ≤ S
-//!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
+//! * **Ring** — per-slot live bit (in `ss`), tag (expert, k, loader:
+//!   [`super::slot_tags::SlotTagsRtl`], `tg`, written by the two allocations, read by slot
+//!   index), the allocation pointer and the head ([`super::ring_alloc::RingAllocRtl`], `rp`);
+//!   two allocations per cycle (D2D arrival, then a DDR load), each the first free slot
+//!   at/after the pointer: a [`super::ring::RingScanRtl`], the encoder
+//!   [`super::ring::RingBufferRtl`] uses (`rp`'s `sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the
+//!   head). `capacity` ≤ S slots exist (a constant mask), so one monomorphization serves every
+//!   ring size up to S.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
 //!   queue before j) orders them all: [`super::age_matrix::AgeMatrixRtl`] (`am`), whose
@@ -77,7 +79,7 @@ use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
 use super::picker::AgePickerRtl;
 use super::reload_list::ReloadListRtl;
-use super::ring::RingScanRtl;
+use super::ring_alloc::RingAllocRtl;
 use super::slot_state::SlotStateRtl;
 use super::slot_tags::SlotTagsRtl;
 use super::tag_fifo::TagFifoRtl;
@@ -223,15 +225,9 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     sel_tx: AgePickerRtl<S>,
     /// L: the load-side escape (lw newest).
     sel_esc: AgePickerRtl<S>,
-    // --- the ring's circular priority encoders (`RingScanRtl`, as in `RingBufferRtl`)
-    /// H: the D2D arrival's slot (first free at/after the tail).
-    sc_rx: RingScanRtl<S>,
-    /// K: the DDR load's slot (first free at/after the tail after the D2D allocation).
-    sc_ld: RingScanRtl<S>,
-    /// The head after the releases (first live at/after the head).
-    sc_hd: RingScanRtl<S>,
-    /// The head after the escape's release.
-    sc_he: RingScanRtl<S>,
+    // --- the ring's pointers: the two allocations (H: D2D arrival, K: DDR load) and the
+    // head, with the ring's circular priority encoders (`RingScanRtl`, as in `RingBufferRtl`)
+    rp: RingAllocRtl<S>,
     // --- the Rule-5 tag FIFO (the CL's `assigned_q`)
     aq: TagFifoRtl<Q, E>,
     // --- Rule 4's two sources of DDR loads
@@ -242,9 +238,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // --- M: the Rule-5 free-slot report (the CL's `free_report` and `reported`)
     fr: FreeReportRtl<S>,
 
-    // --- registers: the ring's pointers
-    tail_q: DFF<Bits<8>>,
-    head_q: DFF<Bits<8>>,
     // --- registers: counters
     pending_q: DFF<Bits<32>>,
     had_work: DFF<Bit>,
@@ -293,10 +286,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     v_k: Signal<Local, Bits<16>>,
     v_ld: Signal<Local, Bits<4>>,
     vr: Signal<Local, Bit>,
-    ra: Signal<Local, Bit>,
-    ra_slot: Signal<Local, Bits<8>>,
     ram: Signal<Local, Bits<S>>,
-    tail2: Signal<Local, Bits<8>>,
     // I: PE pick
     tokslot: Signal<Local, Bits<S>>,
     px_pe: Signal<Local, Bits<S>>,
@@ -313,7 +303,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     tslot: Signal<Local, Bits<8>>,
     tm: Signal<Local, Bits<S>>,
     // K: Rule 4 / 5 loads
-    free_k: Signal<Local, Bits<8>>,
     kc: Signal<Local, Bit>,
     k2: Signal<Local, Bit>,
     gs: Signal<Local, Bits<S>>,
@@ -323,7 +312,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     is_e: Signal<Local, Bits<16>>,
     is_k: Signal<Local, Bits<16>>,
     is_ld: Signal<Local, Bits<4>>,
-    ka_slot: Signal<Local, Bits<8>>,
     kam: Signal<Local, Bits<S>>,
     // L: load-side escape
     esc: Signal<Local, Bit>,
@@ -335,14 +323,11 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // M, N: final state, Rule-5 report, done
     te_n: Signal<Local, Bits<16>>,
     um: Signal<Local, Bits<S>>,
-    hd_a: Signal<Local, Bits<8>>,
-    tail_n: Signal<Local, Bits<8>>,
 
     // --- constants
     id: Constant<Bits<4>>,
     exist: Constant<Bits<S>>,
     capc: Constant<Bits<8>>,
-    last_slot: Constant<Bits<8>>,
     reserve: Constant<Bits<8>>,
     eager: Constant<Bit>,
     fwc: Constant<Bit>,
@@ -465,16 +450,11 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             sel_pe: AgePickerRtl::new(),
             sel_tx: AgePickerRtl::new(),
             sel_esc: AgePickerRtl::new(),
-            sc_rx: RingScanRtl::new(),
-            sc_ld: RingScanRtl::new(),
-            sc_hd: RingScanRtl::new(),
-            sc_he: RingScanRtl::new(),
+            rp: RingAllocRtl::new(p.slots),
             aq: TagFifoRtl::new(),
             rq: ReloadListRtl::new(),
             ls: LoadSeqRtl::new(),
             fr: FreeReportRtl::new(p.slots, p.ddr_reserve),
-            tail_q: Default::default(),
-            head_q: Default::default(),
             pending_q: Default::default(),
             had_work: Default::default(),
             err_q: Default::default(),
@@ -515,10 +495,7 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v_k: Default::default(),
             v_ld: Default::default(),
             vr: Default::default(),
-            ra: Default::default(),
-            ra_slot: Default::default(),
             ram: Default::default(),
-            tail2: Default::default(),
             tokslot: Default::default(),
             px_pe: Default::default(),
             new_pe: Default::default(),
@@ -532,7 +509,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             tx_go: Default::default(),
             tslot: Default::default(),
             tm: Default::default(),
-            free_k: Default::default(),
             kc: Default::default(),
             k2: Default::default(),
             gs: Default::default(),
@@ -542,7 +518,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             is_e: Default::default(),
             is_k: Default::default(),
             is_ld: Default::default(),
-            ka_slot: Default::default(),
             kam: Default::default(),
             esc: Default::default(),
             v2m: Default::default(),
@@ -552,12 +527,9 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v2_ld: Default::default(),
             te_n: Default::default(),
             um: Default::default(),
-            hd_a: Default::default(),
-            tail_n: Default::default(),
             id: Constant::new((p.id as u64).into()),
             exist: Constant::new(exist.into()),
             capc: Constant::new((p.slots as u64).into()),
-            last_slot: Constant::new(((p.slots - 1) as u64).into()),
             reserve: Constant::new((p.ddr_reserve as u64).into()),
             eager: Constant::new(p.eager),
             fwc: Constant::new(p.forward_with_compute),
@@ -575,7 +547,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
     #[hdl_gen]
     fn update(&mut self) {
         // ---- clocks and hold defaults
-        dff_setup!(self, clock, tail_q, head_q, pending_q, had_work, err_q);
+        dff_setup!(self, clock, pending_q, had_work, err_q);
+        self.rp.clock.next = self.clock.val();
+        self.rp.reset.next = self.reset.val();
         self.ss.clock.next = self.clock.val();
         self.ss.reset.next = self.reset.val();
         self.xt.clock.next = self.clock.val();
@@ -601,8 +575,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.landed_bits.next = self.ss.landed.val();
         self.computed_bits.next = self.ss.computed.val();
         self.d2d_bits.next = self.ss.d2d.val();
-        self.tail.next = self.tail_q.q.val();
-        self.head.next = self.head_q.q.val();
+        self.tail.next = self.rp.tail.val();
+        self.head.next = self.rp.head.val();
         self.pending.next = self.pending_q.q.val();
         self.pe_busy.next = self.ss.pe_busy.val();
         self.reload_len.next = self.rq.len.val();
@@ -847,30 +821,21 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.handoff_dest.next = self.ss.victim_next.val();
         }
         self.ss.victim.next = self.vm.val();
-        // First free slot at/after the allocation pointer (the ring's priority encoder).
-        self.sc_rx.bits.next = self.exist.val() & !self.ss.live2.val();
-        self.sc_rx.from.next = self.tail_q.q.val();
-        self.ra.next = self.rx_head_valid.val() & self.sc_rx.found.val();
-        self.ra_slot.next = self.sc_rx.slot.val();
-        self.ram.next = 0.into();
-        self.tail2.next = self.tail_q.q.val();
-        if self.ra.val() {
-            self.ram.next = self.ram.val().replace_bit(self.ra_slot.val().index(), true);
+        // First free slot at/after the allocation pointer (`rp`, the ring's priority encoder).
+        self.rp.live2.next = self.ss.live2.val();
+        self.rp.rx_want.next = self.rx_head_valid.val();
+        self.ram.next = self.rp.rx_m.val();
+        if self.rp.rx_ok.val() {
             self.rx_slot_valid.next = true;
-            self.rx_slot.next = self.ra_slot.val();
-            if self.ra_slot.val() == self.last_slot.val() {
-                self.tail2.next = 0.into();
-            } else {
-                self.tail2.next = self.ra_slot.val() + 1;
-            }
+            self.rx_slot.next = self.rp.rx_slot.val();
         }
         // The allocated slot takes the head's tag.
-        self.tg.wa_en.next = self.ra.val();
-        self.tg.wa_slot.next = self.ra_slot.val();
+        self.tg.wa_en.next = self.rp.rx_ok.val();
+        self.tg.wa_slot.next = self.rp.rx_slot.val();
         self.tg.wa_expert.next = self.rx_head_expert.val();
         self.tg.wa_k.next = self.rx_head_k.val();
         self.tg.wa_loader.next = self.rx_head_loader.val();
-        self.ev_rx_stall.next = self.rx_head_valid.val() & !self.ra.val();
+        self.ev_rx_stall.next = self.rx_head_valid.val() & !self.rp.rx_ok.val();
         self.ss.rx_alloc.next = self.ram.val();
 
         // ================= I: PE — Rule 1 (received, newest first when eager), else Rule 2
@@ -939,14 +904,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ss.send.next = self.tm.val();
 
         // ================= K: Rule 4 (reloads of granted experts first), Rule 5, load sequence
-        self.cnt.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.ss.live3.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
-        }
-        self.free_k.next = self.cnt.val();
-        self.kc.next = self.ddr_ready.val() & (self.free_k.val() > self.reserve.val());
+        self.kc.next = self.ddr_ready.val() & (self.rp.free.val() > self.reserve.val());
         // Rule 4 first: the reload list, as the CL holds it at this point (the hand-off
         // received, then the evicted slice behind it), serves its first granted entry.
         self.rq.hand_valid.next = self.handoff_in_valid.val();
@@ -990,11 +948,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ls.take.next = self.kc.val() & !self.rq.found.val() & !self.k2.val();
         // The load issued this cycle, into the first free slot at/after the tail that the
         // D2D allocation left.
-        self.sc_ld.bits.next = self.exist.val() & !self.ss.live3.val();
-        self.sc_ld.from.next = self.tail2.val();
         // (Each of the three sources needs kc, i.e. a free slot beyond the reserve, so the
-        // allocation's scan always finds one; the AND only states it.)
-        self.issue.next = (self.rq.found.val() | self.k2.val() | self.ls.found.val()) & self.sc_ld.found.val();
+        // allocation's scan always finds one; `ld_ok` ANDs it only to state it.)
+        self.rp.ld_want.next = self.rq.found.val() | self.k2.val() | self.ls.found.val();
+        self.issue.next = self.rp.ld_ok.val();
         self.is_e.next = self.ls.expert.val();
         self.is_k.next = self.ls.k.val();
         self.is_ld.next = self.id.val();
@@ -1009,36 +966,27 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.is_ld.next = self.rq.loader.val();
         }
         self.ev_reload.next = self.rq.found.val();
-        self.ka_slot.next = self.sc_ld.slot.val();
-        self.kam.next = 0.into();
-        self.tail_n.next = self.tail2.val();
+        self.kam.next = self.rp.ld_m.val();
         if self.issue.val() {
-            self.kam.next = self.kam.val().replace_bit(self.ka_slot.val().index(), true);
             self.ddr_req_valid.next = true;
-            self.ddr_req_slot.next = self.ka_slot.val();
+            self.ddr_req_slot.next = self.rp.ld_slot.val();
             self.ddr_req_expert.next = self.is_e.val();
             self.ddr_req_k.next = self.is_k.val();
             self.ddr_req_loader.next = self.is_ld.val();
-            if self.ka_slot.val() == self.last_slot.val() {
-                self.tail_n.next = 0.into();
-            } else {
-                self.tail_n.next = self.ka_slot.val() + 1;
-            }
         }
         // The allocated slot takes the issued tag.
         self.tg.wb_en.next = self.issue.val();
-        self.tg.wb_slot.next = self.ka_slot.val();
+        self.tg.wb_slot.next = self.rp.ld_slot.val();
         self.tg.wb_expert.next = self.is_e.val();
         self.tg.wb_k.next = self.is_k.val();
         self.tg.wb_loader.next = self.is_ld.val();
-        self.tail_q.d.next = self.tail_n.val();
         self.ss.ld_alloc.next = self.kam.val();
 
         // ================= L: load-side deadlock escape (drop the newest waiting pre-load)
         self.esc.next = !self.issue.val()
             & self.ddr_ready.val()
             & (self.pending_d.val().any() | self.helpers.val())
-            & (self.free_k.val() <= self.reserve.val())
+            & (self.rp.free.val() <= self.reserve.val())
             & self.ss.lw3.val().any()
             & (self.ls.own_granted.val() | self.rq.any_granted.val());
         self.sel_esc.req.next = self.ss.lw3.val();
@@ -1082,32 +1030,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // ================= final slot state: `ss` at the edge
         self.pending_q.d.next = self.pending_d.val();
 
-        // ---- ring head (trace): the oldest live slot, as the CL's ring moves it — past the
-        // releases before the allocations, onto the first allocation into an empty ring,
-        // past the escape's release after them.
-        self.sc_hd.bits.next = self.ss.live2.val();
-        self.sc_hd.from.next = self.head_q.q.val();
-        self.hd_a.next = self.tail_q.q.val();
-        if self.sc_hd.found.val() {
-            self.hd_a.next = self.sc_hd.slot.val();
-        }
-        if !self.ss.live2.val().any() {
-            if self.ra.val() {
-                self.hd_a.next = self.ra_slot.val();
-            } else if self.issue.val() {
-                self.hd_a.next = self.ka_slot.val();
-            }
-        }
-        self.head_q.d.next = self.hd_a.val();
-        self.sc_he.bits.next = self.ss.live_n.val();
-        self.sc_he.from.next = self.hd_a.val();
-        if self.esc.val() {
-            if self.sc_he.found.val() {
-                self.head_q.d.next = self.sc_he.slot.val();
-            } else {
-                self.head_q.d.next = self.tail_n.val();
-            }
-        }
+        // ---- ring head (trace): `rp` moves it past the escape's release.
+        self.rp.escape.next = self.esc.val();
+        self.rp.live_n.next = self.ss.live_n.val();
 
         // ================= M: Rule 5 free-slot report, from the state after the edge: free
         // slots, live slots of ungranted experts (this cycle's allocations' tags looked
@@ -1148,8 +1073,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.had_work.d.next = false;
         }
         if self.reset.val() {
-            self.tail_q.d.next = 0.into();
-            self.head_q.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
             self.err_q.d.next = false;

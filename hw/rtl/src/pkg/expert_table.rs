@@ -51,24 +51,25 @@ pub struct ExpertTableRtl<const E: usize> {
     pub grant: Signal<In, Bit>,
     pub grant_mask: Signal<In, Bits<16>>,
     pub grant_on: Signal<In, Bit>,
+    /// Next-hop mask lookups (0: the DDR landing's expert, 1: the PE pick's).
+    pub nh_expert: [Signal<In, Bits<16>>; 2],
+    /// A PE done of one micro-slice of `done_expert`.
+    pub done_valid: Signal<In, Bit>,
+    pub done_expert: Signal<In, Bits<16>>,
+    /// Tokens arrived: `tok_n` more of `tok_expert`'s.
+    pub tok_valid: Signal<In, Bit>,
+    pub tok_expert: Signal<In, Bits<16>>,
+    pub tok_n: Signal<In, Bits<32>>,
     /// `m` of `sched_expert`.
     pub m_s: Signal<Out, Bits<16>>,
     /// Granted bits with this cycle's grant.
     pub granted_a: Signal<Out, Bits<E>>,
     /// Granted bits (registered).
     pub granted: Signal<Out, Bits<E>>,
-    /// Next-hop mask lookups (0: the DDR landing's expert, 1: the PE pick's).
-    pub nh_expert: [Signal<In, Bits<16>>; 2],
+    /// The next-hop masks of `nh_expert` (this cycle's grant looked through).
     pub nh_mask: [Signal<Out, Bits<16>>; 2],
-    /// A PE done of one micro-slice of `done_expert`.
-    pub done_valid: Signal<In, Bit>,
-    pub done_expert: Signal<In, Bits<16>>,
     /// It was the expert's last micro-slice here (`left` was 1).
     pub done_last: Signal<Out, Bit>,
-    /// Tokens arrived: `tok_n` more of `tok_expert`'s.
-    pub tok_valid: Signal<In, Bit>,
-    pub tok_expert: Signal<In, Bits<16>>,
-    pub tok_n: Signal<In, Bits<32>>,
     /// Tokens-here bits with this cycle's arrival.
     pub tok_ok_a: Signal<Out, Bits<E>>,
 

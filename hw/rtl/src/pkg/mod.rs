@@ -26,7 +26,8 @@
 //!   tag file (two allocation write ports, slot-indexed read ports);
 //!   [`expert_table::ExpertTableRtl`] — its per-expert tables (m, left, tokens missing,
 //!   next-hop mask, granted); [`slot_state::SlotStateRtl`] — its per-slot state (live,
-//!   control and queue-membership bits, next station, the PE's slot).
+//!   control and queue-membership bits, next station, the PE's slot);
+//!   [`ring_alloc::RingAllocRtl`] — its ring pointers (the two allocations, the head).
 
 pub mod chiplet;
 pub mod chiplet_swap;
@@ -54,3 +55,4 @@ pub mod age_matrix;
 pub mod slot_tags;
 pub mod expert_table;
 pub mod slot_state;
+pub mod ring_alloc;
