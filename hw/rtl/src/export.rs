@@ -213,6 +213,30 @@ lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.tg$*\"
 // and loader, the PE done's (port 1) the expert only; the unread k / loader muxes are
 // removed by synthesis.
 lint_off -rule UNUSEDSIGNAL -file \"*chiplet_ctrl_*.v\" -match \"*'tg$rd_*'*\"
+// And its per-expert tables (`xt`, ExpertTableRtl): the next-hop lookup of the PE pick is
+// indexed by the pick, which the tokens-here bits (`tok_ok_a`) decided.
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.xt$*\"
+// And its per-slot state (`ss`, SlotStateRtl): its sets after each stage (`lw1`, `live2`,
+// `rx2`, ...) feed the pickers and allocations whose answers come back as the next stage's
+// event masks (`victim`, `rx_alloc`, `pick_m`, ...).
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.ss$*\"
+// WIDTH in the per-slot state file (slot_state_*): the controller's forms it came from —
+// `x = 32'h0` defaults, `cnt + 32'h1` on 8-bit counts below S, `(1'b1) << slot` from
+// `replace_bit`, `slot == 32'hN` compares of 8-bit slot indices.
+lint_off -rule WIDTH -file \"*slot_state_*.v\"
+// And its ring pointers (`rp`, RingAllocRtl): the DDR load's request is decided from the
+// free count it answers, and the escape (given back with the final live bits) from its
+// `ld_ok`. In the ring pointers' own file (ring_alloc_*): WIDTH for the ring's forms
+// (`x = 32'h0`, `cnt + 32'h1` / `slot + 32'h1` on 8-bit values below S, `(1'b1) << slot`),
+// UNOPTFLAT on its four scans (`sc_*`, RingScanRtl), as in ring_buffer_*.
+lint_off -rule UNOPTFLAT -file \"*chiplet_ctrl_*.v\" -match \"*.rp$*\"
+lint_off -rule WIDTH -file \"*ring_alloc_*.v\"
+lint_off -rule UNOPTFLAT -file \"*ring_alloc_*.v\" -match \"*.sc_*$*\"
+// WIDTH in the per-expert table file (expert_table_*): the controller's forms it came from —
+// `x = 32'h0` defaults, `left - 32'h1` on a 16-bit count, `(1'b1) << e` from `replace_bit`,
+// and `granted[e]` / `e == 32'hN` with a 16-bit expert id into E entries (in range by
+// construction, as in the controller).
+lint_off -rule WIDTH -file \"*expert_table_*.v\"
 // WIDTH in the chiplet's reload list file (reload_list_*): the literal forms (`x = 32'h0`,
 // `n + 32'h1` / `n - 32'h1` on 8-bit counters that stay <= Q + 3, `istar = 32'hff`) and
 // `granted[el_e]` with a 16-bit expert id into the E-bit vector (in range by construction,
@@ -417,6 +441,9 @@ pub const REGISTRY: &[&BlockDef] = &[
     &crate::wafer::ni_trigger::EXPORT,
     &crate::pkg::age_matrix::EXPORT,
     &crate::pkg::slot_tags::EXPORT,
+    &crate::pkg::expert_table::EXPORT,
+    &crate::pkg::slot_state::EXPORT,
+    &crate::pkg::ring_alloc::EXPORT,
 ];
 
 /// Blocks outside the standard export: the synthesis sweeps (the scheduler's scaling from 4

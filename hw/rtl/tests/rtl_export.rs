@@ -13,7 +13,7 @@ fn export_all_writes_files_and_manifest() {
     };
     let manifest = export_all(&dir, &filter).unwrap();
     let names: Vec<_> = manifest.modules.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names, ["rr_arbiter_5", "rr_arbiter_10", "credit_counter_8", "route_compute_3", "router_ctrl_v2", "router_v2_d8", "bitonic_sorter_16", "iodie_scheduler_c4_e16", "ucie_replay_8", "ucie_crc32_64", "ring_buffer_s8", "chiplet_ctrl_s8_e16", "age_picker_8", "tag_fifo_q16_e16", "dist_only_predictor_e8_w16", "semmoe_lut_n8_d4", "mapping_ctrl_64", "pe_array_4x4", "pe_array_8x8", "load_seq_e16", "reload_list_q16_e16", "free_report_s8", "ni_balancer_8", "ni_trigger", "age_matrix_8", "slot_tags_8"]);
+    assert_eq!(names, ["rr_arbiter_5", "rr_arbiter_10", "credit_counter_8", "route_compute_3", "router_ctrl_v2", "router_v2_d8", "bitonic_sorter_16", "iodie_scheduler_c4_e16", "ucie_replay_8", "ucie_crc32_64", "ring_buffer_s8", "chiplet_ctrl_s8_e16", "age_picker_8", "tag_fifo_q16_e16", "dist_only_predictor_e8_w16", "semmoe_lut_n8_d4", "mapping_ctrl_64", "pe_array_4x4", "pe_array_8x8", "load_seq_e16", "reload_list_q16_e16", "free_report_s8", "ni_balancer_8", "ni_trigger", "age_matrix_8", "slot_tags_8", "expert_table_e16", "slot_state_s8", "ring_alloc_s8"]);
     let mut listed = blocks();
     for b in &mut listed {
         // blocks() shows the default co-sim length; the export above was shortened.

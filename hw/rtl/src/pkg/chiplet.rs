@@ -14,18 +14,22 @@
 //!  load-side escape: lw newest dropped ─► reload list;  Rule-5 free report;  done
 //! ```
 //!
-//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue and the per-slot
-//! control and per-expert registers; the slots' tag file, the age matrix (the queues'
-//! order), the selection circuits, the next-hop units, the Rule-5 FIFO, the reload list,
-//! the load sequencer and the Rule-5 report are sub-blocks, each tested on its own.
+//! Hierarchy (docs/rtl.md, "Hierarchy"): this top holds the stage glue (which event of a
+//! stage happens, from the sub-blocks' answers); the ring's pointers, the per-slot
+//! state (live, control and queue-membership bits, next station, the PE's slot), the
+//! per-expert tables, the slots' tag file, the age matrix (the queues' order), the
+//! selection circuits, the next-hop units, the Rule-5 FIFO, the reload list, the load
+//! sequencer and the Rule-5 report are sub-blocks, each tested on its own.
 //!
 //! Hardware mapping of the CL's containers:
-//! * **Ring** — per-slot live bit, tag (expert, k, loader: [`super::slot_tags::SlotTagsRtl`],
-//!   `tg`, written by the two allocations, read by slot index) and the allocation pointer; two
-//!   allocations per cycle (D2D arrival, then a DDR load), each the first free slot at/after
-//!   the pointer: a [`super::ring::RingScanRtl`], the encoder [`super::ring::RingBufferRtl`]
-//!   uses (`sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the head). `capacity` ≤ S
-//!   slots exist (a constant mask), so one monomorphization serves every ring size up to S.
+//! * **Ring** — per-slot live bit (in `ss`), tag (expert, k, loader:
+//!   [`super::slot_tags::SlotTagsRtl`], `tg`, written by the two allocations, read by slot
+//!   index), the allocation pointer and the head ([`super::ring_alloc::RingAllocRtl`], `rp`);
+//!   two allocations per cycle (D2D arrival, then a DDR load), each the first free slot
+//!   at/after the pointer: a [`super::ring::RingScanRtl`], the encoder
+//!   [`super::ring::RingBufferRtl`] uses (`rp`'s `sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the
+//!   head). `capacity` ≤ S slots exist (a constant mask), so one monomorphization serves every
+//!   ring size up to S.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
 //!   queue before j) orders them all: [`super::age_matrix::AgeMatrixRtl`] (`am`), whose
@@ -49,8 +53,12 @@
 //!   position and the chiplet count) — so the top pushes k = p and step = n (`ls_p`,
 //!   `ls_n`, from the mask and constants) and the sequencer never divides.
 //! * **Per expert** — micro-slices `m`, left to compute, tokens missing (and a tokens-here
-//!   bit), next-hop mask, granted bit: registers written through the `cfg_*` port at the
-//!   layer start (the CL's `begin_layer`) and by the scheduler messages.
+//!   bit), next-hop mask, granted bit: [`super::expert_table::ExpertTableRtl`] (`xt`),
+//!   written through the `cfg_*` port at the layer start (the CL's `begin_layer`) and by the
+//!   scheduler messages.
+//! * **Per slot** — live bit, control bits, queue membership, next station and the PE's
+//!   slot: [`super::slot_state::SlotStateRtl`] (`ss`); the stages hand it their events as
+//!   slot masks and read back the sets the next stage chooses from.
 //! * **Next-hop logic** — [`super::nexthop::NextHopRtl`]: one per slot for a grant's batch of
 //!   forwarded pre-loads (sharded loading), one for a DDR landing, one for the PE pick.
 //!
@@ -65,12 +73,14 @@
 use rust_hdl::prelude::*;
 
 use super::age_matrix::AgeMatrixRtl;
+use super::expert_table::ExpertTableRtl;
 use super::free_report::FreeReportRtl;
 use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
 use super::picker::AgePickerRtl;
 use super::reload_list::ReloadListRtl;
-use super::ring::RingScanRtl;
+use super::ring_alloc::RingAllocRtl;
+use super::slot_state::SlotStateRtl;
 use super::slot_tags::SlotTagsRtl;
 use super::tag_fifo::TagFifoRtl;
 
@@ -196,6 +206,11 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     nhb: [NextHopRtl; S],
     nhd: NextHopRtl,
     nhp: NextHopRtl,
+    // --- the per-expert tables (m, left, tokens missing, next-hop mask, granted)
+    xt: ExpertTableRtl<E>,
+    // --- the per-slot state (live, control bits, queue membership, next station, the PE's
+    // slot), updated by the stages' event masks
+    ss: SlotStateRtl<S>,
     // --- the slots' tags: written by the two allocations, read by slot index (B landing,
     // D PE done, H victim, I pick, L escape, the rd port) and all at once
     tg: SlotTagsRtl<S, 6>,
@@ -210,15 +225,9 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     sel_tx: AgePickerRtl<S>,
     /// L: the load-side escape (lw newest).
     sel_esc: AgePickerRtl<S>,
-    // --- the ring's circular priority encoders (`RingScanRtl`, as in `RingBufferRtl`)
-    /// H: the D2D arrival's slot (first free at/after the tail).
-    sc_rx: RingScanRtl<S>,
-    /// K: the DDR load's slot (first free at/after the tail after the D2D allocation).
-    sc_ld: RingScanRtl<S>,
-    /// The head after the releases (first live at/after the head).
-    sc_hd: RingScanRtl<S>,
-    /// The head after the escape's release.
-    sc_he: RingScanRtl<S>,
+    // --- the ring's pointers: the two allocations (H: D2D arrival, K: DDR load) and the
+    // head, with the ring's circular priority encoders (`RingScanRtl`, as in `RingBufferRtl`)
+    rp: RingAllocRtl<S>,
     // --- the Rule-5 tag FIFO (the CL's `assigned_q`)
     aq: TagFifoRtl<Q, E>,
     // --- Rule 4's two sources of DDR loads
@@ -229,29 +238,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // --- M: the Rule-5 free-slot report (the CL's `free_report` and `reported`)
     fr: FreeReportRtl<S>,
 
-    // --- registers: ring and slots
-    live_q: DFF<Bits<S>>,
-    tail_q: DFF<Bits<8>>,
-    head_q: DFF<Bits<8>>,
-    nxt: [DFF<Bits<4>>; S],
-    nxt_v: DFF<Bits<S>>,
-    landed: DFF<Bits<S>>,
-    computed: DFF<Bits<S>>,
-    sent: DFF<Bits<S>>,
-    d2d: DFF<Bits<S>>,
-    q_rx: DFF<Bits<S>>,
-    q_lr: DFF<Bits<S>>,
-    q_lw: DFF<Bits<S>>,
-    q_tx: DFF<Bits<S>>,
-    pe_busy_q: DFF<Bit>,
-    pe_slot_q: DFF<Bits<8>>,
-    // --- registers: per expert
-    m_of: [DFF<Bits<16>>; E],
-    left: [DFF<Bits<16>>; E],
-    miss: [DFF<Bits<32>>; E],
-    nh: [DFF<Bits<16>>; E],
-    granted: DFF<Bits<E>>,
-    tok_ok: DFF<Bits<E>>,
     // --- registers: counters
     pending_q: DFF<Bits<32>>,
     had_work: DFF<Bit>,
@@ -263,8 +249,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     g: Signal<Local, Bit>,
     pl: Signal<Local, Bit>,
     on_s: Signal<Local, Bit>,
-    m_s: Signal<Local, Bits<16>>,
-    granted_a: Signal<Local, Bits<E>>,
     push_ls: Signal<Local, Bit>,
     ls_p: Signal<Local, Bits<17>>,
     ls_n: Signal<Local, Bits<5>>,
@@ -288,24 +272,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     cm: Signal<Local, Bits<S>>,
     dm: Signal<Local, Bits<S>>,
     ed: Signal<Local, Bits<16>>,
-    left_d: Signal<Local, Bits<16>>,
-    d_tx: Signal<Local, Bit>,
     pending_d: Signal<Local, Bits<32>>,
-    miss_t: Signal<Local, Bits<32>>,
-    tok_ok_a: Signal<Local, Bits<E>>,
     fm: Signal<Local, Bits<S>>,
-    landed1: Signal<Local, Bits<S>>,
-    computed1: Signal<Local, Bits<S>>,
-    sent1: Signal<Local, Bits<S>>,
-    r1: Signal<Local, Bits<S>>,
-    live1: Signal<Local, Bits<S>>,
-    lw1: Signal<Local, Bits<S>>,
-    lr1: Signal<Local, Bits<S>>,
-    rx1: Signal<Local, Bits<S>>,
-    tx1: Signal<Local, Bits<S>>,
-    dtm: Signal<Local, Bits<S>>,
-    pe_busy1: Signal<Local, Bit>,
-    pem: Signal<Local, Bits<S>>,
     // the eviction picker's set
     px: Signal<Local, Bits<S>>,
     // H: D2D arrival, eviction
@@ -317,17 +285,9 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     v_e: Signal<Local, Bits<16>>,
     v_k: Signal<Local, Bits<16>>,
     v_ld: Signal<Local, Bits<4>>,
-    v_nx: Signal<Local, Bits<4>>,
     vr: Signal<Local, Bit>,
-    live2: Signal<Local, Bits<S>>,
-    ra: Signal<Local, Bit>,
-    ra_slot: Signal<Local, Bits<8>>,
     ram: Signal<Local, Bits<S>>,
-    tail2: Signal<Local, Bits<8>>,
-    live3: Signal<Local, Bits<S>>,
     // I: PE pick
-    rx2: Signal<Local, Bits<S>>,
-    lr2: Signal<Local, Bits<S>>,
     tokslot: Signal<Local, Bits<S>>,
     px_pe: Signal<Local, Bits<S>>,
     new_pe: Signal<Local, Bit>,
@@ -338,14 +298,11 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     pk_e: Signal<Local, Bits<16>>,
     pk_k: Signal<Local, Bits<16>>,
     pk_ld: Signal<Local, Bits<4>>,
-    push_i: Signal<Local, Bit>,
     // J: send
-    tx3: Signal<Local, Bits<S>>,
     tx_go: Signal<Local, Bit>,
     tslot: Signal<Local, Bits<8>>,
     tm: Signal<Local, Bits<S>>,
     // K: Rule 4 / 5 loads
-    free_k: Signal<Local, Bits<8>>,
     kc: Signal<Local, Bit>,
     k2: Signal<Local, Bit>,
     gs: Signal<Local, Bits<S>>,
@@ -355,11 +312,8 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     is_e: Signal<Local, Bits<16>>,
     is_k: Signal<Local, Bits<16>>,
     is_ld: Signal<Local, Bits<4>>,
-    ka_slot: Signal<Local, Bits<8>>,
     kam: Signal<Local, Bits<S>>,
-    live4: Signal<Local, Bits<S>>,
     // L: load-side escape
-    lw3: Signal<Local, Bits<S>>,
     esc: Signal<Local, Bit>,
     v2m: Signal<Local, Bits<S>>,
     v2_slot: Signal<Local, Bits<8>>,
@@ -367,23 +321,15 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     v2_k: Signal<Local, Bits<16>>,
     v2_ld: Signal<Local, Bits<4>>,
     // M, N: final state, Rule-5 report, done
-    live_n: Signal<Local, Bits<S>>,
-    clr: Signal<Local, Bits<S>>,
     te_n: Signal<Local, Bits<16>>,
     um: Signal<Local, Bits<S>>,
-    nv: Signal<Local, Bits<S>>,
-    hd_a: Signal<Local, Bits<8>>,
-    tail_n: Signal<Local, Bits<8>>,
-    sv: Signal<Local, Bits<S>>,
 
     // --- constants
     id: Constant<Bits<4>>,
     exist: Constant<Bits<S>>,
     capc: Constant<Bits<8>>,
-    last_slot: Constant<Bits<8>>,
     reserve: Constant<Bits<8>>,
     eager: Constant<Bit>,
-    fwc: Constant<Bit>,
     rule5: Constant<Bit>,
     helpers: Constant<Bit>,
     all_chips: Constant<Bits<16>>,
@@ -495,41 +441,19 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             nhb: std::array::from_fn(|_| NextHopRtl::new(&nhp)),
             nhd: NextHopRtl::new(&nhp),
             nhp: NextHopRtl::new(&nhp),
+            xt: ExpertTableRtl::new(),
+            ss: SlotStateRtl::new(p.forward_with_compute),
             tg: SlotTagsRtl::new(),
             am: AgeMatrixRtl::new(),
             sel_ev: AgePickerRtl::new(),
             sel_pe: AgePickerRtl::new(),
             sel_tx: AgePickerRtl::new(),
             sel_esc: AgePickerRtl::new(),
-            sc_rx: RingScanRtl::new(),
-            sc_ld: RingScanRtl::new(),
-            sc_hd: RingScanRtl::new(),
-            sc_he: RingScanRtl::new(),
+            rp: RingAllocRtl::new(p.slots),
             aq: TagFifoRtl::new(),
             rq: ReloadListRtl::new(),
             ls: LoadSeqRtl::new(),
             fr: FreeReportRtl::new(p.slots, p.ddr_reserve),
-            live_q: Default::default(),
-            tail_q: Default::default(),
-            head_q: Default::default(),
-            nxt: std::array::from_fn(|_| Default::default()),
-            nxt_v: Default::default(),
-            landed: Default::default(),
-            computed: Default::default(),
-            sent: Default::default(),
-            d2d: Default::default(),
-            q_rx: Default::default(),
-            q_lr: Default::default(),
-            q_lw: Default::default(),
-            q_tx: Default::default(),
-            pe_busy_q: Default::default(),
-            pe_slot_q: Default::default(),
-            m_of: std::array::from_fn(|_| Default::default()),
-            left: std::array::from_fn(|_| Default::default()),
-            miss: std::array::from_fn(|_| Default::default()),
-            nh: std::array::from_fn(|_| Default::default()),
-            granted: Default::default(),
-            tok_ok: Default::default(),
             pending_q: Default::default(),
             had_work: Default::default(),
             err_q: Default::default(),
@@ -537,8 +461,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             g: Default::default(),
             pl: Default::default(),
             on_s: Default::default(),
-            m_s: Default::default(),
-            granted_a: Default::default(),
             push_ls: Default::default(),
             ls_p: Default::default(),
             ls_n: Default::default(),
@@ -560,24 +482,8 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             cm: Default::default(),
             dm: Default::default(),
             ed: Default::default(),
-            left_d: Default::default(),
-            d_tx: Default::default(),
             pending_d: Default::default(),
-            miss_t: Default::default(),
-            tok_ok_a: Default::default(),
             fm: Default::default(),
-            landed1: Default::default(),
-            computed1: Default::default(),
-            sent1: Default::default(),
-            r1: Default::default(),
-            live1: Default::default(),
-            lw1: Default::default(),
-            lr1: Default::default(),
-            rx1: Default::default(),
-            tx1: Default::default(),
-            dtm: Default::default(),
-            pe_busy1: Default::default(),
-            pem: Default::default(),
             px: Default::default(),
             evict: Default::default(),
             v_kind: Default::default(),
@@ -587,16 +493,8 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v_e: Default::default(),
             v_k: Default::default(),
             v_ld: Default::default(),
-            v_nx: Default::default(),
             vr: Default::default(),
-            live2: Default::default(),
-            ra: Default::default(),
-            ra_slot: Default::default(),
             ram: Default::default(),
-            tail2: Default::default(),
-            live3: Default::default(),
-            rx2: Default::default(),
-            lr2: Default::default(),
             tokslot: Default::default(),
             px_pe: Default::default(),
             new_pe: Default::default(),
@@ -607,12 +505,9 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             pk_e: Default::default(),
             pk_k: Default::default(),
             pk_ld: Default::default(),
-            push_i: Default::default(),
-            tx3: Default::default(),
             tx_go: Default::default(),
             tslot: Default::default(),
             tm: Default::default(),
-            free_k: Default::default(),
             kc: Default::default(),
             k2: Default::default(),
             gs: Default::default(),
@@ -622,31 +517,20 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             is_e: Default::default(),
             is_k: Default::default(),
             is_ld: Default::default(),
-            ka_slot: Default::default(),
             kam: Default::default(),
-            live4: Default::default(),
-            lw3: Default::default(),
             esc: Default::default(),
             v2m: Default::default(),
             v2_slot: Default::default(),
             v2_e: Default::default(),
             v2_k: Default::default(),
             v2_ld: Default::default(),
-            live_n: Default::default(),
-            clr: Default::default(),
             te_n: Default::default(),
             um: Default::default(),
-            nv: Default::default(),
-            hd_a: Default::default(),
-            tail_n: Default::default(),
-            sv: Default::default(),
             id: Constant::new((p.id as u64).into()),
             exist: Constant::new(exist.into()),
             capc: Constant::new((p.slots as u64).into()),
-            last_slot: Constant::new(((p.slots - 1) as u64).into()),
             reserve: Constant::new((p.ddr_reserve as u64).into()),
             eager: Constant::new(p.eager),
-            fwc: Constant::new(p.forward_with_compute),
             rule5: Constant::new(p.rule5),
             helpers: Constant::new(p.helpers),
             all_chips: Constant::new(all.into()),
@@ -661,24 +545,14 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
     #[hdl_gen]
     fn update(&mut self) {
         // ---- clocks and hold defaults
-        dff_setup!(
-            self, clock, live_q, tail_q, head_q, nxt_v, landed, computed, sent, d2d, q_rx, q_lr, q_lw, q_tx, pe_busy_q, pe_slot_q, granted, tok_ok,
-            pending_q, had_work, err_q
-        );
-        for i in 0..S {
-            self.nxt[i].clock.next = self.clock.val();
-            self.nxt[i].d.next = self.nxt[i].q.val();
-        }
-        for e in 0..E {
-            self.m_of[e].clock.next = self.clock.val();
-            self.m_of[e].d.next = self.m_of[e].q.val();
-            self.left[e].clock.next = self.clock.val();
-            self.left[e].d.next = self.left[e].q.val();
-            self.miss[e].clock.next = self.clock.val();
-            self.miss[e].d.next = self.miss[e].q.val();
-            self.nh[e].clock.next = self.clock.val();
-            self.nh[e].d.next = self.nh[e].q.val();
-        }
+        dff_setup!(self, clock, pending_q, had_work, err_q);
+        self.rp.clock.next = self.clock.val();
+        self.rp.reset.next = self.reset.val();
+        self.ss.clock.next = self.clock.val();
+        self.ss.reset.next = self.reset.val();
+        self.xt.clock.next = self.clock.val();
+        self.xt.reset.next = self.reset.val();
+        self.xt.layer_start.next = self.layer_start.val();
         self.tg.clock.next = self.clock.val();
         // Tags need no reset (read only while live; see slot_tags.rs).
         self.tg.reset.next = false;
@@ -695,36 +569,30 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.fr.reset.next = self.reset.val();
 
         // ---- registered outputs
-        self.live.next = self.live_q.q.val();
-        self.landed_bits.next = self.landed.q.val();
-        self.computed_bits.next = self.computed.q.val();
-        self.d2d_bits.next = self.d2d.q.val();
-        self.tail.next = self.tail_q.q.val();
-        self.head.next = self.head_q.q.val();
+        self.live.next = self.ss.live.val();
+        self.landed_bits.next = self.ss.landed.val();
+        self.computed_bits.next = self.ss.computed.val();
+        self.d2d_bits.next = self.ss.d2d.val();
+        self.tail.next = self.rp.tail.val();
+        self.head.next = self.rp.head.val();
         self.pending.next = self.pending_q.q.val();
-        self.pe_busy.next = self.pe_busy_q.q.val();
+        self.pe_busy.next = self.ss.pe_busy.val();
         self.reload_len.next = self.rq.len.val();
         self.assigned_len.next = self.aq.len.val();
         self.error.next = self.err_q.q.val();
-        self.cnt.next = 0.into();
-        for i in 0..S {
-            if self.live_q.q.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
-        }
-        self.occ.next = self.cnt.val();
+        self.occ.next = self.ss.occ.val();
         self.seq_len.next = self.ls.len.val();
-        self.quiescent.next = !self.live_q.q.val().any()
+        self.quiescent.next = !self.ss.live.val().any()
             & !self.pending_q.q.val().any()
             & !self.ls.len.val().any()
-            & !self.pe_busy_q.q.val()
+            & !self.ss.pe_busy.val()
             & !self.rq.len.val().any()
             & !self.aq.len.val().any();
         self.tg.rd_slot[5].next = self.rd_slot.val();
         self.rd_expert.next = self.tg.rd_expert[5].val();
         self.rd_k.next = self.tg.rd_k[5].val();
         self.rd_loader.next = self.tg.rd_loader[5].val();
-        self.rd_granted.next = self.granted.q.val().get_bit(self.rd_expert.val().index());
+        self.rd_granted.next = self.xt.granted.val().get_bit(self.rd_expert.val().index());
 
         // ---- output defaults
         self.ddr_req_valid.next = false;
@@ -761,29 +629,21 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.g.next = self.sched_valid.val() & self.sched_grant.val();
         self.pl.next = self.sched_valid.val() & !self.sched_grant.val();
         self.on_s.next = self.sched_mask.val().get_bit(self.id.val().index());
-        self.m_s.next = 0.into();
-        for e in 0..E {
-            if self.sched_expert.val().index() == e {
-                self.m_s.next = self.m_of[e].q.val();
-            }
-        }
-        self.granted_a.next = self.granted.q.val();
+        // The per-expert tables: a grant writes the expert's next-hop mask, its micro-slices
+        // left (on the mask) and its granted bit; `m_s`, `granted_a` answer with it.
+        self.xt.sched_expert.next = self.sched_expert.val();
+        self.xt.grant.next = self.g.val();
+        self.xt.grant_mask.next = self.sched_mask.val();
+        self.xt.grant_on.next = self.on_s.val();
+        self.xt.cfg_we.next = self.cfg_we.val();
+        self.xt.cfg_expert.next = self.cfg_expert.val();
+        self.xt.cfg_m.next = self.cfg_m.val();
+        self.xt.cfg_tokens.next = self.cfg_tokens.val();
         self.pending_a.next = self.pending_q.q.val();
         self.had_a.next = self.had_work.q.val();
-        if self.g.val() {
-            self.granted_a.next = self.granted.q.val().replace_bit(self.sched_expert.val().index(), true);
-            for e in 0..E {
-                if self.sched_expert.val().index() == e {
-                    self.nh[e].d.next = self.sched_mask.val();
-                    if self.on_s.val() {
-                        self.left[e].d.next = self.m_s.val();
-                    }
-                }
-            }
-            if self.on_s.val() {
-                self.pending_a.next = self.pending_q.q.val() + bit_cast::<32, 16>(self.m_s.val());
-                self.had_a.next = true;
-            }
+        if self.g.val() & self.on_s.val() {
+            self.pending_a.next = self.pending_q.q.val() + bit_cast::<32, 16>(self.xt.m_s.val());
+            self.had_a.next = true;
         }
         // Pre-load: a load-sequence entry with this chiplet's share k ≡ p (mod n).
         self.push_ls.next = self.pl.val() & (self.on_s.val() | self.helpers.val()) & !self.rule5.val();
@@ -805,8 +665,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ls.push_expert.next = self.sched_expert.val();
         self.ls.push_k.next = self.ls_p.val();
         self.ls.push_step.next = self.ls_n.val();
-        self.ls.push_m.next = self.m_s.val();
-        self.ls.push_granted.next = self.granted_a.val().get_bit(self.sched_expert.val().index());
+        self.ls.push_m.next = self.xt.m_s.val();
+        self.ls.push_granted.next = self.xt.granted_a.val().get_bit(self.sched_expert.val().index());
         // A grant marks the expert's waiting entries granted.
         self.ls.grant.next = self.g.val();
         self.ls.grant_expert.next = self.sched_expert.val();
@@ -816,7 +676,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         for i in 0..S {
             self.nhb[i].mask.next = self.sched_mask.val();
             self.nhb[i].loader.next = self.tg.loader[i].val();
-            if self.g.val() & self.q_lw.q.val().get_bit(i) & (self.tg.expert[i].val() == self.sched_expert.val()) {
+            if self.g.val() & self.ss.lw.val().get_bit(i) & (self.tg.expert[i].val() == self.sched_expert.val()) {
                 self.mset.next = self.mset.val().replace_bit(i, true);
             }
         }
@@ -830,7 +690,6 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
                 if self.mset.val().get_bit(i) {
                     if self.nhb[i].valid.val() {
                         self.m_fwd.next = self.m_fwd.val().replace_bit(i, true);
-                        self.nxt[i].d.next = self.nhb[i].dest.val();
                     } else {
                         self.m_rel.next = self.m_rel.val().replace_bit(i, true);
                     }
@@ -846,30 +705,15 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.tg.rd_slot[0].next = self.ddr_landed_slot.val();
         self.eb.next = self.tg.rd_expert[0].val();
         self.ldb.next = self.tg.rd_loader[0].val();
-        self.b_gr.next = false;
-        self.nh_b.next = 0.into();
-        self.b_gr.next = self.granted_a.val().get_bit(self.eb.val().index());
-        for e in 0..E {
-            if self.eb.val().index() == e {
-                self.nh_b.next = self.nh[e].q.val();
-            }
-        }
-        if self.g.val() & (self.eb.val() == self.sched_expert.val()) {
-            self.nh_b.next = self.sched_mask.val();
-        }
+        self.b_gr.next = self.xt.granted_a.val().get_bit(self.eb.val().index());
+        self.xt.nh_expert[0].next = self.eb.val();
+        self.nh_b.next = self.xt.nh_mask[0].val();
         self.nhd.mask.next = self.nh_b.val();
         self.nhd.loader.next = self.ldb.val();
         self.b_lw.next = self.ddr_landed_valid.val() & !self.b_gr.val();
         self.b_lr.next = self.ddr_landed_valid.val() & self.b_gr.val() & self.nh_b.val().get_bit(self.id.val().index());
         self.b_fwd.next = self.ddr_landed_valid.val() & self.b_gr.val() & !self.nh_b.val().get_bit(self.id.val().index()) & self.nhd.valid.val();
         self.b_rel.next = self.ddr_landed_valid.val() & self.b_gr.val() & !self.nh_b.val().get_bit(self.id.val().index()) & !self.nhd.valid.val();
-        if self.b_fwd.val() {
-            for i in 0..S {
-                if self.ddr_landed_slot.val().index() == i {
-                    self.nxt[i].d.next = self.nhd.dest.val();
-                }
-            }
-        }
 
         // ================= C: D2D landing; D: PE done; E: tokens; F: send done
         self.cm.next = 0.into();
@@ -886,131 +730,71 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         }
         self.tg.rd_slot[1].next = self.pe_done_slot.val();
         self.ed.next = self.tg.rd_expert[1].val();
-        self.left_d.next = 0.into();
-        for e in 0..E {
-            if self.ed.val().index() == e {
-                self.left_d.next = self.left[e].q.val();
-            }
-        }
-        if self.g.val() & self.on_s.val() & (self.ed.val() == self.sched_expert.val()) {
-            self.left_d.next = self.m_s.val();
+        // One micro-slice of the expert less to compute; the last one ends it here.
+        self.xt.done_valid.next = self.pe_done_valid.val();
+        self.xt.done_expert.next = self.ed.val();
+        if self.xt.done_last.val() {
+            self.expert_done_valid.next = true;
+            self.expert_done.next = self.ed.val();
         }
         self.pending_d.next = self.pending_a.val();
-        self.d_tx.next = false;
         if self.pe_done_valid.val() {
             self.pending_d.next = self.pending_a.val() - 1;
-            for e in 0..E {
-                if self.ed.val().index() == e {
-                    self.left[e].d.next = self.left_d.val() - 1;
-                }
-            }
-            if self.left_d.val() == 1 {
-                self.expert_done_valid.next = true;
-                self.expert_done.next = self.ed.val();
-            }
-            self.d_tx.next = !self.fwc.val() & (self.nxt_v.q.val() & self.dm.val()).any();
         }
-        self.tok_ok_a.next = self.tok_ok.q.val();
-        self.miss_t.next = 0.into();
-        for e in 0..E {
-            if self.tok_expert.val().index() == e {
-                self.miss_t.next = self.miss[e].q.val() - self.tok_n.val();
-            }
-        }
-        if self.tok_valid.val() {
-            self.tok_ok_a.next = self.tok_ok.q.val().replace_bit(self.tok_expert.val().index(), !self.miss_t.val().any());
-            for e in 0..E {
-                if self.tok_expert.val().index() == e {
-                    self.miss[e].d.next = self.miss_t.val();
-                }
-            }
-        }
-        // Slot control after the completions; Rule 3 releases.
-        self.landed1.next = self.landed.q.val() | self.bm.val() | self.cm.val();
-        self.computed1.next = self.computed.q.val() | self.m_fwd.val() | self.m_rel.val() | self.dm.val();
-        self.sent1.next = self.sent.q.val() | self.m_rel.val() | self.fm.val();
-        if self.b_fwd.val() | self.b_rel.val() {
-            self.computed1.next = self.computed1.val() | self.bm.val();
-        }
-        if self.b_rel.val() {
-            self.sent1.next = self.sent1.val() | self.bm.val();
-        }
-        self.r1.next = self.m_rel.val() | ((self.dm.val() | self.fm.val()) & self.landed1.val() & self.computed1.val() & self.sent1.val() & self.live_q.q.val());
-        if self.b_rel.val() {
-            self.r1.next = self.r1.val() | self.bm.val();
-        }
-        self.live1.next = self.live_q.q.val() & !self.r1.val();
-        self.cnt.next = 0.into();
+        self.xt.tok_valid.next = self.tok_valid.val();
+        self.xt.tok_expert.next = self.tok_expert.val();
+        self.xt.tok_n.next = self.tok_n.val();
+        // The per-slot state (`ss`) applies A..F: Rule 3's releases, the queues after the
+        // insertions (the grant's batch, the DDR landing's kind, the D2D landing, the PE done
+        // pushed to tx_q), the forwarded slices' next stations.
+        self.ss.batch.next = self.mset.val();
+        self.ss.batch_lr.next = self.m_lr.val();
+        self.ss.batch_fwd.next = self.m_fwd.val();
+        self.ss.batch_rel.next = self.m_rel.val();
         for i in 0..S {
-            if self.r1.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
+            self.ss.batch_dest[i].next = self.nhb[i].dest.val();
         }
-        self.ev_releases.next = self.cnt.val();
-        self.cnt.next = 0.into();
-        for i in 0..S {
-            if self.m_fwd.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
-        }
-        if self.b_fwd.val() {
-            self.cnt.next = self.cnt.val() + 1;
-        }
-        self.ev_forwards.next = self.cnt.val();
-        // Queues after the insertions of A..D.
-        self.lw1.next = self.q_lw.q.val() & !self.mset.val();
-        self.lr1.next = self.q_lr.q.val() | self.m_lr.val();
-        self.rx1.next = self.q_rx.q.val() | self.cm.val();
-        self.tx1.next = self.q_tx.q.val() | self.m_fwd.val();
-        if self.b_lw.val() {
-            self.lw1.next = self.lw1.val() | self.bm.val();
-        }
-        if self.b_lr.val() {
-            self.lr1.next = self.lr1.val() | self.bm.val();
-        }
-        if self.b_fwd.val() {
-            self.tx1.next = self.tx1.val() | self.bm.val();
-        }
-        if self.d_tx.val() {
-            self.tx1.next = self.tx1.val() | self.dm.val();
-        }
+        self.ss.ddr.next = self.bm.val();
+        self.ss.ddr_slot.next = self.ddr_landed_slot.val();
+        self.ss.ddr_lw.next = self.b_lw.val();
+        self.ss.ddr_lr.next = self.b_lr.val();
+        self.ss.ddr_fwd.next = self.b_fwd.val();
+        self.ss.ddr_rel.next = self.b_rel.val();
+        self.ss.ddr_dest.next = self.nhd.dest.val();
+        self.ss.rx_land.next = self.cm.val();
+        self.ss.pe_done.next = self.dm.val();
+        self.ss.pe_done_valid.next = self.pe_done_valid.val();
+        self.ss.tx_done.next = self.fm.val();
+        self.ev_releases.next = self.ss.n_rel.val();
+        self.ev_forwards.next = self.ss.n_fwd.val();
         // The queues' order (`am`): this cycle's entries rank grant batch < DDR < D2D < PE
         // done. (A slot that computed while queued for its send — forward with compute —
         // stays where it is: only a push after the compute enters it anew.)
-        self.dtm.next = 0.into();
-        if self.d_tx.val() {
-            self.dtm.next = self.dm.val();
-        }
         self.am.batch.next = self.mset.val();
         self.am.ddr.next = self.bm.val();
         self.am.d2d.next = self.cm.val();
-        self.am.pe_tx.next = self.dtm.val();
-        self.pe_busy1.next = self.pe_busy_q.q.val() & !self.pe_done_valid.val();
-        self.pem.next = 0.into();
-        if self.pe_busy1.val() {
-            self.pem.next = self.pem.val().replace_bit(self.pe_slot_q.q.val().index(), true);
-        }
+        self.am.pe_tx.next = self.ss.pe_tx.val();
 
         // ================= H: D2D arrival (the receiver's ring is the credit); deadlock escape
-        self.evict.next = self.rx_head_valid.val() & !(self.exist.val() & !self.live1.val()).any();
+        self.evict.next = self.rx_head_valid.val() & !(self.exist.val() & !self.ss.live1.val()).any();
         self.v_kind.next = 0.into();
         self.px.next = 0.into();
-        if self.lw1.val().any() {
+        if self.ss.lw1.val().any() {
             self.v_kind.next = 1.into();
-            self.px.next = self.lw1.val();
-        } else if (self.tx1.val() & self.computed1.val() & !self.pem.val()).any() {
+            self.px.next = self.ss.lw1.val();
+        } else if (self.ss.tx1.val() & self.ss.computed1.val() & !self.ss.pe_m.val()).any() {
             self.v_kind.next = 2.into();
-            self.px.next = self.tx1.val() & self.computed1.val() & !self.pem.val();
-        } else if (self.lr1.val() & !self.pem.val()).any() {
+            self.px.next = self.ss.tx1.val() & self.ss.computed1.val() & !self.ss.pe_m.val();
+        } else if (self.ss.lr1.val() & !self.ss.pe_m.val()).any() {
             self.v_kind.next = 3.into();
-            self.px.next = self.lr1.val() & !self.pem.val();
-        } else if (self.rx1.val() & !self.pem.val()).any() {
+            self.px.next = self.ss.lr1.val() & !self.ss.pe_m.val();
+        } else if (self.ss.rx1.val() & !self.ss.pe_m.val()).any() {
             self.v_kind.next = 4.into();
-            self.px.next = self.rx1.val() & !self.pem.val();
+            self.px.next = self.ss.rx1.val() & !self.ss.pe_m.val();
         }
         // Waiting pre-loads go newest first (the CL's `pop_back`), the others oldest first.
         self.sel_ev.req.next = self.px.val();
-        self.sel_ev.newest.next = self.lw1.val().any();
+        self.sel_ev.newest.next = self.ss.lw1.val().any();
         for i in 0..S {
             self.sel_ev.age[i].next = self.am.age_e[i].val();
         }
@@ -1024,18 +808,7 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.v_e.next = self.tg.rd_expert[2].val();
         self.v_k.next = self.tg.rd_k[2].val();
         self.v_ld.next = self.tg.rd_loader[2].val();
-        self.v_nx.next = 0.into();
-        for i in 0..S {
-            if self.v_slot.val().index() == i {
-                self.v_nx.next = self.nxt[i].q.val();
-                if self.m_fwd.val().get_bit(i) {
-                    self.v_nx.next = self.nhb[i].dest.val();
-                }
-            }
-        }
-        if self.b_fwd.val() & (self.v_slot.val() == self.ddr_landed_slot.val()) {
-            self.v_nx.next = self.nhd.dest.val();
-        }
+        self.ss.rd_victim.next = self.v_slot.val();
         self.vr.next = self.v_found.val() & (self.v_kind.val() != 2);
         if self.v_found.val() & (self.v_kind.val() == 2) {
             // A computed slice waiting for its send: the next station loads it itself.
@@ -1043,49 +816,38 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.handoff_expert.next = self.v_e.val();
             self.handoff_k.next = self.v_k.val();
             self.handoff_loader.next = self.v_ld.val();
-            self.handoff_dest.next = self.v_nx.val();
+            self.handoff_dest.next = self.ss.victim_next.val();
         }
-        self.live2.next = self.live1.val() & !self.vm.val();
-        // First free slot at/after the allocation pointer (the ring's priority encoder).
-        self.sc_rx.bits.next = self.exist.val() & !self.live2.val();
-        self.sc_rx.from.next = self.tail_q.q.val();
-        self.ra.next = self.rx_head_valid.val() & self.sc_rx.found.val();
-        self.ra_slot.next = self.sc_rx.slot.val();
-        self.ram.next = 0.into();
-        self.tail2.next = self.tail_q.q.val();
-        if self.ra.val() {
-            self.ram.next = self.ram.val().replace_bit(self.ra_slot.val().index(), true);
+        self.ss.victim.next = self.vm.val();
+        // First free slot at/after the allocation pointer (`rp`, the ring's priority encoder).
+        self.rp.live2.next = self.ss.live2.val();
+        self.rp.rx_want.next = self.rx_head_valid.val();
+        self.ram.next = self.rp.rx_m.val();
+        if self.rp.rx_ok.val() {
             self.rx_slot_valid.next = true;
-            self.rx_slot.next = self.ra_slot.val();
-            if self.ra_slot.val() == self.last_slot.val() {
-                self.tail2.next = 0.into();
-            } else {
-                self.tail2.next = self.ra_slot.val() + 1;
-            }
+            self.rx_slot.next = self.rp.rx_slot.val();
         }
         // The allocated slot takes the head's tag.
-        self.tg.wa_en.next = self.ra.val();
-        self.tg.wa_slot.next = self.ra_slot.val();
+        self.tg.wa_en.next = self.rp.rx_ok.val();
+        self.tg.wa_slot.next = self.rp.rx_slot.val();
         self.tg.wa_expert.next = self.rx_head_expert.val();
         self.tg.wa_k.next = self.rx_head_k.val();
         self.tg.wa_loader.next = self.rx_head_loader.val();
-        self.ev_rx_stall.next = self.rx_head_valid.val() & !self.ra.val();
-        self.live3.next = self.live2.val() | self.ram.val();
+        self.ev_rx_stall.next = self.rx_head_valid.val() & !self.rp.rx_ok.val();
+        self.ss.rx_alloc.next = self.ram.val();
 
         // ================= I: PE — Rule 1 (received, newest first when eager), else Rule 2
-        self.rx2.next = self.rx1.val() & !self.vm.val();
-        self.lr2.next = self.lr1.val() & !self.vm.val();
         self.tokslot.next = 0.into();
         for i in 0..S {
-            if self.tok_ok_a.val().get_bit(self.tg.expert[i].val().index()) {
+            if self.xt.tok_ok_a.val().get_bit(self.tg.expert[i].val().index()) {
                 self.tokslot.next = self.tokslot.val().replace_bit(i, true);
             }
         }
-        self.rule1.next = self.rx2.val().any();
-        self.px_pe.next = self.lr2.val() & self.tokslot.val();
+        self.rule1.next = self.ss.rx2.val().any();
+        self.px_pe.next = self.ss.lr2.val() & self.tokslot.val();
         self.new_pe.next = false;
         if self.rule1.val() {
-            self.px_pe.next = self.rx2.val();
+            self.px_pe.next = self.ss.rx2.val();
             self.new_pe.next = self.eager.val();
         }
         self.sel_pe.req.next = self.px_pe.val();
@@ -1093,25 +855,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         for i in 0..S {
             self.sel_pe.age[i].next = self.am.age_e[i].val();
         }
-        self.pick.next = !self.pe_busy1.val() & self.sel_pe.found.val();
+        self.pick.next = !self.ss.pe_busy_a.val() & self.sel_pe.found.val();
         self.pk.next = self.sel_pe.slot.val();
         self.pm.next = 0.into();
         self.tg.rd_slot[3].next = self.pk.val();
         self.pk_e.next = self.tg.rd_expert[3].val();
         self.pk_k.next = self.tg.rd_k[3].val();
         self.pk_ld.next = self.tg.rd_loader[3].val();
-        self.nhp.mask.next = 0.into();
-        for e in 0..E {
-            if self.pk_e.val().index() == e {
-                self.nhp.mask.next = self.nh[e].q.val();
-            }
-        }
-        if self.g.val() & (self.pk_e.val() == self.sched_expert.val()) {
-            self.nhp.mask.next = self.sched_mask.val();
-        }
+        self.xt.nh_expert[1].next = self.pk_e.val();
+        self.nhp.mask.next = self.xt.nh_mask[1].val();
         self.nhp.loader.next = self.pk_ld.val();
-        self.push_i.next = false;
-        self.pe_busy_q.d.next = self.pe_busy1.val();
         if self.pick.val() {
             self.pm.next = self.sel_pe.onehot.val();
             self.pe_start_valid.next = true;
@@ -1120,24 +873,18 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.pe_start_k.next = self.pk_k.val();
             self.pe_start_loader.next = self.pk_ld.val();
             self.ev_rule1.next = self.rule1.val();
-            self.pe_busy_q.d.next = true;
-            self.pe_slot_q.d.next = self.pk.val();
-            self.push_i.next = self.nhp.valid.val() & self.fwc.val();
-            for i in 0..S {
-                if self.pk.val().index() == i {
-                    self.nxt[i].d.next = self.nhp.dest.val();
-                }
-            }
         }
+        // The picked slot takes the PE and its next station (or, with none, needs no send).
+        self.ss.pick.next = self.pick.val();
+        self.ss.pick_slot.next = self.pk.val();
+        self.ss.pick_m.next = self.pm.val();
+        self.ss.pick_next.next = self.nhp.valid.val();
+        self.ss.pick_dest.next = self.nhp.dest.val();
         // The picked slot is the newest queue entry from here on.
         self.am.pick.next = self.pm.val();
 
         // ================= J: D2D send, oldest first
-        self.tx3.next = self.tx1.val() & !self.vm.val();
-        if self.push_i.val() {
-            self.tx3.next = self.tx3.val() | self.pm.val();
-        }
-        self.sel_tx.req.next = self.tx3.val();
+        self.sel_tx.req.next = self.ss.tx3.val();
         self.sel_tx.newest.next = false;
         for i in 0..S {
             self.sel_tx.age[i].next = self.am.age_p[i].val();
@@ -1149,32 +896,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.tm.next = self.sel_tx.onehot.val();
             self.tx_start_valid.next = true;
             self.tx_start_slot.next = self.tslot.val();
-            self.tx_start_dest.next = 0.into();
-            for i in 0..S {
-                if self.tslot.val().index() == i {
-                    self.tx_start_dest.next = self.nxt[i].q.val();
-                    if self.m_fwd.val().get_bit(i) {
-                        self.tx_start_dest.next = self.nhb[i].dest.val();
-                    }
-                }
-            }
-            if self.b_fwd.val() & (self.tslot.val() == self.ddr_landed_slot.val()) {
-                self.tx_start_dest.next = self.nhd.dest.val();
-            }
-            if self.pick.val() & (self.tslot.val() == self.pk.val()) {
-                self.tx_start_dest.next = self.nhp.dest.val();
-            }
+            self.tx_start_dest.next = self.ss.send_next.val();
         }
+        self.ss.rd_send.next = self.tslot.val();
+        self.ss.send.next = self.tm.val();
 
         // ================= K: Rule 4 (reloads of granted experts first), Rule 5, load sequence
-        self.cnt.next = 0.into();
-        for i in 0..S {
-            if self.exist.val().get_bit(i) & !self.live3.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
-        }
-        self.free_k.next = self.cnt.val();
-        self.kc.next = self.ddr_ready.val() & (self.free_k.val() > self.reserve.val());
+        self.kc.next = self.ddr_ready.val() & (self.rp.free.val() > self.reserve.val());
         // Rule 4 first: the reload list, as the CL holds it at this point (the hand-off
         // received, then the evicted slice behind it), serves its first granted entry.
         self.rq.hand_valid.next = self.handoff_in_valid.val();
@@ -1185,14 +913,14 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.rq.evict_expert.next = self.v_e.val();
         self.rq.evict_k.next = self.v_k.val();
         self.rq.evict_loader.next = self.v_ld.val();
-        self.rq.granted.next = self.granted_a.val();
+        self.rq.granted.next = self.xt.granted_a.val();
         self.rq.take.next = self.kc.val();
         // Rule-5 FIFO with this cycle's assignment behind; k2 pops its front.
         self.aq.push.next = self.load_valid.val();
         self.aq.push_expert.next = self.load_expert.val();
         self.aq.push_k.next = self.load_k.val();
         self.aq.push_loader.next = self.load_loader.val();
-        self.aq.granted.next = self.granted_a.val();
+        self.aq.granted.next = self.xt.granted_a.val();
         self.k2.next = self.kc.val() & !self.rq.found.val() & self.aq.len_in.val().any();
         self.aq.pop.next = self.k2.val();
         // Load sequence: pre-loads may take at most half the ring while ungranted.
@@ -1202,13 +930,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             if self.ram.val().get_bit(i) {
                 self.te_n.next = self.rx_head_expert.val();
             }
-            if self.granted_a.val().get_bit(self.te_n.val().index()) {
+            if self.xt.granted_a.val().get_bit(self.te_n.val().index()) {
                 self.gs.next = self.gs.val().replace_bit(i, true);
             }
         }
         self.cnt.next = 0.into();
         for i in 0..S {
-            if self.live3.val().get_bit(i) & !self.gs.val().get_bit(i) {
+            if self.ss.live3.val().get_bit(i) & !self.gs.val().get_bit(i) {
                 self.cnt.next = self.cnt.val() + 1;
             }
         }
@@ -1218,11 +946,10 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ls.take.next = self.kc.val() & !self.rq.found.val() & !self.k2.val();
         // The load issued this cycle, into the first free slot at/after the tail that the
         // D2D allocation left.
-        self.sc_ld.bits.next = self.exist.val() & !self.live3.val();
-        self.sc_ld.from.next = self.tail2.val();
         // (Each of the three sources needs kc, i.e. a free slot beyond the reserve, so the
-        // allocation's scan always finds one; the AND only states it.)
-        self.issue.next = (self.rq.found.val() | self.k2.val() | self.ls.found.val()) & self.sc_ld.found.val();
+        // allocation's scan always finds one; `ld_ok` ANDs it only to state it.)
+        self.rp.ld_want.next = self.rq.found.val() | self.k2.val() | self.ls.found.val();
+        self.issue.next = self.rp.ld_ok.val();
         self.is_e.next = self.ls.expert.val();
         self.is_k.next = self.ls.k.val();
         self.is_ld.next = self.id.val();
@@ -1237,40 +964,30 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.is_ld.next = self.rq.loader.val();
         }
         self.ev_reload.next = self.rq.found.val();
-        self.ka_slot.next = self.sc_ld.slot.val();
-        self.kam.next = 0.into();
-        self.tail_n.next = self.tail2.val();
+        self.kam.next = self.rp.ld_m.val();
         if self.issue.val() {
-            self.kam.next = self.kam.val().replace_bit(self.ka_slot.val().index(), true);
             self.ddr_req_valid.next = true;
-            self.ddr_req_slot.next = self.ka_slot.val();
+            self.ddr_req_slot.next = self.rp.ld_slot.val();
             self.ddr_req_expert.next = self.is_e.val();
             self.ddr_req_k.next = self.is_k.val();
             self.ddr_req_loader.next = self.is_ld.val();
-            if self.ka_slot.val() == self.last_slot.val() {
-                self.tail_n.next = 0.into();
-            } else {
-                self.tail_n.next = self.ka_slot.val() + 1;
-            }
         }
         // The allocated slot takes the issued tag.
         self.tg.wb_en.next = self.issue.val();
-        self.tg.wb_slot.next = self.ka_slot.val();
+        self.tg.wb_slot.next = self.rp.ld_slot.val();
         self.tg.wb_expert.next = self.is_e.val();
         self.tg.wb_k.next = self.is_k.val();
         self.tg.wb_loader.next = self.is_ld.val();
-        self.tail_q.d.next = self.tail_n.val();
-        self.live4.next = self.live3.val() | self.kam.val();
+        self.ss.ld_alloc.next = self.kam.val();
 
         // ================= L: load-side deadlock escape (drop the newest waiting pre-load)
-        self.lw3.next = self.lw1.val() & !self.vm.val();
         self.esc.next = !self.issue.val()
             & self.ddr_ready.val()
             & (self.pending_d.val().any() | self.helpers.val())
-            & (self.free_k.val() <= self.reserve.val())
-            & self.lw3.val().any()
+            & (self.rp.free.val() <= self.reserve.val())
+            & self.ss.lw3.val().any()
             & (self.ls.own_granted.val() | self.rq.any_granted.val());
-        self.sel_esc.req.next = self.lw3.val();
+        self.sel_esc.req.next = self.ss.lw3.val();
         self.sel_esc.newest.next = true;
         for i in 0..S {
             self.sel_esc.age[i].next = self.am.age_e[i].val();
@@ -1301,69 +1018,19 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.rq.esc_expert.next = self.v2_e.val();
         self.rq.esc_k.next = self.v2_k.val();
         self.rq.esc_loader.next = self.v2_ld.val();
+        self.ss.escape.next = self.v2m.val();
 
         // ================= queue overflow (load sequence, reload list, Rule-5 FIFO)
         if self.ls.overflow.val() | self.rq.overflow.val() | self.aq.overflow.val() {
             self.err_q.d.next = true;
         }
 
-        // ================= final slot state
-        self.live_n.next = self.live4.val() & !self.v2m.val();
-        self.live_q.d.next = self.live_n.val();
-        self.clr.next = self.r1.val() | self.vm.val() | self.v2m.val() | self.ram.val() | self.kam.val();
-        self.landed.d.next = self.landed1.val() & !self.clr.val();
-        self.computed.d.next = self.computed1.val() & !self.clr.val();
-        self.nv.next = self.nxt_v.q.val() | self.m_fwd.val();
-        if self.b_fwd.val() {
-            self.nv.next = self.nv.val() | self.bm.val();
-        }
-        self.nv.next = self.nv.val() & !self.clr.val();
-        self.sv.next = self.sent1.val() & !self.clr.val();
-        if self.pick.val() {
-            // Rule 3: a slice with no next station needs no send.
-            if self.nhp.valid.val() {
-                self.nv.next = self.nv.val() | self.pm.val();
-                self.sv.next = self.sv.val() & !self.pm.val();
-            } else {
-                self.nv.next = self.nv.val() & !self.pm.val();
-                self.sv.next = self.sv.val() | self.pm.val();
-            }
-        }
-        self.nxt_v.d.next = self.nv.val();
-        self.sent.d.next = self.sv.val();
-        self.d2d.d.next = (self.d2d.q.val() & !self.clr.val()) | self.ram.val();
-        self.q_lw.d.next = self.lw3.val() & !self.v2m.val();
-        self.q_lr.d.next = self.lr2.val() & !self.pm.val();
-        self.q_rx.d.next = self.rx2.val() & !self.pm.val();
-        self.q_tx.d.next = self.tx3.val() & !self.tm.val();
+        // ================= final slot state: `ss` at the edge
         self.pending_q.d.next = self.pending_d.val();
 
-        // ---- ring head (trace): the oldest live slot, as the CL's ring moves it — past the
-        // releases before the allocations, onto the first allocation into an empty ring,
-        // past the escape's release after them.
-        self.sc_hd.bits.next = self.live2.val();
-        self.sc_hd.from.next = self.head_q.q.val();
-        self.hd_a.next = self.tail_q.q.val();
-        if self.sc_hd.found.val() {
-            self.hd_a.next = self.sc_hd.slot.val();
-        }
-        if !self.live2.val().any() {
-            if self.ra.val() {
-                self.hd_a.next = self.ra_slot.val();
-            } else if self.issue.val() {
-                self.hd_a.next = self.ka_slot.val();
-            }
-        }
-        self.head_q.d.next = self.hd_a.val();
-        self.sc_he.bits.next = self.live_n.val();
-        self.sc_he.from.next = self.hd_a.val();
-        if self.esc.val() {
-            if self.sc_he.found.val() {
-                self.head_q.d.next = self.sc_he.slot.val();
-            } else {
-                self.head_q.d.next = self.tail_n.val();
-            }
-        }
+        // ---- ring head (trace): `rp` moves it past the escape's release.
+        self.rp.escape.next = self.esc.val();
+        self.rp.live_n.next = self.ss.live_n.val();
 
         // ================= M: Rule 5 free-slot report, from the state after the edge: free
         // slots, live slots of ungranted experts (this cycle's allocations' tags looked
@@ -1377,13 +1044,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             if self.kam.val().get_bit(i) {
                 self.te_n.next = self.is_e.val();
             }
-            if self.live_n.val().get_bit(i) & !self.granted_a.val().get_bit(self.te_n.val().index()) {
+            if self.ss.live_n.val().get_bit(i) & !self.xt.granted_a.val().get_bit(self.te_n.val().index()) {
                 self.um.next = self.um.val().replace_bit(i, true);
             }
         }
         self.fr.enable.next = self.rule5.val() & !self.layer_start.val() & !self.cfg_we.val();
         self.fr.resend.next = self.load_valid.val();
-        self.fr.free.next = self.exist.val() & !self.live_n.val();
+        self.fr.free.next = self.exist.val() & !self.ss.live_n.val();
         self.fr.ung.next = self.um.val();
         self.fr.fifo_len.next = self.aq.len_next.val();
         self.fr.fifo_ung.next = self.aq.ungranted.val();
@@ -1397,40 +1064,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.had_work.d.next = false;
             self.done.next = true;
         }
-        self.granted.d.next = self.granted_a.val();
-        self.tok_ok.d.next = self.tok_ok_a.val();
 
-        // ---- layer start, table writes, reset
+        // ---- layer start (the table writes and the granted bits' clear are `xt`'s), reset
         if self.layer_start.val() {
-            self.granted.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
         }
-        if self.cfg_we.val() {
-            for e in 0..E {
-                if self.cfg_expert.val().index() == e {
-                    self.m_of[e].d.next = self.cfg_m.val();
-                    self.miss[e].d.next = self.cfg_tokens.val();
-                }
-            }
-            self.tok_ok.d.next = self.tok_ok.q.val().replace_bit(self.cfg_expert.val().index(), !self.cfg_tokens.val().any());
-        }
         if self.reset.val() {
-            self.live_q.d.next = 0.into();
-            self.tail_q.d.next = 0.into();
-            self.head_q.d.next = 0.into();
-            self.nxt_v.d.next = 0.into();
-            self.landed.d.next = 0.into();
-            self.computed.d.next = 0.into();
-            self.sent.d.next = 0.into();
-            self.d2d.d.next = 0.into();
-            self.q_rx.d.next = 0.into();
-            self.q_lr.d.next = 0.into();
-            self.q_lw.d.next = 0.into();
-            self.q_tx.d.next = 0.into();
-            self.pe_busy_q.d.next = false;
-            self.granted.d.next = 0.into();
-            self.tok_ok.d.next = 0.into();
             self.pending_q.d.next = 0.into();
             self.had_work.d.next = false;
             self.err_q.d.next = false;

@@ -23,7 +23,11 @@
 //!   free-slot report.
 //! * [`age_matrix::AgeMatrixRtl`] — the chiplet controller's queue order (the age matrix
 //!   with its insert ports) that its pickers read; [`slot_tags::SlotTagsRtl`] — its per-slot
-//!   tag file (two allocation write ports, slot-indexed read ports).
+//!   tag file (two allocation write ports, slot-indexed read ports);
+//!   [`expert_table::ExpertTableRtl`] — its per-expert tables (m, left, tokens missing,
+//!   next-hop mask, granted); [`slot_state::SlotStateRtl`] — its per-slot state (live,
+//!   control and queue-membership bits, next station, the PE's slot);
+//!   [`ring_alloc::RingAllocRtl`] — its ring pointers (the two allocations, the head).
 
 pub mod chiplet;
 pub mod chiplet_swap;
@@ -49,3 +53,6 @@ pub mod reload_list;
 pub mod free_report;
 pub mod age_matrix;
 pub mod slot_tags;
+pub mod expert_table;
+pub mod slot_state;
+pub mod ring_alloc;
