@@ -25,7 +25,8 @@
 //!    order, so this is the FL's sorted list).
 //!
 //! Tables are register files of `D` entries (`D` = the largest system the build serves, 64
-//! or 256 dies), 16-bit entries; the flat tables `groups` (`dp × tp`) and `ftds`
+//! or 256 dies), 16-bit entries (the ring inverse and `slot_of`, read only inside the FSM, are
+//! LUT-RAM with an asynchronous read: see the fields); the flat tables `groups` (`dp × tp`) and `ftds`
 //! (`tp × dp`, HER `wafers × dies_per_wafer`) hold one entry per die too. The host loads the
 //! configuration registers on `start` (the derived ones as the CL's `new` computes them:
 //! the layout grid, the tile size `n`, groups per wafer); refusals (a tiling that does not
