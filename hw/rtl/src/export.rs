@@ -181,6 +181,16 @@ lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'p_*\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_n$?_next'\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_c$?_next'\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_r$?'\"
+// WIDTH on its two LUT-RAMs (`ring_inv`, `slot_of`: AsyncRam::with_words(D), `lutram.rs`):
+// D words addressed by the 8 bits of the 256-entry build; the block writes and reads
+// addresses below D only (wider write addresses are masked off by the parent).
+lint_off -rule WIDTH -file \"*mapping_ctrl_*.v\" -match \"*Bit extraction of array*\"
+lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'read_address'*\"
+lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'write_address'*\"
+// UNOPTFLAT on the same two: the one always block computes their read addresses from
+// registers (`o_q`, `ps_q`) and reads `read_data` back (as the IO-die scheduler's EIT below).
+lint_off -rule UNOPTFLAT -file \"*mapping_ctrl_*.v\" -match \"*.slot_of$*\"
+lint_off -rule UNOPTFLAT -file \"*mapping_ctrl_*.v\" -match \"*.ring_inv$*\"
 //
 // The PE array's file (pe_array_*): WIDTH for rust-hdl's literal and cast forms only — `x =
 // 32'h0` register defaults on 8/16/24/2-bit registers, `gi + 32'h1` on the 2-bit GEMM scan

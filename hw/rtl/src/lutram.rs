@@ -39,13 +39,31 @@ pub struct AsyncRam<D: Synth, const N: usize> {
     pub write_data: Signal<In, D>,
     pub write_enable: Signal<In, bool>,
     _sim: Box<BTreeMap<Bits<N>, D>>,
+    /// Words held when fewer than `2^N` (0: all `2^N`; see [`AsyncRam::with_words`]).
+    _words: usize,
+}
+
+impl<D: Synth, const N: usize> AsyncRam<D, N> {
+    /// A memory of `words` (≤ `2^N`) words addressed by `N` bits: the Verilog array has
+    /// `words` entries (a 64-word table with the 8-bit address of its 256-word build is four
+    /// 16 × 4 LUT-RAMs on ECP5, not sixteen). Writes at an address ≥ `words` are dropped, as
+    /// Verilog drops them; a read there gives 0 in Rust and x in Verilog — the users read only
+    /// addresses below `words`.
+    pub fn with_words(words: usize) -> Self {
+        assert!((1..=1usize << N).contains(&words), "AsyncRam: {words} words with {N} address bits");
+        Self { _words: words, ..Default::default() }
+    }
+
+    fn words(&self) -> usize {
+        if self._words == 0 { 1 << N } else { self._words }
+    }
 }
 
 impl<D: Synth, const N: usize> Logic for AsyncRam<D, N> {
     fn update(&mut self) {
         // Write first: a read of the word written at this edge sees the new value, as the
         // falling-edge read of rust-hdl's `RAM` did.
-        if self.write_clock.pos_edge() && self.write_enable.val() {
+        if self.write_clock.pos_edge() && self.write_enable.val() && self.write_address.val().index() < self.words() {
             self._sim
                 .insert(self.write_address.val(), self.write_data.val());
         }
@@ -78,7 +96,7 @@ always @(posedge write_clock) begin
 end
 ",
             d = D::BITS - 1,
-            last = (1usize << N) - 1,
+            last = self.words() - 1,
         ))
     }
 }

@@ -25,7 +25,8 @@
 //!    order, so this is the FL's sorted list).
 //!
 //! Tables are register files of `D` entries (`D` = the largest system the build serves, 64
-//! or 256 dies), 16-bit entries; the flat tables `groups` (`dp × tp`) and `ftds`
+//! or 256 dies), 16-bit entries (the ring inverse and `slot_of`, read only inside the FSM, are
+//! LUT-RAM with an asynchronous read: see the fields); the flat tables `groups` (`dp × tp`) and `ftds`
 //! (`tp × dp`, HER `wafers × dies_per_wafer`) hold one entry per die too. The host loads the
 //! configuration registers on `start` (the derived ones as the CL's `new` computes them:
 //! the layout grid, the tile size `n`, groups per wafer); refusals (a tiling that does not
@@ -39,6 +40,7 @@
 use rust_hdl::prelude::*;
 
 use super::div::DivRtl;
+use crate::lutram::AsyncRam;
 use crate::cosim::{record, PortTrace};
 use crate::export::{boxed, BlockDef, ParamSet};
 use crate::RtlError;
@@ -155,8 +157,36 @@ pub struct MappingCtrlRtl<const D: usize> {
     prow_r: DFF<Bits<16>>,
     brow_r: DFF<Bits<16>>,
     idrow_r: DFF<Bits<16>>,
+    /// Dies / Replicate address terms of the current die, registered from the counters' next
+    /// values (so each equals its sum of the counter registers in every cycle: the adders
+    /// move before the register, the cycle behaviour does not change): `g_q` the group
+    /// (`brow + bx` under baseline, `prow + px` otherwise), `o_q` the other pair (the
+    /// ring-inverse address and FTD in `Dies`, the wafer in `Replicate`), `ps_q` = `idrow +
+    /// px` (Replicate's source die), `pi_q` = `idrow + x` (HER's die id in `Dies`).
+    g_q: DFF<Bits<16>>,
+    o_q: DFF<Bits<16>>,
+    ps_q: DFF<Bits<16>>,
+    pi_q: DFF<Bits<16>>,
+    /// Products of configuration registers, registered from their next values (equal to the
+    /// product of the registers in every cycle): a wafer's dies `die_cols · die_rows`, and
+    /// `gpw · tp` (Replicate's group-slot offset per wafer).
+    dpw_q: DFF<Bits<16>>,
+    gpwtp_q: DFF<Bits<16>>,
     // --- tables ---
-    ring_inv: [DFF<Bits<16>>; D],
+    /// The ring ROM's inverse: written in `Ring`, read only in `Dies` (at `o_q`, a register):
+    /// LUT-RAM with an asynchronous read ([`crate::lutram::AsyncRam`]), not a flip-flop file
+    /// with a 64:1 read multiplexer — it is not on the host's read port, so its unwritten
+    /// words (x in Verilog) are never read (a mapping's `Dies` reads the cells its `Ring`
+    /// wrote).
+    ring_inv: AsyncRam<Bits<16>, 8>,
+    /// Each die's group-slot address `group_of[d] · tp + rank_of[d]` (mod 2^16), written with
+    /// `group_of` / `rank_of` (same enable and address, data = this cycle's `groups` address):
+    /// `Replicate` reads its source die's slot here instead of multiplying the source's group
+    /// read from `group_of` by `tp` — `(src_group + wgoff) · tp + src_rank` = `slot_of[src] +
+    /// wafer · (gpw · tp)`. Exact whenever the source was written under the same `tp`, which
+    /// holds for every request: `Replicate` reads wafer 0's dies, all written by the same
+    /// mapping's `Dies`. LUT-RAM, read asynchronously at `ps_q`.
+    slot_of: AsyncRam<Bits<16>, 8>,
     group_of: [DFF<Bits<16>>; D],
     rank_of: [DFF<Bits<16>>; D],
     ftd_of: [DFF<Bits<16>>; D],
@@ -187,7 +217,6 @@ pub struct MappingCtrlRtl<const D: usize> {
     line: Signal<Local, Bit>,
     /// Dies: group, ring-inverse address, FTD, die id; Replicate: wafer, local, source die.
     g: Signal<Local, Bits<16>>,
-    inv_rd: Signal<Local, Bits<16>>,
     ftd: Signal<Local, Bits<16>>,
     id: Signal<Local, Bits<16>>,
     rank: Signal<Local, Bits<16>>,
@@ -199,17 +228,21 @@ pub struct MappingCtrlRtl<const D: usize> {
     we_member: Signal<Local, Bit>,
     grp_addr: Signal<Local, Bits<16>>,
     ftd_addr: Signal<Local, Bits<16>>,
-    ftd_len: Signal<Local, Bits<16>>,
     /// Replicate: wafer index and its group offset.
     wafer: Signal<Local, Bits<16>>,
     wgoff: Signal<Local, Bits<16>>,
-    /// Products of the address arithmetic.
+    /// Products of the address arithmetic; every operand is a register (`p_dpw`, `p_gt`:
+    /// the configuration registers' next values, into `dpw_q`, `gpwtp_q`).
     p_wg: Signal<Local, Bits<32>>,
     p_inv: Signal<Local, Bits<32>>,
     p_ring: Signal<Local, Bits<32>>,
     p_dpw: Signal<Local, Bits<32>>,
+    p_gt: Signal<Local, Bits<32>>,
+    /// `Dies`: group · tp, FTD · dp; `Replicate`: wafer · gpw · tp, wafer · dies per wafer.
     p_grp: Signal<Local, Bits<32>>,
     p_ftd: Signal<Local, Bits<32>>,
+    p_wgt: Signal<Local, Bits<32>>,
+    p_wf: Signal<Local, Bits<32>>,
     /// Sized constants (no 32-bit literals in the Verilog): state and kind codes, 0 and 1.
     s_code: [Constant<Bits<3>>; 6],
     /// Shape step codes: 0, 1, 16 (the second division starts), 31 (the candidate's last).
@@ -298,7 +331,14 @@ impl<const D: usize> MappingCtrlRtl<D> {
             prow_r: Default::default(),
             brow_r: Default::default(),
             idrow_r: Default::default(),
-            ring_inv: std::array::from_fn(|_| Default::default()),
+            g_q: Default::default(),
+            o_q: Default::default(),
+            ps_q: Default::default(),
+            pi_q: Default::default(),
+            dpw_q: Default::default(),
+            gpwtp_q: Default::default(),
+            ring_inv: AsyncRam::with_words(D),
+            slot_of: AsyncRam::with_words(D),
             group_of: std::array::from_fn(|_| Default::default()),
             rank_of: std::array::from_fn(|_| Default::default()),
             ftd_of: std::array::from_fn(|_| Default::default()),
@@ -323,7 +363,6 @@ impl<const D: usize> MappingCtrlRtl<D> {
             nry: Default::default(),
             line: Default::default(),
             g: Default::default(),
-            inv_rd: Default::default(),
             ftd: Default::default(),
             id: Default::default(),
             rank: Default::default(),
@@ -334,15 +373,17 @@ impl<const D: usize> MappingCtrlRtl<D> {
             we_member: Default::default(),
             grp_addr: Default::default(),
             ftd_addr: Default::default(),
-            ftd_len: Default::default(),
             wafer: Default::default(),
             wgoff: Default::default(),
             p_wg: Default::default(),
             p_inv: Default::default(),
             p_ring: Default::default(),
             p_dpw: Default::default(),
+            p_gt: Default::default(),
             p_grp: Default::default(),
             p_ftd: Default::default(),
+            p_wgt: Default::default(),
+            p_wf: Default::default(),
             s_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
             k_zero: Constant::new(0u64.into()),
             k_one: Constant::new(1u64.into()),
@@ -367,16 +408,16 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
     fn update(&mut self) {
         // 1. Clocks; every register holds by default.
         dff_setup!(
-            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, k_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r
+            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, k_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r, g_q, o_q, ps_q, pi_q, dpw_q, gpwtp_q
         );
+        self.ring_inv.write_clock.next = self.clock.val();
+        self.slot_of.write_clock.next = self.clock.val();
         for k in 0..D {
-            self.ring_inv[k].clock.next = self.clock.val();
             self.group_of[k].clock.next = self.clock.val();
             self.rank_of[k].clock.next = self.clock.val();
             self.ftd_of[k].clock.next = self.clock.val();
             self.groups[k].clock.next = self.clock.val();
             self.ftds[k].clock.next = self.clock.val();
-            self.ring_inv[k].d.next = self.ring_inv[k].q.val();
             self.group_of[k].d.next = self.group_of[k].q.val();
             self.rank_of[k].d.next = self.rank_of[k].q.val();
             self.ftd_of[k].d.next = self.ftd_of[k].q.val();
@@ -386,7 +427,6 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         // Products of registers (16 × 16 → 32 bits; each is below 2^16).
         self.p_inv.next = self.ry_r.q.val() * self.gw_r.q.val();
         self.p_ring.next = self.gw_r.q.val() * self.gh_r.q.val();
-        self.p_dpw.next = self.dc_r.q.val() * self.dr_r.q.val();
         // 2. Shape unit: h = n / w (n % w = 0), cols % w = 0, rows % h = 0. `n / w` and
         // `cols / w` step in cycles 0–15 of the candidate, `rows / h` in 16–31 (its divisor is
         // the registered `n / w`); the candidate is decided at cycle 31 from the last step.
@@ -502,29 +542,27 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 }
             }
         }
-        // Dies: group / ring-inverse address / FTD of die (x, y), and its id.
-        if self.kind_r.q.val() == self.k_base.val() {
-            self.g.next = self.brow_r.q.val() + self.bx_r.q.val();
-            self.inv_rd.next = self.prow_r.q.val() + self.px_r.q.val();
-            self.ftd.next = self.prow_r.q.val() + self.px_r.q.val();
-        } else {
-            self.g.next = self.prow_r.q.val() + self.px_r.q.val();
-            self.inv_rd.next = self.brow_r.q.val() + self.bx_r.q.val();
-            self.ftd.next = self.brow_r.q.val() + self.bx_r.q.val();
-        }
+        // Dies: group / ring-inverse address / FTD of die (x, y), and its id (the sums of the
+        // counters, registered: `g_q`, `o_q`, `pi_q`).
+        self.g.next = self.g_q.q.val();
+        self.ftd.next = self.o_q.q.val();
         self.id.next = self.i_r.q.val();
         if self.kind_r.q.val() == self.k_her.val() {
-            self.id.next = self.idrow_r.q.val() + self.x_r.q.val();
+            self.id.next = self.pi_q.q.val();
         }
-        // Replicate (HER): the die's wafer (bx_r counts wafer columns, brow_r = wy·wafers_x),
-        // its local position (px_r = lx, prow_r = ly·die_cols) and the source die of wafer 0
-        // at that position (idrow_r = ly·cols).
-        self.wafer.next = self.brow_r.q.val() + self.bx_r.q.val();
-        self.src.next = self.idrow_r.q.val() + self.px_r.q.val();
-        self.p_wg.next = self.wafer.val() * self.gpw_r.q.val();
+        // Replicate (HER): the die's wafer (bx_r counts wafer columns, brow_r = wy·wafers_x:
+        // `o_q`), its local position (px_r = lx, prow_r = ly·die_cols: `g_q`) and the source
+        // die of wafer 0 at that position (idrow_r = ly·cols: `ps_q`).
+        self.wafer.next = self.o_q.q.val();
+        self.src.next = self.ps_q.q.val();
+        self.p_wg.next = self.o_q.q.val() * self.gpw_r.q.val();
         self.wgoff.next = self.p_wg.val().get_bits::<16>(0);
+        // Table address products, all of registers.
+        self.p_grp.next = self.g_q.q.val() * self.tp_r.q.val();
+        self.p_ftd.next = self.o_q.q.val() * self.dp_r.q.val();
+        self.p_wgt.next = self.o_q.q.val() * self.gpwtp_q.q.val();
+        self.p_wf.next = self.o_q.q.val() * self.dpw_q.q.val();
         // Table read ports (muxes over the register files).
-        self.rank.next = self.zero.val();
         self.src_group.next = self.zero.val();
         self.src_rank.next = self.zero.val();
         self.rd_group_of.next = self.zero.val();
@@ -532,10 +570,10 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.rd_ftd_of.next = self.zero.val();
         self.rd_groups.next = self.zero.val();
         self.rd_ftds.next = self.zero.val();
+        self.ring_inv.read_address.next = self.o_q.q.val().get_bits::<8>(0);
+        self.rank.next = self.ring_inv.read_data.val();
+        self.slot_of.read_address.next = self.src.val().get_bits::<8>(0);
         for k in 0..D {
-            if self.inv_rd.val().index() == k {
-                self.rank.next = self.ring_inv[k].q.val();
-            }
             if self.src.val().index() == k {
                 self.src_group.next = self.group_of[k].q.val();
                 self.src_rank.next = self.rank_of[k].q.val();
@@ -559,7 +597,6 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.inv_valid.next = false;
         self.inv_addr.next = self.zero.val();
         self.inv_data.next = self.zero.val();
-        self.ftd_len.next = self.dp_r.q.val();
         // 3. Next state.
         if (self.state_r.q.val() == self.s_code[1].val()) & (self.k_r.q.val() != self.k_last.val()) {
             self.k_r.d.next = self.k_r.q.val() + self.k_one.val();
@@ -661,12 +698,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         if self.state_r.q.val() == self.s_code[4].val() {
             self.we.next = true;
             self.we_member.next = true;
-            self.ftd_len.next = self.p_dpw.val().get_bits::<16>(0);
             self.wr_die.next = self.i_r.q.val();
             self.wr_group.next = self.src_group.val() + self.wgoff.val();
             self.wr_rank.next = self.src_rank.val();
             self.wr_ftd.next = self.wafer.val();
-            self.wr_member.next = self.prow_r.q.val() + self.px_r.q.val();
+            // The local position prow + px: `g_q` under HER (the only kind with Replicate).
+            self.wr_member.next = self.g_q.q.val();
             // Counters over the system grid: lx wraps at die_cols (next wafer column), the
             // global column at cols (next row: ly, wrapping at die_rows = next wafer row).
             self.i_r.d.next = self.i_r.q.val() + self.one.val();
@@ -694,16 +731,27 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 self.state_r.d.next = self.s_code[5].val();
             }
         }
-        // Products of the table addresses (16 × 16 → 32 bits; each is below 2^16).
-        self.p_grp.next = self.wr_group.val() * self.tp_r.q.val();
-        self.p_ftd.next = self.wr_ftd.val() * self.ftd_len.val();
-        // Table writes.
-        self.grp_addr.next = self.p_grp.val().get_bits::<16>(0) + self.wr_rank.val();
-        self.ftd_addr.next = self.p_ftd.val().get_bits::<16>(0) + self.wr_member.val();
+        // Table addresses: groups[group · tp + rank], ftds[ftd · len + member] (len = dp, or
+        // a wafer's dies in Replicate) — as sums of registered products. Dies: the rank is
+        // the ring inverse's word; HER writes no FTD slot there. Replicate: the source's slot
+        // plus the wafer's offset (see `slot_of`), member `g_q` of FTD `o_q`.
+        self.grp_addr.next = self.p_grp.val().get_bits::<16>(0) + self.rank.val();
+        self.ftd_addr.next = self.p_ftd.val().get_bits::<16>(0) + self.g_q.q.val();
+        if self.kind_r.q.val() == self.k_her.val() {
+            self.ftd_addr.next = self.g_q.q.val();
+        }
+        if self.state_r.q.val() == self.s_code[4].val() {
+            self.grp_addr.next = self.slot_of.read_data.val() + self.p_wgt.val().get_bits::<16>(0);
+            self.ftd_addr.next = self.p_wf.val().get_bits::<16>(0) + self.g_q.q.val();
+        }
+        // Table writes (the LUT-RAMs drop an address ≥ D as the flip-flop files do).
+        self.ring_inv.write_enable.next = self.inv_valid.val() & !self.inv_addr.val().get_bits::<8>(8).any();
+        self.ring_inv.write_address.next = self.inv_addr.val().get_bits::<8>(0);
+        self.ring_inv.write_data.next = self.inv_data.val();
+        self.slot_of.write_enable.next = self.we.val() & !self.wr_die.val().get_bits::<8>(8).any();
+        self.slot_of.write_address.next = self.wr_die.val().get_bits::<8>(0);
+        self.slot_of.write_data.next = self.grp_addr.val();
         for k in 0..D {
-            if self.inv_valid.val() & (self.inv_addr.val().index() == k) {
-                self.ring_inv[k].d.next = self.inv_data.val();
-            }
             if self.we.val() & (self.wr_die.val().index() == k) {
                 self.group_of[k].d.next = self.wr_group.val();
                 self.rank_of[k].d.next = self.wr_rank.val();
@@ -744,6 +792,20 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.state_r.d.next = self.s_code[0].val();
             self.bvalid_r.d.next = false;
         }
+        // Next cycle's address terms, from the registers' next values (after start / reset).
+        if self.kind_r.d.val() == self.k_base.val() {
+            self.g_q.d.next = self.brow_r.d.val() + self.bx_r.d.val();
+            self.o_q.d.next = self.prow_r.d.val() + self.px_r.d.val();
+        } else {
+            self.g_q.d.next = self.prow_r.d.val() + self.px_r.d.val();
+            self.o_q.d.next = self.brow_r.d.val() + self.bx_r.d.val();
+        }
+        self.ps_q.d.next = self.idrow_r.d.val() + self.px_r.d.val();
+        self.pi_q.d.next = self.idrow_r.d.val() + self.x_r.d.val();
+        self.p_dpw.next = self.dc_r.d.val() * self.dr_r.d.val();
+        self.p_gt.next = self.gpw_r.d.val() * self.tp_r.d.val();
+        self.dpw_q.d.next = self.p_dpw.val().get_bits::<16>(0);
+        self.gpwtp_q.d.next = self.p_gt.val().get_bits::<16>(0);
         // 4. Registered outputs.
         self.state.next = self.state_r.q.val();
         self.shape_valid.next = self.bvalid_r.q.val();
