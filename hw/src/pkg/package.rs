@@ -136,8 +136,13 @@ impl Partition for PkgPart {
         // Work of a core-domain block is due at the next core edge only (the ticks between
         // are the adapters' and the DDR's).
         let mut core_due = false;
+        // Traced: the IO die's values can change only at an edge where it has work before or
+        // after (`busy`: a state other than idle/done, done pulses queued, pulses to clear);
+        // at others, as fast-forward skipping them shows, it changes nothing.
+        let mut io_touched = false;
         if let Some(io) = self.iodie.as_mut() {
             if core {
+                io_touched = io.sched.busy();
                 // SAFETY: engine protocol (sole sender of msg links, receiver of done links).
                 let mut sent = unsafe { io.sched.eval(now, &w.msgs, &w.done) };
                 if let Some(a) = io.rule5.as_mut() {
@@ -151,6 +156,7 @@ impl Partition for PkgPart {
                 }
             }
             core_due |= io.sched.busy();
+            io_touched = core && (io_touched || io.sched.busy());
             st.next_event = st.next_event.min(io.sched.next_event()).min(io.wake.next());
             if let Some(a) = &io.rule5 {
                 core_due |= a.busy(now);
@@ -264,11 +270,12 @@ impl Partition for PkgPart {
         // Tracing samples only the blocks evaluated at this tick: a block's values are its
         // registers, which change only when it is evaluated (the IO die and the core-domain
         // blocks at core edges, the adapters and the DDR where due; a sleeping tile not at
-        // all). `tests/pkg_trace_skips.rs` samples the skipped blocks anyway and checks that.
+        // all). `hw/tests/package.rs::traced_blocks_skipped_only_when_unchanged` samples the
+        // skipped blocks anyway and checks that.
         if let Some(log) = self.log.as_mut() {
             if log.begin_blocks(now) {
                 if let Some(io) = &self.iodie {
-                    log.block(core, |b| io.sched.sample(b));
+                    log.block(io_touched, |b| io.sched.sample(b));
                     if let Some(a) = &io.rule5 {
                         log.block(core, |b| a.sample(b));
                     }
