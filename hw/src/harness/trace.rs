@@ -157,14 +157,7 @@ impl ChangeLog {
         // Catch-up: every value that left its reset 0 before the window, at the last cycle
         // before it (so in (cycle, signal) order ahead of this cycle's changes).
         self.flush_pre();
-        for (i, (p, c)) in self.prev.iter_mut().zip(self.cur.iter()).enumerate() {
-            if *p != *c {
-                *p = *c;
-                if self.keep.as_ref().is_none_or(|k| k[i]) {
-                    self.changes.push((now, (self.base + i) as u32, *c));
-                }
-            }
-        }
+        diff_into(&mut self.prev, &self.cur, now, self.base, self.keep.as_deref(), Some(&mut self.changes));
     }
 
     /// Starts sampling tick `now` block by block: one [`ChangeLog::block`] per block, in
@@ -209,16 +202,9 @@ impl ChangeLog {
                 panic!("signal {} changed at tick {} in a block reported untouched (block {}, {} -> {})", self.base + self.pos + i, self.at, self.seg_i, prev[i], self.scratch[i]);
             }
         }
-        let record = self.at >= self.window.0;
-        for (i, (p, &c)) in prev.iter_mut().zip(self.scratch.iter()).enumerate() {
-            if *p != c {
-                *p = c;
-                let id = self.pos + i;
-                if record && self.keep.as_ref().is_none_or(|k| k[id]) {
-                    self.changes.push((self.at, (self.base + id) as u32, c));
-                }
-            }
-        }
+        // Before the window: values only.
+        let changes = (self.at >= self.window.0).then_some(&mut self.changes);
+        diff_into(prev, &self.scratch, self.at, self.base + self.pos, self.keep.as_deref().map(|k| &k[self.pos..self.pos + n]), changes);
         self.pos += n;
         self.seg_i += 1;
     }
@@ -271,6 +257,22 @@ impl ChangeLog {
             l.changes.clear();
         }
         Ok(())
+    }
+}
+
+/// Takes `cur` into `prev` (signals `base`.. of the log) and records, at `now`, each value that
+/// differs (of the signals `keep` selects, all without a filter) into `changes` (`None`:
+/// values only).
+fn diff_into(prev: &mut [u64], cur: &[u64], now: Cycle, base: usize, keep: Option<&[bool]>, mut changes: Option<&mut Vec<(Cycle, u32, u64)>>) {
+    for (i, (p, &c)) in prev.iter_mut().zip(cur.iter()).enumerate() {
+        if *p != c {
+            *p = c;
+            if let Some(ch) = changes.as_deref_mut() {
+                if keep.is_none_or(|k| k[i]) {
+                    ch.push((now, (base + i) as u32, c));
+                }
+            }
+        }
     }
 }
 

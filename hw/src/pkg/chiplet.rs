@@ -1058,9 +1058,11 @@ impl Probe for ChipletCtrlCl {
         declare_signals(scope, self.ring.capacity(), out);
     }
 
+    /// The ring's signals, then the controller's: the two blocks tracing samples apart
+    /// ([`ChipletCtrlModel::sample_ring`], [`ChipletCtrlModel::sample_rest`]).
     fn sample(&self, out: &mut Vec<u64>) {
-        self.ring.sample(out);
-        sample_ctrl(&self.out, &self.stats, self.pending, out);
+        ChipletCtrlModel::sample_ring(self, out);
+        ChipletCtrlModel::sample_rest(self, out);
     }
 }
 

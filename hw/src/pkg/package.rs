@@ -189,16 +189,13 @@ impl Partition for PkgPart {
             }
             // A block that sends on a link wakes the tile when the value lands.
             t.wake.advance(now);
-            // Whether any block of the tile was evaluated at this tick (else its status is
-            // the one cached at its last evaluation).
-            let mut touched = core;
-            // Which blocks were evaluated (traced: only those are sampled).
+            // Which blocks were evaluated (the tile's status is re-read if any was; traced,
+            // only those are sampled).
             t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
             if ucie_edge {
                 for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
                     // SAFETY: engine protocol; the adapter is its links' sole endpoint.
                     if unsafe { a.due(now, &w.flits) } {
-                        touched = true;
                         t.touched.ucie |= 1 << i;
                         if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
                             t.wake.add(at);
@@ -208,7 +205,6 @@ impl Partition for PkgPart {
             }
             // SAFETY: engine protocol.
             if ddr_edge && unsafe { if traced { t.ddr.traced_due(now, &w.ddr_req) } else { t.ddr.due(now, &w.ddr_req) } } {
-                touched = true;
                 t.touched.ddr = true;
                 if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
                     t.wake.add(at);
@@ -238,7 +234,7 @@ impl Partition for PkgPart {
                     t.count_traffic(now, ctx);
                 }
             }
-            if touched || !t.status.valid {
+            if t.touched.any() || !t.status.valid {
                 t.status = TileStatus::of(t, traced);
             }
             let c = &t.status;

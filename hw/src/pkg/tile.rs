@@ -79,6 +79,14 @@ pub(super) struct Touched {
     pub(super) ucie: u32,
 }
 
+impl Touched {
+    /// Any block of the tile evaluated (else its status is the one cached at its last
+    /// evaluation).
+    pub(super) fn any(&self) -> bool {
+        self.core || self.ddr || self.ucie != 0
+    }
+}
+
 /// A tile's part of its partition's status, a function of its blocks' state only: cached
 /// at the tile's last evaluated tick and reused at the ticks where none of its blocks is
 /// evaluated (the UCIe and DDR edges between core edges, when this tile's adapters and
