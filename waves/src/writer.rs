@@ -21,6 +21,20 @@ use crate::{Result, SignalDecl, WaveError, WaveFilter, WaveFormat};
 const GENERATOR: &str = "waferstream-waves";
 /// fst-writer keeps a whole value-change block in memory; cut a block at this size.
 const FST_FLUSH_AT: usize = 4 << 20;
+/// The ASCII bits of each byte value, most significant first.
+const BYTE_BITS: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 8 {
+            t[b][i] = b'0' + ((b >> (7 - i)) & 1) as u8;
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
 /// Marks a declared signal that the filter dropped.
 const UNSELECTED: u32 = u32::MAX;
 /// VCD identifier codes are base-94; 5 characters cover 7e9 signals.
@@ -29,7 +43,7 @@ const MAX_ID_LEN: usize = 5;
 /// Streaming waveform writer. Signals are declared up front; their order is the signal
 /// index used by [`WaveWriter::change`].
 pub struct WaveWriter {
-    sink: Sink,
+    out: Output,
     period_ps: u64,
     /// Per declared signal: its slot among the selected signals, or `UNSELECTED`.
     slot_of: Box<[u32]>,
@@ -97,8 +111,11 @@ impl WaveWriter {
         };
         let width: Box<[u32]> = tree.vars.iter().map(|v| v.1).collect();
         let n = width.len();
+        // A second core writes the file; on one core that thread would only add switches.
+        let background = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        let out = if background { Output::background(sink, width.clone()) } else { Output::Inline(sink) };
         Ok(WaveWriter {
-            sink,
+            out,
             period_ps,
             slot_of: slot_of.into(),
             width,
@@ -108,6 +125,22 @@ impl WaveWriter {
             time_cycle: None,
             cycle_seen: 0,
         })
+    }
+
+    /// Formats and writes the file on a writer thread (`true`; the default on a machine with
+    /// more than one core) or on the caller's thread. The bytes are the same either way: the
+    /// thread applies the same operations in the same order. Only before the first change.
+    pub fn set_background(&mut self, on: bool) -> Result<()> {
+        if self.time_cycle.is_some() {
+            return Err(WaveError::Format { what: "set_background after the first change".into() });
+        }
+        let out = std::mem::replace(&mut self.out, Output::Swapping);
+        self.out = match (out, on) {
+            (Output::Inline(sink), true) => Output::background(sink, self.width.clone()),
+            (Output::Background(b), false) => Output::Inline(b.stop()?),
+            (out, _) => out,
+        };
+        Ok(())
     }
 
     /// The cycle window (start inclusive, end exclusive; `(0, u64::MAX)` without one).
@@ -172,7 +205,7 @@ impl WaveWriter {
         if self.time_cycle != Some(cycle) {
             self.timestamp(cycle)?;
         }
-        self.sink.value(slot, self.width[slot], value)
+        self.out.value(slot, self.width[slot], value)
     }
 
     /// Flushes and closes the file. The last timestamp is `end_cycle * period_ps`, clipped to
@@ -187,18 +220,18 @@ impl WaveWriter {
         if self.time_cycle.is_some_and(|t| t < end) {
             self.timestamp(end)?;
         }
-        self.sink.finish()
+        self.out.finish()
     }
 
     /// Writes the current value of every selected signal at `cycle` (`$dumpvars` in VCD).
     fn dump(&mut self, cycle: u64) -> Result<()> {
         self.dumped = true;
         self.timestamp(cycle)?;
-        self.sink.begin_dump()?;
+        self.out.begin_dump()?;
         for slot in 0..self.last.len() {
-            self.sink.value(slot, self.width[slot], self.last[slot])?;
+            self.out.value(slot, self.width[slot], self.last[slot])?;
         }
-        self.sink.end_dump()
+        self.out.end_dump()
     }
 
     fn timestamp(&mut self, cycle: u64) -> Result<()> {
@@ -211,7 +244,7 @@ impl WaveWriter {
                     self.period_ps
                 ),
             })?;
-        self.sink.timestamp(ps)
+        self.out.timestamp(ps)
     }
 }
 
@@ -404,6 +437,171 @@ enum Event<'a> {
     Close,
 }
 
+/// Where the writer's operations go: the file's sink on the caller's thread, or a writer
+/// thread that owns the sink (the formatting, fst-writer's encoding and the file's I/O: about
+/// half of a fully traced package run with FST, a fifth with VCD). The caller keeps the
+/// window, the filter and the last-value compare, and hands the rest over in batches.
+enum Output {
+    Inline(Sink),
+    Background(Background),
+    /// Only while `set_background` swaps one for the other.
+    Swapping,
+}
+
+/// One operation on the sink, as the writer thread receives it (16 bytes).
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Time(u64),
+    Value(u32, u64),
+    BeginDump,
+    EndDump,
+}
+
+/// Operations per batch: 1 MB, large enough that the channel costs nothing per change.
+const OPS_PER_BATCH: usize = 1 << 16;
+/// Batches in flight: the caller runs ahead of the writer by at most this many.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+struct Background {
+    batch: Vec<Op>,
+    /// `None` once the thread has been told to stop.
+    tx: Option<crossbeam::channel::Sender<Vec<Op>>>,
+    /// Emptied batches coming back, so a run allocates `BATCHES_IN_FLIGHT + 2` of them.
+    recycled: crossbeam::channel::Receiver<Vec<Op>>,
+    /// Hands the sink back when the channel closes, or the first error it hit.
+    thread: Option<std::thread::JoinHandle<Result<Sink>>>,
+}
+
+impl Output {
+    fn background(sink: Sink, width: Box<[u32]>) -> Output {
+        let (tx, rx) = crossbeam::channel::bounded::<Vec<Op>>(BATCHES_IN_FLIGHT);
+        let (back_tx, recycled) = crossbeam::channel::bounded::<Vec<Op>>(BATCHES_IN_FLIGHT + 1);
+        // The sink goes over only once the thread exists, so a failed spawn keeps it here.
+        let (sink_tx, sink_rx) = crossbeam::channel::bounded::<Sink>(1);
+        let thread = std::thread::Builder::new().name("wave-writer".into()).spawn(move || {
+            let Ok(mut sink) = sink_rx.recv() else {
+                return Err(WaveError::Format { what: "the wave-writer thread got no sink".into() });
+            };
+            for mut batch in rx {
+                for &op in &batch {
+                    match op {
+                        Op::Time(ps) => sink.timestamp(ps)?,
+                        Op::Value(slot, v) => sink.value(slot as usize, width[slot as usize], v)?,
+                        Op::BeginDump => sink.begin_dump()?,
+                        Op::EndDump => sink.end_dump()?,
+                    }
+                }
+                batch.clear();
+                let _ = back_tx.try_send(batch);
+            }
+            Ok(sink)
+        });
+        match thread {
+            Ok(t) => match sink_tx.send(sink) {
+                Ok(()) => Output::Background(Background { batch: Vec::with_capacity(OPS_PER_BATCH), tx: Some(tx), recycled, thread: Some(t) }),
+                Err(back) => Output::Inline(back.0),
+            },
+            // No thread to be had (a process limit): the caller's thread writes.
+            Err(_) => Output::Inline(sink),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, op: Op) -> Result<()> {
+        match self {
+            Output::Inline(sink) => match op {
+                Op::Time(ps) => sink.timestamp(ps),
+                Op::Value(slot, v) => unreachable!("values go through Output::value ({slot}, {v})"),
+                Op::BeginDump => sink.begin_dump(),
+                Op::EndDump => sink.end_dump(),
+            },
+            Output::Background(b) => {
+                b.batch.push(op);
+                if b.batch.len() >= OPS_PER_BATCH {
+                    b.send()?;
+                }
+                Ok(())
+            }
+            Output::Swapping => unreachable!("the output is only swapped inside set_background"),
+        }
+    }
+
+    fn timestamp(&mut self, ps: u64) -> Result<()> {
+        self.push(Op::Time(ps))
+    }
+
+    #[inline]
+    fn value(&mut self, slot: usize, width: u32, value: u64) -> Result<()> {
+        match self {
+            Output::Inline(sink) => sink.value(slot, width, value),
+            _ => self.push(Op::Value(slot as u32, value)),
+        }
+    }
+
+    fn begin_dump(&mut self) -> Result<()> {
+        self.push(Op::BeginDump)
+    }
+
+    fn end_dump(&mut self) -> Result<()> {
+        self.push(Op::EndDump)
+    }
+
+    fn finish(self) -> Result<()> {
+        match self {
+            Output::Inline(sink) => sink.finish(),
+            Output::Background(b) => b.stop()?.finish(),
+            Output::Swapping => unreachable!("the output is only swapped inside set_background"),
+        }
+    }
+}
+
+impl Background {
+    /// Hands the batch to the thread. If the thread has stopped, it stopped on an error:
+    /// that error is returned.
+    fn send(&mut self) -> Result<()> {
+        let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(OPS_PER_BATCH));
+        let batch = std::mem::replace(&mut self.batch, next);
+        let sent = self.tx.as_ref().map(|tx| tx.send(batch).is_ok());
+        if sent != Some(true) {
+            self.join()?;
+            return Err(WaveError::Format { what: "the wave-writer thread stopped early".into() });
+        }
+        Ok(())
+    }
+
+    /// Sends what is left, closes the channel and takes the sink back (or the thread's error).
+    fn stop(mut self) -> Result<Sink> {
+        if !self.batch.is_empty() {
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(std::mem::take(&mut self.batch));
+            }
+        }
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<Sink> {
+        self.tx = None;
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => Err(WaveError::Format { what: "the wave-writer thread already stopped".into() }),
+        }
+    }
+}
+
+/// A writer dropped without `finish` (a run that stopped on an error) still writes what it
+/// was given, as an inline sink's buffers do when dropped.
+impl Drop for Background {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(std::mem::take(&mut self.batch));
+            }
+            let _ = self.join();
+        }
+    }
+}
+
 // One per writer, so the size difference between the variants does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Sink {
@@ -414,7 +612,7 @@ enum Sink {
 impl Sink {
     fn timestamp(&mut self, ps: u64) -> Result<()> {
         match self {
-            Sink::Vcd(s) => Ok(s.w.timestamp(ps)?),
+            Sink::Vcd(s) => s.timestamp(ps),
             Sink::Fst(s) => s.timestamp(ps),
         }
     }
@@ -429,14 +627,20 @@ impl Sink {
 
     fn begin_dump(&mut self) -> Result<()> {
         match self {
-            Sink::Vcd(s) => Ok(s.w.begin(vcd::SimulationCommand::Dumpvars)?),
+            Sink::Vcd(s) => {
+                s.spill()?;
+                Ok(s.w.begin(vcd::SimulationCommand::Dumpvars)?)
+            }
             Sink::Fst(_) => Ok(()),
         }
     }
 
     fn end_dump(&mut self) -> Result<()> {
         match self {
-            Sink::Vcd(s) => Ok(s.w.end()?),
+            Sink::Vcd(s) => {
+                s.spill()?;
+                Ok(s.w.end()?)
+            }
             Sink::Fst(_) => Ok(()),
         }
     }
@@ -444,6 +648,7 @@ impl Sink {
     fn finish(self) -> Result<()> {
         match self {
             Sink::Vcd(mut s) => {
+                s.spill()?;
                 s.w.flush()?;
                 Ok(())
             }
@@ -462,13 +667,33 @@ impl Sink {
 
 struct VcdSink {
     w: vcd::Writer<BufWriter<File>>,
-    /// Per slot: the identifier code as rendered by the `vcd` crate.
-    ids: Box<[Box<str>]>,
+    /// Per slot: the identifier code as rendered by the `vcd` crate, zero-padded to
+    /// `MAX_ID_LEN` bytes, and its length.
+    ids: Box<[([u8; MAX_ID_LEN], u8)]>,
+    /// The body's text is assembled here and handed to `w` in large pieces: a value line is
+    /// 3-12 bytes, and handing each to `BufWriter::write_all` cost a `memmove` call per line
+    /// (5 % of a traced package run). Every line is written with fixed-size copies into
+    /// `VCD_LINE_MAX` bytes of room, so `pos` stays at most `out.len() - VCD_LINE_MAX`.
+    out: Box<[u8]>,
+    pos: usize,
 }
+
+/// A sink dropped without `finish` (a run that stopped on an error) still leaves the text
+/// assembled so far in the file, as the `BufWriter` underneath does.
+impl Drop for VcdSink {
+    fn drop(&mut self) {
+        let _ = self.spill();
+    }
+}
+
+/// The longest line the body writes: `b` + 64 bits + space + identifier + newline, or `#` and
+/// a 20-digit time and a newline.
+const VCD_LINE_MAX: usize = 1 + 64 + 1 + MAX_ID_LEN + 1;
+const VCD_OUT_BYTES: usize = 1 << 20;
 
 impl VcdSink {
     fn create(path: &Path, tree: &ScopeTree) -> Result<Self> {
-        let mut w = vcd::Writer::new(BufWriter::with_capacity(1 << 20, File::create(path)?));
+        let mut w = vcd::Writer::new(BufWriter::with_capacity(1 << 16, File::create(path)?));
         // No $date: it would make the bytes depend on the wall clock.
         w.version(GENERATOR)?;
         w.timescale(1, vcd::TimescaleUnit::PS)?;
@@ -489,39 +714,81 @@ impl VcdSink {
         w.enddefinitions()?;
         let ids = ids
             .iter()
-            .map(|id| id.to_string().into_boxed_str())
+            .map(|id| {
+                let s = id.to_string();
+                let mut pad = [0u8; MAX_ID_LEN];
+                pad[..s.len()].copy_from_slice(s.as_bytes());
+                (pad, s.len() as u8)
+            })
             .collect();
-        Ok(VcdSink { w, ids })
+        Ok(VcdSink { w, ids, out: vec![0; VCD_OUT_BYTES].into_boxed_slice(), pos: 0 })
     }
 
-    /// Writes `0!`, `1!` or `b101 "` straight into the buffered output. `vcd::Writer`'s
-    /// `change_vector` formats bit by bit through `fmt` (~250 ns per 16-bit change); this is
-    /// the hot path, so the line is assembled in a stack buffer with the identifier code the
-    /// `vcd` crate rendered at creation. Leading zeros are implied in VCD vectors
-    /// (IEEE 1364 §18.2.1); dropping them keeps small counters in wide fields cheap.
+    /// Hands the assembled text to the file's writer (before anything else writes to it).
+    fn spill(&mut self) -> Result<()> {
+        self.w.writer().write_all(&self.out[..self.pos])?;
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// Room for one more line.
+    #[inline]
+    fn room(&mut self) -> Result<()> {
+        if self.pos + VCD_LINE_MAX > self.out.len() {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// `#<ps>` (what `vcd::Writer::timestamp` writes), without `fmt`.
+    fn timestamp(&mut self, ps: u64) -> Result<()> {
+        self.room()?;
+        let mut digits = [0u8; 20];
+        let (mut v, mut k) = (ps, digits.len());
+        loop {
+            k -= 1;
+            digits[k] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let out = &mut self.out[self.pos..self.pos + VCD_LINE_MAX];
+        out[0] = b'#';
+        let n = digits.len() - k;
+        out[1..1 + n].copy_from_slice(&digits[k..]);
+        out[1 + n] = b'\n';
+        self.pos += n + 2;
+        Ok(())
+    }
+
+    /// Writes `0!`, `1!` or `b101 "`. `vcd::Writer`'s `change_vector` formats bit by bit
+    /// through `fmt` (~250 ns per 16-bit change); this is the hot path, so the line is
+    /// assembled in place with the identifier code the `vcd` crate rendered at creation.
+    /// Leading zeros are implied in VCD vectors (IEEE 1364 §18.2.1); dropping them keeps small
+    /// counters in wide fields cheap.
     #[inline]
     fn value(&mut self, slot: usize, width: u32, value: u64) -> Result<()> {
-        let id = &self.ids[slot];
-        let mut line = [0u8; 1 + 64 + 1 + MAX_ID_LEN + 1];
-        let mut n = 0;
+        self.room()?;
+        let (id, id_len) = self.ids[slot];
+        let out = &mut self.out[self.pos..self.pos + VCD_LINE_MAX];
+        let mut n;
         if width == 1 {
-            line[0] = b'0' + (value & 1) as u8;
+            out[0] = b'0' + (value & 1) as u8;
             n = 1;
         } else {
-            line[0] = b'b';
-            let top = 63u32.saturating_sub(value.leading_zeros());
-            for b in (0..=top).rev() {
-                n += 1;
-                line[n] = b'0' + ((value >> b) & 1) as u8;
+            out[0] = b'b';
+            let bits = 64 - value.leading_zeros().min(63) as usize;
+            for (i, c) in out[1..1 + bits].iter_mut().enumerate() {
+                *c = b'0' + ((value >> (bits - 1 - i)) & 1) as u8;
             }
-            n += 1;
-            line[n] = b' ';
-            n += 1;
+            out[1 + bits] = b' ';
+            n = bits + 2;
         }
-        line[n..n + id.len()].copy_from_slice(id.as_bytes());
-        n += id.len();
-        line[n] = b'\n';
-        self.w.writer().write_all(&line[..=n])?;
+        out[n..n + MAX_ID_LEN].copy_from_slice(&id);
+        n += id_len as usize;
+        out[n] = b'\n';
+        self.pos += n + 1;
         Ok(())
     }
 }
@@ -604,14 +871,18 @@ impl FstSink {
         self.w.time_change(ps).map_err(fst_err)
     }
 
+    /// fst-writer takes the value as ASCII bits, most significant first; they are rendered a
+    /// byte at a time from a table (`value` is already masked to `width`).
     #[inline]
     fn value(&mut self, slot: usize, width: u32, value: u64) -> Result<()> {
         let w = width as usize;
-        for (i, c) in self.bits[..w].iter_mut().enumerate() {
-            *c = b'0' + ((value >> (w - 1 - i)) & 1) as u8;
+        let nbytes = w.div_ceil(8);
+        for k in 0..nbytes {
+            let byte = (value >> (8 * (nbytes - 1 - k))) as u8;
+            self.bits[8 * k..8 * k + 8].copy_from_slice(&BYTE_BITS[byte as usize]);
         }
         self.w
-            .signal_change(self.ids[slot], &self.bits[..w])
+            .signal_change(self.ids[slot], &self.bits[8 * nbytes - w..8 * nbytes])
             .map_err(fst_err)
     }
 }
@@ -681,7 +952,8 @@ mod tests {
             for (format, name) in [(WaveFormat::Vcd, "a.vcd"), (WaveFormat::Fst, "b.fst")] {
                 let path = dir.join(name);
                 let mut w = WaveWriter::create(&path, format, 10, &decls, &filter).unwrap();
-                if let Sink::Fst(s) = &mut w.sink {
+                w.set_background(false).unwrap();
+                if let Output::Inline(Sink::Fst(s)) = &mut w.out {
                     s.flush_at = 16;
                 }
                 for c in 0..200u64 {
