@@ -208,6 +208,33 @@ impl WaveWriter {
         self.out.value(slot, self.width[slot], value)
     }
 
+    /// A run of changes, as [`WaveWriter::change`] one by one. Inside the window, after the
+    /// initial dump, a change of a selected signal takes a short path inlined here (a traced
+    /// package run hands over tens of millions of changes).
+    pub fn change_run(&mut self, run: &[(u64, u32, u64)]) -> Result<()> {
+        for &(cycle, sig, value) in run {
+            let slot = self.slot_of.get(sig as usize).copied().unwrap_or(UNSELECTED);
+            if !(self.dumped && cycle >= self.cycle_seen && cycle < self.window.1 && slot != UNSELECTED) {
+                // Out of range, out of order, outside the window or before the dump: the
+                // general path (which also says what is wrong).
+                self.change(cycle, sig as usize, value)?;
+                continue;
+            }
+            let slot = slot as usize;
+            self.cycle_seen = cycle;
+            let value = value & mask(self.width[slot]);
+            if self.last[slot] == value {
+                continue;
+            }
+            self.last[slot] = value;
+            if self.time_cycle != Some(cycle) {
+                self.timestamp(cycle)?;
+            }
+            self.out.value(slot, self.width[slot], value)?;
+        }
+        Ok(())
+    }
+
     /// Flushes and closes the file. The last timestamp is `end_cycle * period_ps`, clipped to
     /// the window end, so viewers show the final values for their full duration. If nothing
     /// was written yet (no change after the window start), the value dump is written now, at
@@ -506,7 +533,7 @@ impl Output {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, op: Op) -> Result<()> {
         match self {
             Output::Inline(sink) => match op {
@@ -530,7 +557,7 @@ impl Output {
         self.push(Op::Time(ps))
     }
 
-    #[inline]
+    #[inline(always)]
     fn value(&mut self, slot: usize, width: u32, value: u64) -> Result<()> {
         match self {
             Output::Inline(sink) => sink.value(slot, width, value),
@@ -558,6 +585,7 @@ impl Output {
 impl Background {
     /// Hands the batch to the thread. If the thread has stopped, it stopped on an error:
     /// that error is returned.
+    #[inline(never)]
     fn send(&mut self) -> Result<()> {
         let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(OPS_PER_BATCH));
         let batch = std::mem::replace(&mut self.batch, next);

@@ -25,6 +25,14 @@ pub trait SignalSink {
     /// Takes one value change; a sink that cannot (a waveform write that failed) says why
     /// ([`Error::Wave`] for a waveform writer).
     fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), Error>;
+    /// A run of changes in (cycle, signal) order, as one call (a sink that can take them in
+    /// a tight loop overrides this; the default passes them to `change` one by one).
+    fn changes(&mut self, run: &[(Cycle, u32, u64)]) -> Result<(), Error> {
+        for &(c, sig, v) in run {
+            self.change(c, sig as usize, v)?;
+        }
+        Ok(())
+    }
     /// Cycles whose changes the sink writes (start inclusive, end exclusive). Changes before
     /// the start only set the values it dumps at the start; the producer may fold them into
     /// one change per signal. After the end nothing is needed, so nothing is sampled.
@@ -65,6 +73,9 @@ impl SignalSink for waves::WaveWriter {
     fn change(&mut self, cycle: Cycle, sig: usize, value: u64) -> Result<(), Error> {
         Ok(waves::WaveWriter::change(self, cycle, sig, value)?)
     }
+    fn changes(&mut self, run: &[(Cycle, u32, u64)]) -> Result<(), Error> {
+        Ok(waves::WaveWriter::change_run(self, run)?)
+    }
     fn window(&self) -> (Cycle, Cycle) {
         waves::WaveWriter::window(self)
     }
@@ -104,7 +115,13 @@ pub struct ChangeLog {
     /// Block-wise sampling ([`ChangeLog::begin_blocks`]): each block's signal count in
     /// sampling order, learned at the first tick (where every block is sampled).
     seg: Vec<u32>,
-    /// The tick being sampled block by block, the next block's ordinal and first signal.
+    /// Each block's first signal (`seg`'s prefix sums, one more entry), once learned.
+    seg_start: Vec<u32>,
+    /// The block counts are learned and skips are not checked: an untouched block costs
+    /// only its ordinal's increment.
+    fast: bool,
+    /// The tick being sampled block by block, the next block's ordinal and first signal
+    /// (`pos` kept while learning; afterwards it is `seg_start[seg_i]`).
     at: Cycle,
     seg_i: usize,
     pos: usize,
@@ -174,16 +191,32 @@ impl ChangeLog {
             self.flush_pre();
         }
         (self.at, self.seg_i, self.pos) = (now, 0, 0);
+        self.fast = !self.seg_start.is_empty() && !self.check_skips;
         true
     }
 
     /// One block's values. `touched` false says nothing has changed the block's state since
     /// its last sample (it was not evaluated), so its values cannot have changed: it is
     /// skipped. A block is always sampled at the first tick, which learns its signal count.
+    ///
+    /// Most blocks at most ticks are untouched (a tick is often a UCIe or DDR edge only), so
+    /// the skip is inlined and the sampling is a call.
+    #[inline(always)]
     pub fn block(&mut self, touched: bool, sample: impl FnOnce(&mut Vec<u64>)) {
-        let learning = self.seg_i >= self.seg.len();
+        if !touched && self.fast {
+            self.seg_i += 1;
+        } else {
+            self.block_sampled(touched, sample);
+        }
+    }
+
+    #[inline(never)]
+    fn block_sampled(&mut self, touched: bool, sample: impl FnOnce(&mut Vec<u64>)) {
+        let learning = self.seg_start.is_empty();
+        if !learning {
+            self.pos = self.seg_start[self.seg_i] as usize;
+        }
         if !touched && !learning && !self.check_skips {
-            self.pos += self.seg[self.seg_i] as usize;
             self.seg_i += 1;
             return;
         }
@@ -211,8 +244,15 @@ impl ChangeLog {
 
     /// Ends a tick sampled block by block (checks every declared signal was covered).
     pub fn end_blocks(&mut self) {
-        assert_eq!(self.pos, self.prev.len(), "probe sampled a different signal count");
         assert_eq!(self.seg_i, self.seg.len(), "a different number of blocks sampled");
+        if self.seg_start.is_empty() {
+            assert_eq!(self.pos, self.prev.len(), "probe sampled a different signal count");
+            self.seg_start.push(0);
+            for &n in &self.seg {
+                let next = self.seg_start.last().copied().unwrap_or(0) + n;
+                self.seg_start.push(next);
+            }
+        }
     }
 
     /// Hands out the values held since before the window as catch-up changes, once: at the
@@ -235,6 +275,12 @@ impl ChangeLog {
     /// Merges the logs (given in partition order) into `sink` in (cycle, signal id) order and
     /// empties them.
     pub fn drain_merged(logs: &mut [&mut ChangeLog], sink: &mut dyn SignalSink) -> Result<(), Error> {
+        if let [only] = logs {
+            // One partition: its log is already in (cycle, signal) order.
+            sink.changes(&only.changes)?;
+            only.changes.clear();
+            return Ok(());
+        }
         let mut pos = vec![0usize; logs.len()];
         loop {
             let t = logs
@@ -243,14 +289,11 @@ impl ChangeLog {
                 .filter_map(|(l, &p)| l.changes.get(p).map(|c| c.0))
                 .min();
             let Some(t) = t else { break };
+            // Each log's run of changes at `t`, in partition order (signal ids ascend with it).
             for (l, p) in logs.iter().zip(pos.iter_mut()) {
-                while let Some(&(c, id, v)) = l.changes.get(*p) {
-                    if c != t {
-                        break;
-                    }
-                    sink.change(c, id as usize, v)?;
-                    *p += 1;
-                }
+                let run = l.changes[*p..].iter().take_while(|c| c.0 == t).count();
+                sink.changes(&l.changes[*p..*p + run])?;
+                *p += run;
             }
         }
         for l in logs.iter_mut() {
