@@ -173,6 +173,136 @@ impl<const N: usize> Logic for RrArbiterRtl<N> {
     }
 }
 
+/// Two-class round-robin pick without a pointer register of its own (combinational): the
+/// grant is the first requester of `req_a` at or after the one-hot `ptr_oh`, wrapping at `N`
+/// (exactly [`RrArbiterRtl`]'s search), or, when `req_a` is empty, the same search over
+/// `req_b`. The owner keeps the pointer (and moves it on the used grant), so several picks can
+/// share one pointer and run side by side: the router's switch allocator computes the "regular
+/// first, else any" choice in one search depth instead of selecting the request first, and
+/// each input port's VC choice for every output in parallel with the input arbitration.
+///
+/// Port coupling: `grant`, `grant_valid`: comb(ptr_oh, req_a, req_b).
+#[derive(LogicBlock)]
+pub struct RrPickRtl<const N: usize> {
+    /// Priority pointer, one-hot (0 is taken as requester 0, as a cleared [`RrArbiterRtl`]).
+    pub ptr_oh: Signal<In, Bits<N>>,
+    /// Preferred requesters (e.g. the regular class), and the fallback set.
+    pub req_a: Signal<In, Bits<N>>,
+    pub req_b: Signal<In, Bits<N>>,
+    /// One-hot grant (0 when both sets are empty). comb.
+    pub grant: Signal<Out, Bits<N>>,
+    /// `req_a | req_b` is not empty. comb.
+    pub grant_valid: Signal<Out, Bit>,
+    /// Bits at or above the pointer: the inclusive prefix OR of `ptr_oh` (no carry chain).
+    ge: Signal<Local, Bits<N>>,
+    m1: Signal<Local, Bits<N>>,
+    m2: Signal<Local, Bits<N>>,
+    m3: Signal<Local, Bits<N>>,
+    m4: Signal<Local, Bits<N>>,
+    m5: Signal<Local, Bits<N>>,
+    /// The four searches (a at/after the pointer, a from 0, b likewise), each the lowest set
+    /// bit `x & !(p << 1)` of its set, `p` the inclusive prefix OR in shift-OR steps.
+    ah: Signal<Local, Bits<N>>,
+    bh: Signal<Local, Bits<N>>,
+    pah: [Signal<Local, Bits<N>>; 6],
+    pal: [Signal<Local, Bits<N>>; 6],
+    pbh: [Signal<Local, Bits<N>>; 6],
+    pbl: [Signal<Local, Bits<N>>; 6],
+    g_ah: Signal<Local, Bits<N>>,
+    g_al: Signal<Local, Bits<N>>,
+    g_bh: Signal<Local, Bits<N>>,
+    g_bl: Signal<Local, Bits<N>>,
+}
+
+impl<const N: usize> RrPickRtl<N> {
+    pub fn new() -> Self {
+        assert!((1..=64).contains(&N), "pick width {N} outside 1..=64");
+        Self {
+            ptr_oh: Default::default(),
+            req_a: Default::default(),
+            req_b: Default::default(),
+            grant: Default::default(),
+            grant_valid: Default::default(),
+            ge: Default::default(),
+            m1: Default::default(),
+            m2: Default::default(),
+            m3: Default::default(),
+            m4: Default::default(),
+            m5: Default::default(),
+            ah: Default::default(),
+            bh: Default::default(),
+            pah: Default::default(),
+            pal: Default::default(),
+            pbh: Default::default(),
+            pbl: Default::default(),
+            g_ah: Default::default(),
+            g_al: Default::default(),
+            g_bh: Default::default(),
+            g_bl: Default::default(),
+        }
+    }
+}
+
+impl<const N: usize> Default for RrPickRtl<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Logic for RrPickRtl<N> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.m1.next = self.ptr_oh.val() | (self.ptr_oh.val() << 1);
+        self.m2.next = self.m1.val() | (self.m1.val() << 2);
+        self.m3.next = self.m2.val() | (self.m2.val() << 4);
+        self.m4.next = self.m3.val() | (self.m3.val() << 8);
+        self.m5.next = self.m4.val() | (self.m4.val() << 16);
+        self.ge.next = self.m5.val() | (self.m5.val() << 32);
+        self.ah.next = self.req_a.val() & self.ge.val();
+        self.bh.next = self.req_b.val() & self.ge.val();
+        self.pah[0].next = self.ah.val() | (self.ah.val() << 1);
+        self.pal[0].next = self.req_a.val() | (self.req_a.val() << 1);
+        self.pbh[0].next = self.bh.val() | (self.bh.val() << 1);
+        self.pbl[0].next = self.req_b.val() | (self.req_b.val() << 1);
+        self.pah[1].next = self.pah[0].val() | (self.pah[0].val() << 2);
+        self.pal[1].next = self.pal[0].val() | (self.pal[0].val() << 2);
+        self.pbh[1].next = self.pbh[0].val() | (self.pbh[0].val() << 2);
+        self.pbl[1].next = self.pbl[0].val() | (self.pbl[0].val() << 2);
+        self.pah[2].next = self.pah[1].val() | (self.pah[1].val() << 4);
+        self.pal[2].next = self.pal[1].val() | (self.pal[1].val() << 4);
+        self.pbh[2].next = self.pbh[1].val() | (self.pbh[1].val() << 4);
+        self.pbl[2].next = self.pbl[1].val() | (self.pbl[1].val() << 4);
+        self.pah[3].next = self.pah[2].val() | (self.pah[2].val() << 8);
+        self.pal[3].next = self.pal[2].val() | (self.pal[2].val() << 8);
+        self.pbh[3].next = self.pbh[2].val() | (self.pbh[2].val() << 8);
+        self.pbl[3].next = self.pbl[2].val() | (self.pbl[2].val() << 8);
+        self.pah[4].next = self.pah[3].val() | (self.pah[3].val() << 16);
+        self.pal[4].next = self.pal[3].val() | (self.pal[3].val() << 16);
+        self.pbh[4].next = self.pbh[3].val() | (self.pbh[3].val() << 16);
+        self.pbl[4].next = self.pbl[3].val() | (self.pbl[3].val() << 16);
+        self.pah[5].next = self.pah[4].val() | (self.pah[4].val() << 32);
+        self.pal[5].next = self.pal[4].val() | (self.pal[4].val() << 32);
+        self.pbh[5].next = self.pbh[4].val() | (self.pbh[4].val() << 32);
+        self.pbl[5].next = self.pbl[4].val() | (self.pbl[4].val() << 32);
+        self.g_ah.next = self.ah.val() & !(self.pah[5].val() << 1);
+        self.g_al.next = self.req_a.val() & !(self.pal[5].val() << 1);
+        self.g_bh.next = self.bh.val() & !(self.pbh[5].val() << 1);
+        self.g_bl.next = self.req_b.val() & !(self.pbl[5].val() << 1);
+        self.grant_valid.next = (self.req_a.val() | self.req_b.val()).any();
+        // Preferred set first; within a set, at/after the pointer first, else wrapped.
+        self.grant.next = self.g_bl.val();
+        if self.bh.val().any() {
+            self.grant.next = self.g_bh.val();
+        }
+        if self.req_a.val().any() {
+            self.grant.next = self.g_al.val();
+            if self.ah.val().any() {
+                self.grant.next = self.g_ah.val();
+            }
+        }
+    }
+}
+
 /// Declares a named alias for a standard arbiter configuration (S3: one alias per standard
 /// configuration, so exported module names and tests agree on the widths).
 #[macro_export]

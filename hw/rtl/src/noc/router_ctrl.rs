@@ -5,8 +5,8 @@
 //! In: per input VC (index `iv = port·V + vc`, ports in `sched::noc::Dir` order) the VC state
 //! (Idle / Routing / VcAlloc / Active), the RC stage (one [`RouteComputeRtl`] per VC holding
 //! the route), the allocated output VC; the VC allocator and the switch allocator (separable
-//! single-iteration iSLIP built from [`RrArbiterRtl`], pointers moving only on accepted
-//! grants); output-VC ownership (busy from VA until the tail is sent); one
+//! single-iteration iSLIP built from [`RrArbiterRtl`] for VA and from [`RrPickRtl`] with the
+//! pointers held here for SA, pointers moving only on accepted grants); output-VC ownership (busy from VA until the tail is sent); one
 //! [`CreditCounterRtl`] per output VC.
 //! Out (the data path): the VC buffers and the crossbar. The block sees the front of every
 //! buffer (`in_valid`, `in_multi`, `in_head`, `in_tail`, `in_dest_*`, a flit written this cycle
@@ -45,7 +45,7 @@ use super::route_compute::RouteComputeRtl;
 use crate::cosim::{record, settle, PortTrace};
 use crate::credit_counter::CreditCounterRtl;
 use crate::export::{boxed, BlockDef, ParamSet};
-use crate::rr_arbiter::RrArbiterRtl;
+use crate::rr_arbiter::{RrArbiterRtl, RrPickRtl};
 use crate::RtlError;
 
 /// Router ports (N, E, S, W, local in `sched::noc::Dir` order: +x, −x, +y, −y, local).
@@ -134,14 +134,22 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     va_in: [RrArbiterRtl<NV>; NV],
     /// VA grant arbiter of each output VC over all input VCs (CL `va_gptr`).
     va_out: [RrArbiterRtl<NV>; NV],
-    /// SA grant arbiter of each output port over the input ports (CL `sa_gptr`).
-    sa_out: [RrArbiterRtl<5>; 5],
-    /// SA accept arbiter of each input port over the output ports (CL `sa_aptr`).
-    sa_in: [RrArbiterRtl<5>; 5],
-    /// Per input port: which of its VCs sends to the accepted output (CL `sw_rr`). One
-    /// arbiter per port, asked once the port's output is known, so its pointer is shared by
-    /// all outputs exactly as the CL's per-port offset is.
-    sa_vc: [RrArbiterRtl<V>; 5],
+    /// SA grant pick of each output port over the input ports (CL `sa_gptr`): regular
+    /// requesters first, else any (one search depth for both classes).
+    sa_out: [RrPickRtl<5>; 5],
+    /// SA accept pick of each input port over the output ports (CL `sa_aptr`), regular
+    /// grants first.
+    sa_in: [RrPickRtl<5>; 5],
+    /// Per input port p and output port o (index p·5 + o): which of p's VCs routed to o sends
+    /// if p accepts o (CL `sw_rr`), regular VCs first. All 25 choices are made beside the
+    /// input arbitration and the accepted output's is selected after it; the pointer is one
+    /// per port (`sa_vc_ptr`), shared by all outputs exactly as the CL's per-port offset is.
+    sa_vc: [RrPickRtl<V>; 25],
+    /// The switch allocator's round-robin pointers, one-hot (requester 0 after reset), moved
+    /// one past a used grant (as [`RrArbiterRtl`]'s).
+    sa_out_ptr: [DFF<Bits<5>>; 5],
+    sa_in_ptr: [DFF<Bits<5>>; 5],
+    sa_vc_ptr: [DFF<Bits<V>>; 5],
     /// Upstream view of each downstream VC buffer.
     cc: [CreditCounterRtl<DW>; NV],
 
@@ -158,6 +166,12 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     ovc_held: DFF<Bits<NV>>,
     /// Sticky protocol error behind `err` (the counters keep their own).
     err_q: DFF<Bit>,
+    /// Per input VC: the output VC it holds has a credit in its counter, i.e. exactly
+    /// `(ovc_oh & can_send).any()` of the same edge, kept as a register (its next value is
+    /// known a level after the VC's own switch grant, because only the holder sends on an
+    /// output VC), so the switch request does not wait for the counter's zero test and the
+    /// output-VC select behind it.
+    cr_q: [DFF<Bit>; NV],
     /// Per output port: cycles left in which a low-priority flit may not request it (a
     /// regular flit requested it less than `low_idle` cycles ago; CL `hi_seen`).
     hi_wait: [DFF<Bits<16>>; 5],
@@ -177,16 +191,31 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     va_acc: Signal<Local, Bits<NV>>,
     /// Output VCs with a credit this cycle (counter or a credit arriving now).
     cok: Signal<Local, Bits<NV>>,
+    /// Per output VC: its counter is non-zero / at least 2 / full (the depth).
+    cc_nz: Signal<Local, Bits<NV>>,
+    cc_ge2: Signal<Local, Bits<NV>>,
+    cc_full: Signal<Local, Bits<NV>>,
+    /// Per input VC: the same three of the output VC it holds, and a credit arriving for it
+    /// now (0 while it holds none).
+    sel_nz: Signal<Local, Bits<NV>>,
+    sel_ge2: Signal<Local, Bits<NV>>,
+    sel_full: Signal<Local, Bits<NV>>,
+    sel_ci: Signal<Local, Bits<NV>>,
+    /// Per input VC: its output VC number as one-hot over V.
+    out_vc_oh: [Signal<Local, Bits<V>>; NV],
+    /// Per (input port p, output port o), p·5 + o: the output VC (one-hot over V) and the
+    /// tail bit of the VC `sa_vc` chose, so the sends and the releases follow from the input
+    /// arbitration directly.
+    cand_ovc: [Signal<Local, Bits<V>>; 25],
+    cand_tail: [Signal<Local, Bit>; 25],
     /// Input VCs that may ask for the switch (Active, flit at the front, credit downstream).
     sa_elig: Signal<Local, Bits<NV>>,
-    /// Per output port: input ports with an eligible VC routed to it.
-    sa_req: [Signal<Local, Bits<5>>; 5],
     /// Per input port: output ports granting it.
     sa_gt: [Signal<Local, Bits<5>>; 5],
     /// Output ports whose grant was accepted.
     sa_acc: Signal<Local, Bits<5>>,
-    /// Per input port: its eligible VCs routed to the output it accepted.
-    sa_vc_req: [Signal<Local, Bits<V>>; 5],
+    /// Per input port: the VC that sends (one-hot over V, 0 when the port sends nothing).
+    sa_vc_gnt: [Signal<Local, Bits<V>>; 5],
     /// Input VCs whose front flit crosses the switch.
     sa_go: Signal<Local, Bits<NV>>,
     /// Output VCs a flit is sent on, and those a tail releases.
@@ -203,19 +232,25 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     va_cls: [Signal<Local, Bits<NV>>; NV],
     /// Outputs a low-priority flit may not request this cycle (`hi_wait` running).
     lo_block: Signal<Local, Bits<5>>,
-    /// SA requesters: regular ones, and low-priority ones whose output is not blocked.
-    sa_hi: Signal<Local, Bits<NV>>,
-    sa_lo: Signal<Local, Bits<NV>>,
+    /// Per VC number w: output ports with a credit arriving now for their VC w.
+    ci_w: [Signal<Local, Bits<5>>; V],
+    /// Per input VC: output ports with a credit arriving now for its output VC number.
+    cio: [Signal<Local, Bits<5>>; NV],
+    /// Per output port o: input VCs that may ask for it (Active, routed to o, a flit at the
+    /// front, a credit for their output VC, which is on port o), written per output so the
+    /// credit test is a VC-number select rather than a select over all output VCs.
+    eo: [Signal<Local, Bits<NV>>; 5],
+    /// The same, regular requesters, and low-priority ones while o is not blocked.
+    eo_hi: [Signal<Local, Bits<NV>>; 5],
+    eo_lo: [Signal<Local, Bits<NV>>; 5],
     /// Per output port: input ports with a regular requester, and with any requester.
     sa_hreq: [Signal<Local, Bits<5>>; 5],
     sa_areq: [Signal<Local, Bits<5>>; 5],
     /// Per input port: output ports it requests with a regular VC.
     sa_hport: [Signal<Local, Bits<5>>; 5],
-    /// Per input port: the grants its accept arbiter chooses among (regular ones first).
-    sa_ain: [Signal<Local, Bits<5>>; 5],
-    /// Per input port: its regular / low VCs routed to the output it accepted.
-    sa_vc_hi: [Signal<Local, Bits<V>>; 5],
-    sa_vc_lo: [Signal<Local, Bits<V>>; 5],
+    /// Per input port p and output port o (p·5 + o): p's regular / low VCs routed to o.
+    sa_vc_hi: [Signal<Local, Bits<V>>; 25],
+    sa_vc_lo: [Signal<Local, Bits<V>>; 25],
 
     // --- constants
     /// Port and VC number of index i (input and output VCs share the numbering).
@@ -235,6 +270,13 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     bit5: [Constant<Bits<5>>; 5],
     zero5: Constant<Bits<5>>,
     zero_v: Constant<Bits<V>>,
+    /// 1 and the downstream depth at the credit counters' width; whether depth >= 2.
+    one_dw: Constant<Bits<DW>>,
+    depth_dw: Constant<Bits<DW>>,
+    deep2: Constant<Bit>,
+    /// VC 0 and VC V − 1 one-hot over V (the VC pointer's reset value and wrap).
+    one_v: Constant<Bits<V>>,
+    top_v: Constant<Bits<V>>,
     zero3: Constant<Bits<3>>,
     zero4: Constant<Bits<4>>,
     /// Output VCs that are the last VC of their port (the migration VC).
@@ -325,9 +367,12 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             rc: std::array::from_fn(|_| RouteComputeRtl::new(p.k)),
             va_in: std::array::from_fn(|_| RrArbiterRtl::new(NV)),
             va_out: std::array::from_fn(|_| RrArbiterRtl::new(NV)),
-            sa_out: std::array::from_fn(|_| RrArbiterRtl::new(5)),
-            sa_in: std::array::from_fn(|_| RrArbiterRtl::new(5)),
-            sa_vc: std::array::from_fn(|_| RrArbiterRtl::new(V)),
+            sa_out: std::array::from_fn(|_| RrPickRtl::new()),
+            sa_in: std::array::from_fn(|_| RrPickRtl::new()),
+            sa_vc: std::array::from_fn(|_| RrPickRtl::new()),
+            sa_out_ptr: std::array::from_fn(|_| Default::default()),
+            sa_in_ptr: std::array::from_fn(|_| Default::default()),
+            sa_vc_ptr: std::array::from_fn(|_| Default::default()),
             cc: std::array::from_fn(|_| CreditCounterRtl::new(p.vc_buf)),
             vc_st: std::array::from_fn(|_| Default::default()),
             rc_wait: std::array::from_fn(|_| Default::default()),
@@ -335,6 +380,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             out_vc: std::array::from_fn(|_| Default::default()),
             ovc_held: Default::default(),
             err_q: Default::default(),
+            cr_q: std::array::from_fn(|_| Default::default()),
             hi_wait: std::array::from_fn(|_| Default::default()),
             route_is: std::array::from_fn(|_| Default::default()),
             va_elig: Default::default(),
@@ -343,11 +389,20 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             va_gt: std::array::from_fn(|_| Default::default()),
             va_acc: Default::default(),
             cok: Default::default(),
+            cc_nz: Default::default(),
+            cc_ge2: Default::default(),
+            cc_full: Default::default(),
+            sel_nz: Default::default(),
+            sel_ge2: Default::default(),
+            sel_full: Default::default(),
+            sel_ci: Default::default(),
+            out_vc_oh: std::array::from_fn(|_| Default::default()),
+            cand_ovc: std::array::from_fn(|_| Default::default()),
+            cand_tail: std::array::from_fn(|_| Default::default()),
             sa_elig: Default::default(),
-            sa_req: std::array::from_fn(|_| Default::default()),
             sa_gt: std::array::from_fn(|_| Default::default()),
             sa_acc: Default::default(),
-            sa_vc_req: std::array::from_fn(|_| Default::default()),
+            sa_vc_gnt: std::array::from_fn(|_| Default::default()),
             sa_go: Default::default(),
             send: Default::default(),
             freed: Default::default(),
@@ -356,12 +411,14 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             low: Default::default(),
             va_cls: std::array::from_fn(|_| Default::default()),
             lo_block: Default::default(),
-            sa_hi: Default::default(),
-            sa_lo: Default::default(),
+            ci_w: std::array::from_fn(|_| Default::default()),
+            cio: std::array::from_fn(|_| Default::default()),
+            eo: std::array::from_fn(|_| Default::default()),
+            eo_hi: std::array::from_fn(|_| Default::default()),
+            eo_lo: std::array::from_fn(|_| Default::default()),
             sa_hreq: std::array::from_fn(|_| Default::default()),
             sa_areq: std::array::from_fn(|_| Default::default()),
             sa_hport: std::array::from_fn(|_| Default::default()),
-            sa_ain: std::array::from_fn(|_| Default::default()),
             sa_vc_hi: std::array::from_fn(|_| Default::default()),
             sa_vc_lo: std::array::from_fn(|_| Default::default()),
             idx_port: std::array::from_fn(|i| Constant::new(((i / V) as u64).into())),
@@ -376,6 +433,11 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             bit5: std::array::from_fn(|i| Constant::new((1u64 << i).into())),
             zero5: Constant::new(0u64.into()),
             zero_v: Constant::new(0u64.into()),
+            one_dw: Constant::new(1u64.into()),
+            depth_dw: Constant::new(p.vc_buf.into()),
+            deep2: Constant::new(p.vc_buf >= 2),
+            one_v: Constant::new(1u64.into()),
+            top_v: Constant::new((1u64 << (V - 1)).into()),
             zero3: Constant::new(0u64.into()),
             zero4: Constant::new(0u64.into()),
             last_vc: Constant::new((0..NPORTS).fold(zero_nv, |m, p| m.replace_bit(p * V + V - 1, true))),
@@ -396,10 +458,21 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
         [
             self.va_in.iter().map(|a| a.ptr()).collect(),
             self.va_out.iter().map(|a| a.ptr()).collect(),
-            self.sa_out.iter().map(|a| a.ptr()).collect(),
-            self.sa_in.iter().map(|a| a.ptr()).collect(),
-            self.sa_vc.iter().map(|a| a.ptr()).collect(),
+            self.sa_out_ptr.iter().map(|r| oh_index(r.q.val().to_u64())).collect(),
+            self.sa_in_ptr.iter().map(|r| oh_index(r.q.val().to_u64())).collect(),
+            self.sa_vc_ptr.iter().map(|r| oh_index(r.q.val().to_u64())).collect(),
         ]
+    }
+}
+
+/// Binary value of a one-hot pointer register (0 for the cleared register, as
+/// [`RrArbiterRtl::ptr`]). Panics if it is not one-hot (a bug in this block).
+fn oh_index(oh: u64) -> u32 {
+    assert!(oh.count_ones() <= 1, "pointer {oh:x} is not one-hot");
+    if oh == 0 {
+        0
+    } else {
+        oh.trailing_zeros()
     }
 }
 
@@ -423,6 +496,8 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             self.rc_wait[i].d.next = self.rc_wait[i].q.val();
             self.ovc_oh[i].d.next = self.ovc_oh[i].q.val();
             self.out_vc[i].d.next = self.out_vc[i].q.val();
+            self.cr_q[i].clock.next = self.clock.val();
+            self.cr_q[i].d.next = self.cr_q[i].q.val();
             self.rc[i].clock.next = self.clock.val();
             self.rc[i].reset.next = self.reset.val();
             self.va_in[i].clock.next = self.clock.val();
@@ -433,12 +508,12 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             self.cc[i].reset.next = self.reset.val();
         }
         for p in 0..5 {
-            self.sa_out[p].clock.next = self.clock.val();
-            self.sa_out[p].reset.next = self.reset.val();
-            self.sa_in[p].clock.next = self.clock.val();
-            self.sa_in[p].reset.next = self.reset.val();
-            self.sa_vc[p].clock.next = self.clock.val();
-            self.sa_vc[p].reset.next = self.reset.val();
+            self.sa_out_ptr[p].clock.next = self.clock.val();
+            self.sa_in_ptr[p].clock.next = self.clock.val();
+            self.sa_vc_ptr[p].clock.next = self.clock.val();
+            self.sa_out_ptr[p].d.next = self.sa_out_ptr[p].q.val();
+            self.sa_in_ptr[p].d.next = self.sa_in_ptr[p].q.val();
+            self.sa_vc_ptr[p].d.next = self.sa_vc_ptr[p].q.val();
         }
 
         // 2. RC: a head at the front of an Idle VC (just arrived) or of a Routing VC (queued
@@ -538,19 +613,90 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         //    counts) asks for its output; iSLIP over ports, then the accepted port's VC
         //    arbiter picks which of its VCs routed there sends.
         self.cok.next = self.credit_in.val();
+        self.cc_nz.next = self.zero_nv.val();
+        self.cc_ge2.next = self.zero_nv.val();
+        self.cc_full.next = self.zero_nv.val();
         for j in 0..NV {
             self.cc[j].credit.next = self.credit_in.val().get_bit(j);
             if self.cc[j].can_send.val() {
                 self.cok.next = self.cok.val() | self.bit_nv[j].val();
+                self.cc_nz.next = self.cc_nz.val() | self.bit_nv[j].val();
+            }
+            if self.cc[j].credits.val() > self.one_dw.val() {
+                self.cc_ge2.next = self.cc_ge2.val() | self.bit_nv[j].val();
+            }
+            if self.cc[j].credits.val() == self.depth_dw.val() {
+                self.cc_full.next = self.cc_full.val() | self.bit_nv[j].val();
             }
         }
-        self.sa_elig.next = self.zero_nv.val();
+        self.sel_nz.next = self.zero_nv.val();
+        self.sel_ge2.next = self.zero_nv.val();
+        self.sel_full.next = self.zero_nv.val();
+        self.sel_ci.next = self.zero_nv.val();
         for i in 0..NV {
-            if (self.vc_st[i].q.val() == self.st_active.val())
-                & self.in_valid.val().get_bit(i)
-                & (self.ovc_oh[i].q.val() & self.cok.val()).any()
-            {
-                self.sa_elig.next = self.sa_elig.val() | self.bit_nv[i].val();
+            if (self.ovc_oh[i].q.val() & self.cc_nz.val()).any() {
+                self.sel_nz.next = self.sel_nz.val() | self.bit_nv[i].val();
+            }
+            if (self.ovc_oh[i].q.val() & self.cc_ge2.val()).any() {
+                self.sel_ge2.next = self.sel_ge2.val() | self.bit_nv[i].val();
+            }
+            if (self.ovc_oh[i].q.val() & self.cc_full.val()).any() {
+                self.sel_full.next = self.sel_full.val() | self.bit_nv[i].val();
+            }
+            if (self.ovc_oh[i].q.val() & self.credit_in.val()).any() {
+                self.sel_ci.next = self.sel_ci.val() | self.bit_nv[i].val();
+            }
+        }
+        // Credits arriving now, per VC number and output port, and per input VC over the
+        // output ports (its output VC number's).
+        for i in 0..NV {
+            self.out_vc_oh[i].next = self.zero_v.val();
+            for w in 0..V {
+                if self.out_vc[i].q.val() == self.idx_vc[w].val() {
+                    self.out_vc_oh[i].next = self.idx_vc_oh[w].val();
+                }
+            }
+        }
+        for w in 0..V {
+            self.ci_w[w].next = self.zero5.val();
+        }
+        for j in 0..NV {
+            for o in 0..5 {
+                for w in 0..V {
+                    if (self.idx_port[j].val().index() == o)
+                        & (self.idx_vc[j].val().index() == w)
+                        & self.credit_in.val().get_bit(j)
+                    {
+                        self.ci_w[w].next = self.ci_w[w].val() | self.bit5[o].val();
+                    }
+                }
+            }
+        }
+        for i in 0..NV {
+            self.cio[i].next = self.zero5.val();
+            for w in 0..V {
+                if self.out_vc_oh[i].val().get_bit(w) {
+                    self.cio[i].next = self.cio[i].val() | self.ci_w[w].val();
+                }
+            }
+        }
+        // An Active VC holds one output VC, on its route's port, numbered out_vc: its credit
+        // is `cr_q` (the counter, registered) or a credit arriving now for (route, out_vc),
+        // i.e. `(ovc_oh & cok).any()`.
+        self.sa_elig.next = self.zero_nv.val();
+        for o in 0..5 {
+            self.eo[o].next = self.zero_nv.val();
+        }
+        for i in 0..NV {
+            for o in 0..5 {
+                if (self.vc_st[i].q.val() == self.st_active.val())
+                    & self.in_valid.val().get_bit(i)
+                    & self.rc[i].route_oh.val().get_bit(o)
+                    & (self.cr_q[i].q.val() | self.cio[i].val().get_bit(o))
+                {
+                    self.eo[o].next = self.eo[o].val() | self.bit_nv[i].val();
+                    self.sa_elig.next = self.sa_elig.val() | self.bit_nv[i].val();
+                }
             }
         }
         // Migration priority: a low-priority requester is dropped while its output saw a
@@ -562,14 +708,11 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 self.lo_block.next = self.lo_block.val() | self.bit5[o].val();
             }
         }
-        self.sa_hi.next = self.sa_elig.val() & !self.low.val();
-        self.sa_lo.next = self.zero_nv.val();
-        for i in 0..NV {
-            if self.sa_elig.val().get_bit(i)
-                & self.low.val().get_bit(i)
-                & !(self.rc[i].route_oh.val() & self.lo_block.val()).any()
-            {
-                self.sa_lo.next = self.sa_lo.val() | self.bit_nv[i].val();
+        for o in 0..5 {
+            self.eo_hi[o].next = self.eo[o].val() & !self.low.val();
+            self.eo_lo[o].next = self.zero_nv.val();
+            if !self.lo_block.val().get_bit(o) {
+                self.eo_lo[o].next = self.eo[o].val() & self.low.val();
             }
         }
         for p in 0..5 {
@@ -579,19 +722,18 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
             self.sa_hreq[o].next = self.zero5.val();
             self.sa_areq[o].next = self.zero5.val();
             for p in 0..5 {
-                if (self.sa_hi.val() & self.route_is[o].val() & self.port_mask[p].val()).any() {
+                if (self.eo_hi[o].val() & self.port_mask[p].val()).any() {
                     self.sa_hreq[o].next = self.sa_hreq[o].val() | self.bit5[p].val();
                     self.sa_hport[p].next = self.sa_hport[p].val() | self.bit5[o].val();
                 }
-                if ((self.sa_hi.val() | self.sa_lo.val()) & self.route_is[o].val() & self.port_mask[p].val()).any() {
+                if ((self.eo_hi[o].val() | self.eo_lo[o].val()) & self.port_mask[p].val()).any() {
                     self.sa_areq[o].next = self.sa_areq[o].val() | self.bit5[p].val();
                 }
             }
-            self.sa_req[o].next = self.sa_areq[o].val();
-            if self.sa_hreq[o].val().any() {
-                self.sa_req[o].next = self.sa_hreq[o].val();
-            }
-            self.sa_out[o].req.next = self.sa_req[o].val();
+            // Regular requesters first, else any (the pick searches both at once).
+            self.sa_out[o].ptr_oh.next = self.sa_out_ptr[o].q.val();
+            self.sa_out[o].req_a.next = self.sa_hreq[o].val();
+            self.sa_out[o].req_b.next = self.sa_areq[o].val();
         }
         for p in 0..5 {
             self.sa_gt[p].next = self.zero5.val();
@@ -606,47 +748,103 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         self.sa_acc.next = self.zero5.val();
         for p in 0..5 {
             // An input port sends one flit a cycle: a regular grant is accepted first.
-            self.sa_ain[p].next = self.sa_gt[p].val();
-            if (self.sa_gt[p].val() & self.sa_hport[p].val()).any() {
-                self.sa_ain[p].next = self.sa_gt[p].val() & self.sa_hport[p].val();
-            }
-            self.sa_in[p].req.next = self.sa_ain[p].val();
-            self.sa_in[p].fire.next = true;
+            self.sa_in[p].ptr_oh.next = self.sa_in_ptr[p].q.val();
+            self.sa_in[p].req_a.next = self.sa_gt[p].val() & self.sa_hport[p].val();
+            self.sa_in[p].req_b.next = self.sa_gt[p].val();
             self.sa_acc.next = self.sa_acc.val() | self.sa_in[p].grant.val();
         }
+        // Pointers move one past a used grant: an output's when its grant was accepted, an
+        // input's whenever it accepts.
         for o in 0..5 {
-            self.sa_out[o].fire.next = self.sa_acc.val().get_bit(o) & self.sa_out[o].grant_valid.val();
+            if self.sa_acc.val().get_bit(o) & self.sa_out[o].grant_valid.val() {
+                if (self.sa_out[o].grant.val() & self.bit5[4].val()).any() {
+                    self.sa_out_ptr[o].d.next = self.bit5[0].val();
+                } else {
+                    self.sa_out_ptr[o].d.next = self.sa_out[o].grant.val() << 1;
+                }
+            }
+            if self.sa_in[o].grant_valid.val() {
+                if (self.sa_in[o].grant.val() & self.bit5[4].val()).any() {
+                    self.sa_in_ptr[o].d.next = self.bit5[0].val();
+                } else {
+                    self.sa_in_ptr[o].d.next = self.sa_in[o].grant.val() << 1;
+                }
+            }
+            if self.reset.val() {
+                self.sa_out_ptr[o].d.next = self.bit5[0].val();
+                self.sa_in_ptr[o].d.next = self.bit5[0].val();
+            }
         }
-        // The accepted output's VC: among the port's regular VCs routed there, else among its
-        // low-priority ones (the CL ranks low VCs after every regular one).
+        // The VC of each input port for each output it may accept: among the port's regular
+        // VCs routed there, else among its low-priority ones (the CL ranks low VCs after every
+        // regular one). Chosen beside the input arbitration; its accepted output selects.
         for p in 0..5 {
-            self.sa_vc_hi[p].next = self.zero_v.val();
-            self.sa_vc_lo[p].next = self.zero_v.val();
+            for o in 0..5 {
+                self.sa_vc_hi[p * 5 + o].next = self.zero_v.val();
+                self.sa_vc_lo[p * 5 + o].next = self.zero_v.val();
+            }
         }
         for i in 0..NV {
             for p in 0..5 {
-                if (self.idx_port[i].val().index() == p)
-                    & (self.rc[i].route_oh.val() & self.sa_in[p].grant.val()).any()
-                {
-                    if self.sa_hi.val().get_bit(i) {
-                        self.sa_vc_hi[p].next = self.sa_vc_hi[p].val() | self.idx_vc_oh[i].val();
-                    }
-                    if self.sa_lo.val().get_bit(i) {
-                        self.sa_vc_lo[p].next = self.sa_vc_lo[p].val() | self.idx_vc_oh[i].val();
+                for o in 0..5 {
+                    if self.idx_port[i].val().index() == p {
+                        if self.eo_hi[o].val().get_bit(i) {
+                            self.sa_vc_hi[p * 5 + o].next = self.sa_vc_hi[p * 5 + o].val() | self.idx_vc_oh[i].val();
+                        }
+                        if self.eo_lo[o].val().get_bit(i) {
+                            self.sa_vc_lo[p * 5 + o].next = self.sa_vc_lo[p * 5 + o].val() | self.idx_vc_oh[i].val();
+                        }
                     }
                 }
             }
         }
         for p in 0..5 {
-            self.sa_vc_req[p].next = self.sa_vc_lo[p].val();
-            if self.sa_vc_hi[p].val().any() {
-                self.sa_vc_req[p].next = self.sa_vc_hi[p].val();
+            for o in 0..5 {
+                self.sa_vc[p * 5 + o].ptr_oh.next = self.sa_vc_ptr[p].q.val();
+                self.sa_vc[p * 5 + o].req_a.next = self.sa_vc_hi[p * 5 + o].val();
+                self.sa_vc[p * 5 + o].req_b.next = self.sa_vc_lo[p * 5 + o].val();
+            }
+        }
+        // The chosen VC's output VC and tail bit, per (p, o).
+        for p in 0..5 {
+            for o in 0..5 {
+                self.cand_ovc[p * 5 + o].next = self.zero_v.val();
+                self.cand_tail[p * 5 + o].next = false;
+            }
+        }
+        for i in 0..NV {
+            for p in 0..5 {
+                for o in 0..5 {
+                    if (self.idx_port[i].val().index() == p)
+                        & (self.sa_vc[p * 5 + o].grant.val() & self.idx_vc_oh[i].val()).any()
+                    {
+                        self.cand_ovc[p * 5 + o].next = self.cand_ovc[p * 5 + o].val() | self.out_vc_oh[i].val();
+                        if self.in_tail.val().get_bit(i) {
+                            self.cand_tail[p * 5 + o].next = true;
+                        }
+                    }
+                }
             }
         }
         for p in 0..5 {
-            self.sa_vc[p].req.next = self.sa_vc_req[p].val();
-            // Used exactly when the port's accept fired (only then does it have requests).
-            self.sa_vc[p].fire.next = self.sa_in[p].grant_valid.val();
+            self.sa_vc_gnt[p].next = self.zero_v.val();
+            for o in 0..5 {
+                // (`grant` is 0 without `grant_valid`: the AND only states it.)
+                if self.sa_in[p].grant.val().get_bit(o) & self.sa_vc[p * 5 + o].grant_valid.val() {
+                    self.sa_vc_gnt[p].next = self.sa_vc_gnt[p].val() | self.sa_vc[p * 5 + o].grant.val();
+                }
+            }
+            // Used exactly when the port accepted (only then is a VC chosen).
+            if self.sa_vc_gnt[p].val().any() {
+                if (self.sa_vc_gnt[p].val() & self.top_v.val()).any() {
+                    self.sa_vc_ptr[p].d.next = self.one_v.val();
+                } else {
+                    self.sa_vc_ptr[p].d.next = self.sa_vc_gnt[p].val() << 1;
+                }
+            }
+            if self.reset.val() {
+                self.sa_vc_ptr[p].d.next = self.one_v.val();
+            }
         }
         self.sa_go.next = self.zero_nv.val();
         self.send.next = self.zero_nv.val();
@@ -654,13 +852,27 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         for i in 0..NV {
             for p in 0..5 {
                 if (self.idx_port[i].val().index() == p)
-                    & self.sa_vc[p].grant_valid.val()
-                    & (self.sa_vc[p].grant.val() & self.idx_vc_oh[i].val()).any()
+                    & (self.sa_vc_gnt[p].val() & self.idx_vc_oh[i].val()).any()
                 {
                     self.sa_go.next = self.sa_go.val() | self.bit_nv[i].val();
-                    self.send.next = self.send.val() | self.ovc_oh[i].q.val();
-                    if self.in_tail.val().get_bit(i) {
-                        self.freed.next = self.freed.val() | self.ovc_oh[i].q.val();
+                }
+            }
+        }
+        // Sends and releases per output VC j = (port o, VC w): output o accepted input port p
+        // whose chosen VC holds w. The same as OR-ing the ovc_oh of the VCs in sa_go (an
+        // Active VC holds exactly one output VC, on its route's port, numbered out_vc), one
+        // VC selection shallower.
+        for j in 0..NV {
+            for p in 0..5 {
+                for o in 0..5 {
+                    if (self.idx_port[j].val().index() == o)
+                        & self.sa_in[p].grant.val().get_bit(o)
+                        & (self.cand_ovc[p * 5 + o].val() & self.idx_vc_oh[j].val()).any()
+                    {
+                        self.send.next = self.send.val() | self.bit_nv[j].val();
+                        if self.cand_tail[p * 5 + o].val() {
+                            self.freed.next = self.freed.val() | self.bit_nv[j].val();
+                        }
                     }
                 }
             }
@@ -714,7 +926,28 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                     }
                 }
             }
+            // The credit flag follows the held output VC's counter: only this VC sends on it
+            // (`sa_go`), credits arrive on `credit_in` (the counter's rules: a credit before a
+            // send, a credit at full depth dropped, a send at 0 not counted).
+            if self.sel_ci.val().get_bit(i) {
+                if !self.sa_go.val().get_bit(i) {
+                    self.cr_q[i].d.next = true;
+                } else if self.sel_full.val().get_bit(i) {
+                    self.cr_q[i].d.next = self.deep2.val();
+                } else {
+                    self.cr_q[i].d.next = self.sel_nz.val().get_bit(i);
+                }
+            } else if self.sa_go.val().get_bit(i) {
+                self.cr_q[i].d.next = self.sel_ge2.val().get_bit(i);
+            } else {
+                self.cr_q[i].d.next = self.sel_nz.val().get_bit(i);
+            }
+            if self.va_elig.val().get_bit(i) & self.va_in[i].grant_valid.val() {
+                // A free output VC: nobody sends on it this cycle.
+                self.cr_q[i].d.next = (self.va_in[i].grant.val() & (self.cc_nz.val() | self.credit_in.val())).any();
+            }
             if self.sa_go.val().get_bit(i) & self.in_tail.val().get_bit(i) {
+                self.cr_q[i].d.next = false;
                 self.ovc_oh[i].d.next = self.zero_nv.val();
                 if self.in_multi.val().get_bit(i) {
                     self.vc_st[i].d.next = self.st_routing.val();
@@ -728,6 +961,7 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 self.rc_wait[i].d.next = self.zero4.val();
                 self.ovc_oh[i].d.next = self.zero_nv.val();
                 self.out_vc[i].d.next = self.zero4.val();
+                self.cr_q[i].d.next = false;
             }
         }
         // Ownership: taken by accepted VA grants, released by tails (never the same VC in one

@@ -63,6 +63,12 @@ pub struct RingBufferRtl<const S: usize> {
     /// Live bits after the releases.
     live_r: Signal<Local, Bits<S>>,
     occ_r: Signal<Local, Bits<8>>,
+    /// Population count of `live_r` as a balanced adder tree (six levels over 64 leaves,
+    /// leaves S..64 zero): entries 0..64 the leaves, then the sums of each level (64.., 96..,
+    /// 112.., 120.., 124.., 126). A chain of S increments was the ring's critical path.
+    pc: [Signal<Local, Bits<8>>; 127],
+    one8: Constant<Bits<8>>,
+    zero8: Constant<Bits<8>>,
     slot: Signal<Local, Bits<8>>,
     /// First free slot at/after the tail (else the first free slot): the allocation.
     free_scan: RingScanRtl<S>,
@@ -109,6 +115,9 @@ impl<const S: usize> RingBufferRtl<S> {
             tag_loader: std::array::from_fn(|_| Default::default()),
             live_r: Default::default(),
             occ_r: Default::default(),
+            pc: std::array::from_fn(|_| Default::default()),
+            one8: Constant::new(1u64.into()),
+            zero8: Constant::new(0u64.into()),
             slot: Default::default(),
             free_scan: RingScanRtl::new(),
             live_scan: RingScanRtl::new(),
@@ -148,12 +157,32 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
 
         // ---- releases (out of order), then the live count
         self.live_r.next = self.live_q.q.val() & !self.release_mask.val();
-        self.occ_r.next = 0.into();
         for i in 0..S {
+            self.pc[i].next = self.zero8.val();
             if self.live_r.val().get_bit(i) {
-                self.occ_r.next = self.occ_r.val() + 1;
+                self.pc[i].next = self.one8.val();
             }
         }
+        for i in S..64 {
+            self.pc[i].next = self.zero8.val();
+        }
+        for k in 0..32 {
+            self.pc[64 + k].next = self.pc[2 * k].val() + self.pc[2 * k + 1].val();
+        }
+        for k in 0..16 {
+            self.pc[96 + k].next = self.pc[64 + 2 * k].val() + self.pc[64 + 2 * k + 1].val();
+        }
+        for k in 0..8 {
+            self.pc[112 + k].next = self.pc[96 + 2 * k].val() + self.pc[96 + 2 * k + 1].val();
+        }
+        for k in 0..4 {
+            self.pc[120 + k].next = self.pc[112 + 2 * k].val() + self.pc[112 + 2 * k + 1].val();
+        }
+        for k in 0..2 {
+            self.pc[124 + k].next = self.pc[120 + 2 * k].val() + self.pc[120 + 2 * k + 1].val();
+        }
+        self.pc[126].next = self.pc[124].val() + self.pc[125].val();
+        self.occ_r.next = self.pc[126].val();
 
         // ---- allocation: priority encoder over the free bits, starting at the tail
         self.free_scan.bits.next = !self.live_r.val();
@@ -179,7 +208,8 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
         if self.take.val() {
             self.live_q.d.next = self.live_r.val().replace_bit(self.slot.val().index(), true);
             self.occ_q.d.next = self.occ_r.val() + 1;
-            if !self.occ_r.val().any() {
+            // Empty after the releases (the same test as `occ_r == 0`, without the count).
+            if !self.live_r.val().any() {
                 self.head_q.d.next = self.slot.val();
             }
             if self.slot.val() == self.last.val() {

@@ -21,11 +21,14 @@
 //! replay controller's `rx_crc_ok`). A `start` chunk restarts from the initial value, so frames
 //! can follow back to back; `valid` low holds the state (gaps are allowed).
 //!
-//! Implementation note: the per-chunk update is the bit-serial LFSR unrolled `D` times in a
-//! `for` loop, each step rewriting the local `lfsr` (the one exception to the write-once rule
-//! of the other blocks: rust-hdl's local `val()` returns the latest write, exactly the blocking
-//! `=` of the generated `always @(*)`, and the loop is unrolled by the Verilog generator, so
-//! the two agree step by step). Yosys reduces the chain to an XOR network.
+//! Implementation note: the per-chunk update is linear over GF(2) in the register and the
+//! chunk (a serial step is `l' = (l >> 1) ^ ((l[0] ^ d) · poly)`), so `D` unrolled steps are
+//! `next = A·lfsr ⊕ B·data` with constant 32×32 and 32×D matrices. [`UcieCrc32Rtl::new`]
+//! computes them by running the bit-serial LFSR on unit vectors; each next-state bit is then
+//! the parity (`xor()`) of the masked register and chunk, which yosys maps to balanced XOR
+//! trees (about 4 LUT levels for up to 96 inputs). It was the serial LFSR unrolled `D` times,
+//! whose network yosys left 23 LUT levels deep (ECP5 62.5 MHz); the value is the same bit for
+//! bit (the lockstep against `crc::CRC_32_ISO_HDLC` and the co-sim check it).
 
 use rust_hdl::prelude::*;
 
@@ -53,10 +56,14 @@ pub struct UcieCrc32Rtl<const D: usize> {
     pub crc_ok: Signal<Out, Bit>,
     /// The LFSR register (before the final XOR).
     state: DFF<Bits<32>>,
-    /// The LFSR while it consumes this cycle's chunk, one bit per loop step.
+    /// The LFSR before this cycle's chunk (the register, or the initial value on `start`).
     lfsr: Signal<Local, Bits<32>>,
-    /// Reflected polynomial 0xEDB88320.
-    poly: Constant<Bits<32>>,
+    /// The LFSR after the chunk: bit k = parity(lfsr & ms[k]) ^ parity(data & md[k]).
+    nxt: Signal<Local, Bits<32>>,
+    /// Rows of the update matrices A (register) and B (chunk), and the unit vectors.
+    ms: [Constant<Bits<32>>; 32],
+    md: [Constant<Bits<D>>; 32],
+    unit: [Constant<Bits<32>>; 32],
     /// 0xFFFFFFFF: initial value and final XOR.
     ones: Constant<Bits<32>>,
 }
@@ -73,6 +80,32 @@ impl<const D: usize> UcieCrc32Rtl<D> {
             D % 8 == 0 && D > 0 && UCIE_CRC_COVERED_BYTES % (D / 8) == 0,
             "CRC chunk width {D} must be a multiple of 8 bits whose bytes divide {UCIE_CRC_COVERED_BYTES}"
         );
+        // The bit-serial LFSR (reflected polynomial), as the matrices' reference.
+        let serial = |mut l: u32, data: &[bool]| {
+            for &d in data {
+                l = if (l & 1 == 1) ^ d { (l >> 1) ^ 0xEDB8_8320 } else { l >> 1 };
+            }
+            l
+        };
+        let zero_data = vec![false; D];
+        // Column m of A: the register's unit vector m through D steps of zero data; column i
+        // of B: a zero register through the chunk with only bit i set.
+        let a_col: Vec<u32> = (0..32).map(|m| serial(1u32 << m, &zero_data)).collect();
+        let b_col: Vec<u32> = (0..D)
+            .map(|i| {
+                let mut d = zero_data.clone();
+                d[i] = true;
+                serial(0, &d)
+            })
+            .collect();
+        let ms: [Constant<Bits<32>>; 32] = std::array::from_fn(|k| {
+            let row = (0..32).fold(0u64, |r, m| r | ((((a_col[m] >> k) & 1) as u64) << m));
+            Constant::new(row.into())
+        });
+        let md: [Constant<Bits<D>>; 32] = std::array::from_fn(|k| {
+            let row = (0..D).fold(Bits::<D>::default(), |r, i| r.replace_bit(i, (b_col[i] >> k) & 1 == 1));
+            Constant::new(row)
+        });
         Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -84,7 +117,10 @@ impl<const D: usize> UcieCrc32Rtl<D> {
             crc_ok: Default::default(),
             state: Default::default(),
             lfsr: Default::default(),
-            poly: Constant::new(0xEDB8_8320u64.into()),
+            nxt: Default::default(),
+            ms,
+            md,
+            unit: std::array::from_fn(|k| Constant::new((1u64 << k).into())),
             ones: Constant::new(0xFFFF_FFFFu64.into()),
         }
     }
@@ -103,22 +139,22 @@ impl<const D: usize> Logic for UcieCrc32Rtl<D> {
         // 2. Outputs from the register (crc_ok also from the received field).
         self.crc.next = self.state.q.val() ^ self.ones.val();
         self.crc_ok.next = (self.state.q.val() ^ self.ones.val()) == self.expected.val();
-        // 3. The LFSR over this chunk, bit 0 first (reflected CRC): shift right, XOR the
-        //    polynomial when the bit leaving the register differs from the data bit.
+        // 3. The LFSR over this chunk, bit 0 first (reflected CRC): the D serial steps (shift
+        //    right, XOR the polynomial when the bit leaving the register differs from the data
+        //    bit) as one linear map, a parity per next-state bit.
         self.lfsr.next = self.state.q.val();
         if self.start.val() {
             self.lfsr.next = self.ones.val();
         }
-        for i in 0..D {
-            if self.lfsr.val().get_bit(0) ^ self.data.val().get_bit(i) {
-                self.lfsr.next = (self.lfsr.val() >> 1) ^ self.poly.val();
-            } else {
-                self.lfsr.next = self.lfsr.val() >> 1;
+        self.nxt.next = 0.into();
+        for k in 0..32 {
+            if (self.lfsr.val() & self.ms[k].val()).xor() ^ (self.data.val() & self.md[k].val()).xor() {
+                self.nxt.next = self.nxt.val() | self.unit[k].val();
             }
         }
         // 4. Next state.
         if self.valid.val() {
-            self.state.d.next = self.lfsr.val();
+            self.state.d.next = self.nxt.val();
         }
         if self.reset.val() {
             self.state.d.next = self.ones.val();

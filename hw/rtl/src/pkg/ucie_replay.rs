@@ -167,6 +167,16 @@ pub struct UcieReplayRtl<const W: usize> {
     rx_bad: Signal<Local, Bit>,
     /// RX: a NAK leaves this cycle.
     nak_now: Signal<Local, Bit>,
+    /// The tests behind `empty1`, `tx_full` and `replay_pending`, made on both candidates of
+    /// the head (the acknowledged `ack_upto`, the old head) and of the send pointer before
+    /// the acknowledgement is known, which then only selects: full / empty with the old head,
+    /// full / empty with `ack_upto`, the send pointer moves to `ack_upto`, `send_q != next`.
+    full_h: Signal<Local, Bit>,
+    full_a: Signal<Local, Bit>,
+    emp_h: Signal<Local, Bit>,
+    emp_a: Signal<Local, Bit>,
+    sa_move: Signal<Local, Bit>,
+    snd_ne: Signal<Local, Bit>,
     // --- constants
     /// `retry_buffer_flits`: the most flits outstanding.
     cap: Constant<Bits<W>>,
@@ -242,6 +252,12 @@ impl<const W: usize> UcieReplayRtl<W> {
             replay_pending: Default::default(),
             rx_bad: Default::default(),
             nak_now: Default::default(),
+            full_h: Default::default(),
+            full_a: Default::default(),
+            emp_h: Default::default(),
+            emp_a: Default::default(),
+            sa_move: Default::default(),
+            snd_ne: Default::default(),
             cap: Constant::new(retry_buffer_flits.into()),
             timeout_m1: Constant::new((timeout_cycles - 1).into()),
             zero: Constant::new(0u64.into()),
@@ -302,11 +318,21 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
         } else {
             self.head1.next = self.head_q.q.val();
         }
-        self.empty1.next = self.head1.val() == self.next_q.q.val();
+        self.emp_h.next = self.head_q.q.val() == self.next_q.q.val();
+        self.emp_a.next = self.ack_upto.val() == self.next_q.q.val();
+        self.full_h.next = self.len0.val() >= self.cap.val();
+        self.full_a.next = (self.next_q.q.val() - self.ack_upto.val()) >= self.cap.val();
+        self.snd_ne.next = self.send_q.q.val() != self.next_q.q.val();
+        // head1 == next (selected, not compared after the select).
+        if self.ack_in.val() {
+            self.empty1.next = self.emp_a.val();
+        } else {
+            self.empty1.next = self.emp_h.val();
+        }
         // A freed flit is not resent: send moves up to the new head if it was behind it.
-        if self.ack_in.val()
-            & ((self.send_q.q.val() - self.head_q.q.val()) < self.ack_dist.val())
-        {
+        self.sa_move.next = self.ack_in.val()
+            & ((self.send_q.q.val() - self.head_q.q.val()) < self.ack_dist.val());
+        if self.sa_move.val() {
             self.send_ack.next = self.ack_upto.val();
         } else {
             self.send_ack.next = self.send_q.q.val();
@@ -328,8 +354,22 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
             self.tmr_live.next = self.tmr_on.q.val();
         }
         // 4. Send: a replay first, else the new flit if the buffer has room.
-        self.tx_full.next = (self.next_q.q.val() - self.head1.val()) >= self.cap.val();
-        self.replay_pending.next = self.send1.val() != self.next_q.q.val();
+        // (next - head1) >= cap, selected.
+        if self.ack_in.val() {
+            self.tx_full.next = self.full_a.val();
+        } else {
+            self.tx_full.next = self.full_h.val();
+        }
+        // send1 != next: a rewind sets send1 = head1, and rewinds only when head1 != next;
+        // otherwise send1 = send_ack, which is ack_upto or send_q.
+        if self.sa_move.val() {
+            self.replay_pending.next = !self.emp_a.val();
+        } else {
+            self.replay_pending.next = self.snd_ne.val();
+        }
+        if self.nak_rewind.val() | self.tmr_rewind.val() {
+            self.replay_pending.next = true;
+        }
         self.tx_send.next = self.wire_ready.val()
             & (self.replay_pending.val() | (self.tx_valid.val() & !self.tx_full.val()));
         self.tx_replay.next = self.tx_send.val() & self.replay_pending.val();
