@@ -108,11 +108,9 @@ impl Logic for DivRtl {
             self.dv.next = self.b.val();
         }
         // One restoring step: shift the dividend's next bit in, subtract when it fits.
-        // A shift, not `rem + rem` (which synthesises as an adder: a carry chain before the
-        // compare).
-        self.t.next = self.rem.val() << 1;
+        self.t.next = self.rem.val() + self.rem.val();
         if (self.sh.val() & self.msb.val()).any() {
-            self.t.next = (self.rem.val() << 1) | self.one.val();
+            self.t.next = self.rem.val() + self.rem.val() + self.one.val();
         }
         self.r_next.next = self.t.val();
         self.q_next.next = self.quo.val() + self.quo.val();
