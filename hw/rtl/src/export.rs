@@ -170,27 +170,32 @@ lint_off -rule UNOPTFLAT -file \"*router_v*_d*.v\" -match \"*ctrl*\"
 // front itself); a shift instead of a part-select with a generic base avoids WIDTH.
 lint_off -rule UNUSEDSIGNAL -file \"*router_v*_d*.v\" -match \"*'fy$*\"
 //
-// UNUSEDSIGNAL, in the mapping controller's file (mapping_ctrl_*), on its six address products
+// UNUSEDSIGNAL, in the mapping controller's file (mapping_ctrl_*), on its 16 x 16 products
 // p_* only: rust-hdl types a 16 x 16-bit product as 32 bits, and the block uses its low 16
-// (every product is a table address below 2^16: at most 256 dies, checked by the stand-in's
-// host-side bounds); the upper half is zero by construction, so it is left unused.
+// (the table addresses are below 2^16: at most 256 dies, checked by the stand-in's host-side
+// bounds; the shape unit's ring-grid terms are kept mod 2^16, as the 16-bit registers they
+// equal), so the upper half is left unused.
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'p_*\"
 // UNUSEDSIGNAL on the shape unit's divider outputs each instance does not read: `n / w` and
 // `cols / w` are read from the registers (`q`, `r`) after their 16 steps, `rows / (n / w)` from
-// its last step (`q_next`, `r_next`) in the candidate's last cycle — one DivRtl, both views.
+// its last step (`q_next`, and `z_next` for its remainder being 0) in the candidate's last
+// cycle, of whose registers only the partial quotient's bit 0 is read — one DivRtl, both views.
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_n$?_next'\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_c$?_next'\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_r$?'\"
-// WIDTH on its two LUT-RAMs (`ring_inv`, `slot_of`: AsyncRam::with_words(D), `lutram.rs`):
+lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'div_r$r_next'\"
+// WIDTH on its LUT-RAMs (`ring_inv`, `slot_of`, `group_ram`, `rank_ram`: AsyncRam::with_words(D), `lutram.rs`):
 // D words addressed by the 8 bits of the 256-entry build; the block writes and reads
 // addresses below D only (wider write addresses are masked off by the parent).
 lint_off -rule WIDTH -file \"*mapping_ctrl_*.v\" -match \"*Bit extraction of array*\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'read_address'*\"
 lint_off -rule UNUSEDSIGNAL -file \"*mapping_ctrl_*.v\" -match \"*'write_address'*\"
-// UNOPTFLAT on the same two: the one always block computes their read addresses from
+// UNOPTFLAT on the same four: the one always block computes their read addresses from
 // registers (`o_q`, `ps_q`) and reads `read_data` back (as the IO-die scheduler's EIT below).
 lint_off -rule UNOPTFLAT -file \"*mapping_ctrl_*.v\" -match \"*.slot_of$*\"
 lint_off -rule UNOPTFLAT -file \"*mapping_ctrl_*.v\" -match \"*.ring_inv$*\"
+lint_off -rule UNOPTFLAT -file \"*mapping_ctrl_*.v\" -match \"*.group_ram$*\"
+lint_off -rule UNOPTFLAT -file \"*mapping_ctrl_*.v\" -match \"*.rank_ram$*\"
 //
 // The PE array's file (pe_array_*): WIDTH for rust-hdl's literal and cast forms only — `x =
 // 32'h0` register defaults on 8/16/24/2-bit registers, `gi + 32'h1` on the 2-bit GEMM scan

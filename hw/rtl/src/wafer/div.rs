@@ -35,6 +35,10 @@ pub struct DivRtl {
     /// This cycle's step result (what `q` / `r` become at the edge).
     pub q_next: Signal<Out, Bits<16>>,
     pub r_next: Signal<Out, Bits<16>>,
+    /// `r_next == 0`, as two equality compares of the trial value (`t == b`: the step
+    /// subtracts to 0; `t == 0`: nothing to subtract) instead of a test of the subtractor's
+    /// result: no carry chain between the registers and this bit.
+    pub z_next: Signal<Out, Bit>,
     /// Partial remainder, quotient bits so far, the dividend's bits not yet shifted in (MSB
     /// first), the divisor.
     rem_r: DFF<Bits<16>>,
@@ -65,6 +69,7 @@ impl DivRtl {
             r: Default::default(),
             q_next: Default::default(),
             r_next: Default::default(),
+            z_next: Default::default(),
             rem_r: Default::default(),
             quo_r: Default::default(),
             sh_r: Default::default(),
@@ -113,6 +118,7 @@ impl Logic for DivRtl {
             self.r_next.next = self.t.val() - self.dv.val();
             self.q_next.next = self.quo.val() + self.quo.val() + self.one.val();
         }
+        self.z_next.next = (self.t.val() == self.dv.val()) | !self.t.val().any();
         if self.start.val() | self.run.val() {
             self.rem_r.d.next = self.r_next.val();
             self.quo_r.d.next = self.q_next.val();
@@ -154,6 +160,7 @@ mod tests {
                 if c == DIV_W - 1 {
                     assert_eq!((uut.q_next.val().index() as u64, uut.r_next.val().index() as u64), (a / b, a % b), "{a} / {b} (last step)");
                 }
+                assert_eq!(uut.z_next.val(), !uut.r_next.val().any(), "{a} / {b} step {c}: z_next");
                 uut.clock.next = true.into();
                 settle(&mut uut).unwrap();
                 uut.clock.next = false.into();

@@ -145,6 +145,9 @@ pub struct MappingCtrlRtl<const D: usize> {
     gh_r: DFF<Bits<16>>,
     rx_r: DFF<Bits<16>>,
     ry_r: DFF<Bits<16>>,
+    /// The cell's row base `ry · gw` (mod 2^16), moved with `ry_r` (by ±`gw`, to `gw` or 0)
+    /// instead of multiplied: the ring-inverse write address is `ra_r + rx_r`.
+    ra_r: DFF<Bits<16>>,
     /// Cursor of Ring / Dies / Replicate.
     i_r: DFF<Bits<16>>,
     /// Dies / Replicate coordinate counters: die (x, y); block and in-block position (Dies),
@@ -162,16 +165,52 @@ pub struct MappingCtrlRtl<const D: usize> {
     /// move before the register, the cycle behaviour does not change): `g_q` the group
     /// (`brow + bx` under baseline, `prow + px` otherwise), `o_q` the other pair (the
     /// ring-inverse address and FTD in `Dies`, the wafer in `Replicate`), `ps_q` = `idrow +
-    /// px` (Replicate's source die), `pi_q` = `idrow + x` (HER's die id in `Dies`).
+    /// px` (Replicate's source die: its low 8 bits, the LUT-RAMs' read address; a source die
+    /// is below `D` ≤ 256), `pi_q` = `idrow + x` (HER's die id in `Dies`).
     g_q: DFF<Bits<16>>,
     o_q: DFF<Bits<16>>,
-    ps_q: DFF<Bits<16>>,
+    ps_q: DFF<Bits<8>>,
     pi_q: DFF<Bits<16>>,
     /// Products of configuration registers, registered from their next values (equal to the
     /// product of the registers in every cycle): a wafer's dies `die_cols · die_rows`, and
     /// `gpw · tp` (Replicate's group-slot offset per wafer).
     dpw_q: DFF<Bits<16>>,
     gpwtp_q: DFF<Bits<16>>,
+    /// The operands of the two table-address products, one multiplier each for `Dies` and
+    /// `Replicate` (registered, so no state-selected multiplexer sits before a multiplier):
+    /// `ga_q` × `gb_r` is the group slot base (`Dies`: group · tp; `Replicate`: wafer · (gpw ·
+    /// tp)), `o_q` × `fb_r` the FTD slot base (`Dies`: ftd · dp; `Replicate`: wafer · dies per
+    /// wafer). Selected by the current state: the one edge into `Replicate` (from `Dies`'
+    /// last cycle) zeroes the counters, so `ga_q` and `o_q` are 0 there and the product is
+    /// 0 with either factor.
+    ga_q: DFF<Bits<16>>,
+    gb_r: DFF<Bits<16>>,
+    fb_r: DFF<Bits<16>>,
+    /// The ring grid's size `gw · gh` (the `Ring` phase's length), kept beside the shape
+    /// registers instead of multiplied after the shape decision: `ring_n_r` = `gw_r · gh_r`
+    /// and `bprod_r` = the best shape's ring-grid size (`bw · bh` under baseline, `bqc · bqr`
+    /// otherwise), both latched from `nprod` with the registers they are the product of (mod
+    /// 2^16, as the product of the registers). The candidate's size `cprod` comes from
+    /// registers and the last divider step's quotient bit: `whq` = `w · (n / w)`, registered
+    /// from `w_r`'s next value and `div_n.q`; `cqm` = `div_c.q · div_r.q` (registered, the
+    /// partial quotient of the cycle before) and `rstep_q` (`div_r` stepped at that edge) give
+    /// `div_c.q · div_r.q` of this cycle, and `cols/w · div_r.q_next` is twice that plus the
+    /// step's bit times `div_c.q`. Exact in the candidate's last cycle, where they are read:
+    /// `div_n` and `div_c` do not step in the cycle before it (their steps are cycles 0–15).
+    whq: DFF<Bits<16>>,
+    cqm: DFF<Bits<16>>,
+    rstep_q: DFF<Bit>,
+    bprod_r: DFF<Bits<16>>,
+    ring_n_r: DFF<Bits<16>>,
+    /// The candidate decision's terms that do not depend on its last divider step, registered
+    /// in the cycle before the candidate's last (cycle 30, or the `start` before a stale
+    /// `k_r` = 31): `cmp_q` = the candidate beats the best if it fits (`!bvalid`, `|w − h| <
+    /// |bw − bh|`, the tie), `fnc_q` = `n % w` and `cols % w` are 0. Their operands (`w_r`,
+    /// `div_n`, `div_c`, the best shape) do not change at that edge — `div_n` / `div_c` step in
+    /// cycles 0–15, the best shape and `w_r` at cycle 31 — except on `start`, which clears
+    /// `bvalid` (so the candidate beats it: `cmp_q` = 1).
+    cmp_q: DFF<Bit>,
+    fnc_q: DFF<Bit>,
     // --- tables ---
     /// The ring ROM's inverse: written in `Ring`, read only in `Dies` (at `o_q`, a register):
     /// LUT-RAM with an asynchronous read ([`crate::lutram::AsyncRam`]), not a flip-flop file
@@ -187,6 +226,13 @@ pub struct MappingCtrlRtl<const D: usize> {
     /// holds for every request: `Replicate` reads wafer 0's dies, all written by the same
     /// mapping's `Dies`. LUT-RAM, read asynchronously at `ps_q`.
     slot_of: AsyncRam<Bits<16>, 8>,
+    /// LUT-RAM copies of `group_of` and `rank_of` (same enable, address and data), for
+    /// `Replicate`'s source read at `ps_q` (`src_group`, `src_rank`): the flip-flop tables
+    /// stay for the host's read port (their unwritten words read 0), and the source read is a
+    /// LUT-RAM read instead of a 64:1 multiplexer over flip-flops. The source is a die of
+    /// wafer 0, written by the same mapping's `Dies` (as for `slot_of`).
+    group_ram: AsyncRam<Bits<16>, 8>,
+    rank_ram: AsyncRam<Bits<16>, 8>,
     group_of: [DFF<Bits<16>>; D],
     rank_of: [DFF<Bits<16>>; D],
     ftd_of: [DFF<Bits<16>>; D],
@@ -204,6 +250,7 @@ pub struct MappingCtrlRtl<const D: usize> {
     k16: Signal<Local, Bit>,
     fits: Signal<Local, Bit>,
     better: Signal<Local, Bit>,
+    cmp: Signal<Local, Bit>,
     dw: Signal<Local, Bits<16>>,
     db: Signal<Local, Bits<16>>,
     /// The best shape after this cycle's candidate (the last cycle latches the ring grid).
@@ -211,16 +258,21 @@ pub struct MappingCtrlRtl<const D: usize> {
     nbh: Signal<Local, Bits<16>>,
     nqc: Signal<Local, Bits<16>>,
     nqr: Signal<Local, Bits<16>>,
+    /// This candidate's ring-grid size, `div_c.q · div_r.q` of this cycle, and the best
+    /// shape's ring-grid size after it (see `ring_n_r`).
+    cq: Signal<Local, Bits<16>>,
+    cprod: Signal<Local, Bits<16>>,
+    nprod: Signal<Local, Bits<16>>,
     /// Ring sequencer: the next cell.
     nrx: Signal<Local, Bits<16>>,
     nry: Signal<Local, Bits<16>>,
+    nra: Signal<Local, Bits<16>>,
     line: Signal<Local, Bit>,
     /// Dies: group, ring-inverse address, FTD, die id; Replicate: wafer, local, source die.
     g: Signal<Local, Bits<16>>,
     ftd: Signal<Local, Bits<16>>,
     id: Signal<Local, Bits<16>>,
     rank: Signal<Local, Bits<16>>,
-    src: Signal<Local, Bits<16>>,
     src_group: Signal<Local, Bits<16>>,
     src_rank: Signal<Local, Bits<16>>,
     /// Table write enables and addresses of this cycle.
@@ -234,15 +286,13 @@ pub struct MappingCtrlRtl<const D: usize> {
     /// Products of the address arithmetic; every operand is a register (`p_dpw`, `p_gt`:
     /// the configuration registers' next values, into `dpw_q`, `gpwtp_q`).
     p_wg: Signal<Local, Bits<32>>,
-    p_inv: Signal<Local, Bits<32>>,
-    p_ring: Signal<Local, Bits<32>>,
+    p_wh: Signal<Local, Bits<32>>,
+    p_cq: Signal<Local, Bits<32>>,
     p_dpw: Signal<Local, Bits<32>>,
     p_gt: Signal<Local, Bits<32>>,
     /// `Dies`: group · tp, FTD · dp; `Replicate`: wafer · gpw · tp, wafer · dies per wafer.
     p_grp: Signal<Local, Bits<32>>,
     p_ftd: Signal<Local, Bits<32>>,
-    p_wgt: Signal<Local, Bits<32>>,
-    p_wf: Signal<Local, Bits<32>>,
     /// Sized constants (no 32-bit literals in the Verilog): state and kind codes, 0 and 1.
     s_code: [Constant<Bits<3>>; 6],
     /// Shape step codes: 0, 1, 16 (the second division starts), 31 (the candidate's last).
@@ -323,6 +373,7 @@ impl<const D: usize> MappingCtrlRtl<D> {
             gh_r: Default::default(),
             rx_r: Default::default(),
             ry_r: Default::default(),
+            ra_r: Default::default(),
             i_r: Default::default(),
             x_r: Default::default(),
             px_r: Default::default(),
@@ -337,8 +388,20 @@ impl<const D: usize> MappingCtrlRtl<D> {
             pi_q: Default::default(),
             dpw_q: Default::default(),
             gpwtp_q: Default::default(),
+            ga_q: Default::default(),
+            gb_r: Default::default(),
+            fb_r: Default::default(),
+            whq: Default::default(),
+            cqm: Default::default(),
+            rstep_q: Default::default(),
+            bprod_r: Default::default(),
+            ring_n_r: Default::default(),
+            cmp_q: Default::default(),
+            fnc_q: Default::default(),
             ring_inv: AsyncRam::with_words(D),
             slot_of: AsyncRam::with_words(D),
+            group_ram: AsyncRam::with_words(D),
+            rank_ram: AsyncRam::with_words(D),
             group_of: std::array::from_fn(|_| Default::default()),
             rank_of: std::array::from_fn(|_| Default::default()),
             ftd_of: std::array::from_fn(|_| Default::default()),
@@ -353,20 +416,24 @@ impl<const D: usize> MappingCtrlRtl<D> {
             k16: Default::default(),
             fits: Default::default(),
             better: Default::default(),
+            cmp: Default::default(),
             dw: Default::default(),
             db: Default::default(),
             nbw: Default::default(),
             nbh: Default::default(),
             nqc: Default::default(),
             nqr: Default::default(),
+            cq: Default::default(),
+            cprod: Default::default(),
+            nprod: Default::default(),
             nrx: Default::default(),
             nry: Default::default(),
+            nra: Default::default(),
             line: Default::default(),
             g: Default::default(),
             ftd: Default::default(),
             id: Default::default(),
             rank: Default::default(),
-            src: Default::default(),
             src_group: Default::default(),
             src_rank: Default::default(),
             we: Default::default(),
@@ -376,14 +443,12 @@ impl<const D: usize> MappingCtrlRtl<D> {
             wafer: Default::default(),
             wgoff: Default::default(),
             p_wg: Default::default(),
-            p_inv: Default::default(),
-            p_ring: Default::default(),
+            p_wh: Default::default(),
+            p_cq: Default::default(),
             p_dpw: Default::default(),
             p_gt: Default::default(),
             p_grp: Default::default(),
             p_ftd: Default::default(),
-            p_wgt: Default::default(),
-            p_wf: Default::default(),
             s_code: std::array::from_fn(|i| Constant::new((i as u64).into())),
             k_zero: Constant::new(0u64.into()),
             k_one: Constant::new(1u64.into()),
@@ -408,10 +473,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
     fn update(&mut self) {
         // 1. Clocks; every register holds by default.
         dff_setup!(
-            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, k_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r, g_q, o_q, ps_q, pi_q, dpw_q, gpwtp_q
+            self, clock, kind_r, gc_r, gr_r, gd_r, n_r, tp_r, dp_r, cols_r, dies_r, wx_r, dc_r, dr_r, gpw_r, state_r, w_r, k_r, bvalid_r, bw_r, bh_r, bqc_r, bqr_r, gw_r, gh_r, rx_r, ry_r, ra_r, i_r, x_r, px_r, py_r, bx_r, prow_r, brow_r, idrow_r, g_q, o_q, ps_q, pi_q, dpw_q, gpwtp_q, ga_q, gb_r, fb_r, whq, cqm, rstep_q, bprod_r, ring_n_r, cmp_q, fnc_q
         );
         self.ring_inv.write_clock.next = self.clock.val();
         self.slot_of.write_clock.next = self.clock.val();
+        self.group_ram.write_clock.next = self.clock.val();
+        self.rank_ram.write_clock.next = self.clock.val();
         for k in 0..D {
             self.group_of[k].clock.next = self.clock.val();
             self.rank_of[k].clock.next = self.clock.val();
@@ -425,8 +492,6 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.ftds[k].d.next = self.ftds[k].q.val();
         }
         // Products of registers (16 × 16 → 32 bits; each is below 2^16).
-        self.p_inv.next = self.ry_r.q.val() * self.gw_r.q.val();
-        self.p_ring.next = self.gw_r.q.val() * self.gh_r.q.val();
         // 2. Shape unit: h = n / w (n % w = 0), cols % w = 0, rows % h = 0. `n / w` and
         // `cols / w` step in cycles 0–15 of the candidate, `rows / h` in 16–31 (its divisor is
         // the registered `n / w`); the candidate is decided at cycle 31 from the last step.
@@ -449,7 +514,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.div_c.b.next = self.w_r.q.val();
         self.div_r.a.next = self.gr_r.q.val();
         self.div_r.b.next = self.div_n.q.val();
-        self.fits.next = !self.div_n.r.val().any() & !self.div_c.r.val().any() & !self.div_r.r_next.val().any();
+        self.fits.next = self.fnc_q.q.val() & self.div_r.z_next.val();
         self.dw.next = self.h.val() - self.w_r.q.val();
         if self.w_r.q.val() > self.h.val() {
             self.dw.next = self.w_r.q.val() - self.h.val();
@@ -458,8 +523,8 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         if self.bw_r.q.val() > self.bh_r.q.val() {
             self.db.next = self.bw_r.q.val() - self.bh_r.q.val();
         }
-        self.better.next = self.fits.val()
-            & (!self.bvalid_r.q.val() | (self.dw.val() < self.db.val()) | ((self.dw.val() == self.db.val()) & (self.w_r.q.val() > self.bw_r.q.val())));
+        self.cmp.next = !self.bvalid_r.q.val() | (self.dw.val() < self.db.val()) | ((self.dw.val() == self.db.val()) & (self.w_r.q.val() > self.bw_r.q.val()));
+        self.better.next = self.fits.val() & self.cmp_q.q.val();
         self.nbw.next = self.bw_r.q.val();
         self.nbh.next = self.bh_r.q.val();
         self.nqc.next = self.bqc_r.q.val();
@@ -470,16 +535,38 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.nqc.next = self.div_c.q.val();
             self.nqr.next = self.div_r.q_next.val();
         }
+        // The candidate's ring-grid size (see `ring_n_r`): `w · h` under baseline, else
+        // `cols/w · rows/h` = 2 · (div_c.q · div_r.q) + bit · div_c.q.
+        self.cq.next = self.cqm.q.val();
+        if self.rstep_q.q.val() {
+            self.cq.next = self.cqm.q.val() + self.cqm.q.val();
+            if self.div_r.q.val().get_bit(0) {
+                self.cq.next = self.cqm.q.val() + self.cqm.q.val() + self.div_c.q.val();
+            }
+        }
+        self.cprod.next = self.cq.val() + self.cq.val();
+        if self.div_r.q_next.val().get_bit(0) {
+            self.cprod.next = self.cq.val() + self.cq.val() + self.div_c.q.val();
+        }
+        if self.kind_r.q.val() == self.k_base.val() {
+            self.cprod.next = self.whq.q.val();
+        }
+        self.nprod.next = self.bprod_r.q.val();
+        if self.better.val() {
+            self.nprod.next = self.cprod.val();
+        }
         // Ring sequencer: the cell after (rx, ry) in ring_order(gw, gh).
         self.line.next = (self.gw_r.q.val() <= self.one.val()) | (self.gh_r.q.val() <= self.one.val());
         self.nrx.next = self.rx_r.q.val();
         self.nry.next = self.ry_r.q.val();
+        self.nra.next = self.ra_r.q.val();
         if self.line.val() {
             // Row-major.
             self.nrx.next = self.rx_r.q.val() + self.one.val();
             if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                 self.nrx.next = self.zero.val();
                 self.nry.next = self.ry_r.q.val() + self.one.val();
+                self.nra.next = self.ra_r.q.val() + self.gw_r.q.val();
             }
         } else if self.gw_r.q.val().get_bit(0) & self.gh_r.q.val().get_bit(0) {
             // Both odd: boustrophedon over the rows.
@@ -488,12 +575,14 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                     self.nrx.next = self.rx_r.q.val();
                     self.nry.next = self.ry_r.q.val() + self.one.val();
+                    self.nra.next = self.ra_r.q.val() + self.gw_r.q.val();
                 }
             } else {
                 self.nrx.next = self.rx_r.q.val() - self.one.val();
                 if !self.rx_r.q.val().any() {
                     self.nrx.next = self.zero.val();
                     self.nry.next = self.ry_r.q.val() + self.one.val();
+                    self.nra.next = self.ra_r.q.val() + self.gw_r.q.val();
                 }
             }
         } else if !self.ry_r.q.val().any() {
@@ -502,10 +591,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                 self.nrx.next = self.rx_r.q.val();
                 self.nry.next = self.one.val();
+                self.nra.next = self.gw_r.q.val();
             }
         } else if !self.rx_r.q.val().any() {
             // Back up column 0.
             self.nry.next = self.ry_r.q.val() - self.one.val();
+            self.nra.next = self.ra_r.q.val() - self.gw_r.q.val();
         } else if !self.gh_r.q.val().get_bit(0) {
             // h even: the comb over columns 1..w, odd rows right to left.
             if self.ry_r.q.val().get_bit(0) {
@@ -513,9 +604,11 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 if self.rx_r.q.val() == self.one.val() {
                     self.nrx.next = self.one.val();
                     self.nry.next = self.ry_r.q.val() + self.one.val();
+                    self.nra.next = self.ra_r.q.val() + self.gw_r.q.val();
                     if self.ry_r.q.val() + self.one.val() == self.gh_r.q.val() {
                         self.nrx.next = self.zero.val();
                         self.nry.next = self.ry_r.q.val();
+                        self.nra.next = self.ra_r.q.val();
                     }
                 }
             } else {
@@ -523,6 +616,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 if self.rx_r.q.val() + self.one.val() == self.gw_r.q.val() {
                     self.nrx.next = self.rx_r.q.val();
                     self.nry.next = self.ry_r.q.val() + self.one.val();
+                    self.nra.next = self.ra_r.q.val() + self.gw_r.q.val();
                 }
             }
         } else {
@@ -530,15 +624,19 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             // goes down when w-1-x is even, i.e. when x is odd).
             if self.rx_r.q.val().get_bit(0) {
                 self.nry.next = self.ry_r.q.val() + self.one.val();
+                self.nra.next = self.ra_r.q.val() + self.gw_r.q.val();
                 if self.ry_r.q.val() + self.one.val() == self.gh_r.q.val() {
                     self.nrx.next = self.rx_r.q.val() - self.one.val();
                     self.nry.next = self.ry_r.q.val();
+                    self.nra.next = self.ra_r.q.val();
                 }
             } else {
                 self.nry.next = self.ry_r.q.val() - self.one.val();
+                self.nra.next = self.ra_r.q.val() - self.gw_r.q.val();
                 if self.ry_r.q.val() == self.one.val() {
                     self.nrx.next = self.rx_r.q.val() - self.one.val();
                     self.nry.next = self.one.val();
+                    self.nra.next = self.gw_r.q.val();
                 }
             }
         }
@@ -554,17 +652,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         // `o_q`), its local position (px_r = lx, prow_r = ly·die_cols: `g_q`) and the source
         // die of wafer 0 at that position (idrow_r = ly·cols: `ps_q`).
         self.wafer.next = self.o_q.q.val();
-        self.src.next = self.ps_q.q.val();
         self.p_wg.next = self.o_q.q.val() * self.gpw_r.q.val();
         self.wgoff.next = self.p_wg.val().get_bits::<16>(0);
         // Table address products, all of registers.
-        self.p_grp.next = self.g_q.q.val() * self.tp_r.q.val();
-        self.p_ftd.next = self.o_q.q.val() * self.dp_r.q.val();
-        self.p_wgt.next = self.o_q.q.val() * self.gpwtp_q.q.val();
-        self.p_wf.next = self.o_q.q.val() * self.dpw_q.q.val();
+        self.p_grp.next = self.ga_q.q.val() * self.gb_r.q.val();
+        self.p_ftd.next = self.o_q.q.val() * self.fb_r.q.val();
         // Table read ports (muxes over the register files).
-        self.src_group.next = self.zero.val();
-        self.src_rank.next = self.zero.val();
         self.rd_group_of.next = self.zero.val();
         self.rd_rank_of.next = self.zero.val();
         self.rd_ftd_of.next = self.zero.val();
@@ -572,12 +665,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.rd_ftds.next = self.zero.val();
         self.ring_inv.read_address.next = self.o_q.q.val().get_bits::<8>(0);
         self.rank.next = self.ring_inv.read_data.val();
-        self.slot_of.read_address.next = self.src.val().get_bits::<8>(0);
+        self.slot_of.read_address.next = self.ps_q.q.val();
+        self.group_ram.read_address.next = self.ps_q.q.val();
+        self.rank_ram.read_address.next = self.ps_q.q.val();
+        self.src_group.next = self.group_ram.read_data.val();
+        self.src_rank.next = self.rank_ram.read_data.val();
         for k in 0..D {
-            if self.src.val().index() == k {
-                self.src_group.next = self.group_of[k].q.val();
-                self.src_rank.next = self.rank_of[k].q.val();
-            }
             if self.rd_addr.val().index() == k {
                 self.rd_group_of.next = self.group_of[k].q.val();
                 self.rd_rank_of.next = self.rank_of[k].q.val();
@@ -609,30 +702,34 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
                 self.bh_r.d.next = self.nbh.val();
                 self.bqc_r.d.next = self.nqc.val();
                 self.bqr_r.d.next = self.nqr.val();
+                self.bprod_r.d.next = self.nprod.val();
             }
             self.w_r.d.next = self.w_r.q.val() + self.one.val();
             if self.w_r.q.val() == self.n_r.q.val() {
                 // Baseline rings run inside a TP block; ER rings over the grid of FTD blocks.
                 self.gw_r.d.next = self.nqc.val();
                 self.gh_r.d.next = self.nqr.val();
+                self.ring_n_r.d.next = self.nprod.val();
                 if self.kind_r.q.val() == self.k_base.val() {
                     self.gw_r.d.next = self.nbw.val();
                     self.gh_r.d.next = self.nbh.val();
                 }
                 self.rx_r.d.next = self.zero.val();
                 self.ry_r.d.next = self.zero.val();
+                self.ra_r.d.next = self.zero.val();
                 self.i_r.d.next = self.zero.val();
                 self.state_r.d.next = self.s_code[2].val();
             }
         }
         if self.state_r.q.val() == self.s_code[2].val() {
             self.inv_valid.next = true;
-            self.inv_addr.next = self.p_inv.val().get_bits::<16>(0) + self.rx_r.q.val();
+            self.inv_addr.next = self.ra_r.q.val() + self.rx_r.q.val();
             self.inv_data.next = self.i_r.q.val();
             self.rx_r.d.next = self.nrx.val();
             self.ry_r.d.next = self.nry.val();
+            self.ra_r.d.next = self.nra.val();
             self.i_r.d.next = self.i_r.q.val() + self.one.val();
-            if self.i_r.q.val() + self.one.val() == self.p_ring.val().get_bits::<16>(0) {
+            if self.i_r.q.val() + self.one.val() == self.ring_n_r.q.val() {
                 self.i_r.d.next = self.zero.val();
                 self.x_r.d.next = self.zero.val();
                 self.px_r.d.next = self.zero.val();
@@ -741,8 +838,8 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.ftd_addr.next = self.g_q.q.val();
         }
         if self.state_r.q.val() == self.s_code[4].val() {
-            self.grp_addr.next = self.slot_of.read_data.val() + self.p_wgt.val().get_bits::<16>(0);
-            self.ftd_addr.next = self.p_wf.val().get_bits::<16>(0) + self.g_q.q.val();
+            self.grp_addr.next = self.slot_of.read_data.val() + self.p_grp.val().get_bits::<16>(0);
+            self.ftd_addr.next = self.p_ftd.val().get_bits::<16>(0) + self.g_q.q.val();
         }
         // Table writes (the LUT-RAMs drop an address ≥ D as the flip-flop files do).
         self.ring_inv.write_enable.next = self.inv_valid.val() & !self.inv_addr.val().get_bits::<8>(8).any();
@@ -751,6 +848,12 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
         self.slot_of.write_enable.next = self.we.val() & !self.wr_die.val().get_bits::<8>(8).any();
         self.slot_of.write_address.next = self.wr_die.val().get_bits::<8>(0);
         self.slot_of.write_data.next = self.grp_addr.val();
+        self.group_ram.write_enable.next = self.we.val() & !self.wr_die.val().get_bits::<8>(8).any();
+        self.group_ram.write_address.next = self.wr_die.val().get_bits::<8>(0);
+        self.group_ram.write_data.next = self.wr_group.val();
+        self.rank_ram.write_enable.next = self.we.val() & !self.wr_die.val().get_bits::<8>(8).any();
+        self.rank_ram.write_address.next = self.wr_die.val().get_bits::<8>(0);
+        self.rank_ram.write_data.next = self.wr_rank.val();
         for k in 0..D {
             if self.we.val() & (self.wr_die.val().index() == k) {
                 self.group_of[k].d.next = self.wr_group.val();
@@ -785,6 +888,7 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.bh_r.d.next = self.zero.val();
             self.bqc_r.d.next = self.zero.val();
             self.bqr_r.d.next = self.zero.val();
+            self.bprod_r.d.next = self.zero.val();
             self.i_r.d.next = self.zero.val();
             self.state_r.d.next = self.s_code[1].val();
         }
@@ -800,12 +904,30 @@ impl<const D: usize> Logic for MappingCtrlRtl<D> {
             self.g_q.d.next = self.prow_r.d.val() + self.px_r.d.val();
             self.o_q.d.next = self.brow_r.d.val() + self.bx_r.d.val();
         }
-        self.ps_q.d.next = self.idrow_r.d.val() + self.px_r.d.val();
+        self.ps_q.d.next = self.idrow_r.d.val().get_bits::<8>(0) + self.px_r.d.val().get_bits::<8>(0);
+        // The table products' operands (see `ga_q`): Replicate's wafer · (gpw · tp) and wafer ·
+        // dies per wafer, else Dies' group · tp and ftd · dp.
+        self.ga_q.d.next = self.g_q.d.val();
+        self.gb_r.d.next = self.tp_r.d.val();
+        self.fb_r.d.next = self.dp_r.d.val();
+        if self.state_r.q.val() == self.s_code[4].val() {
+            self.ga_q.d.next = self.brow_r.d.val() + self.bx_r.d.val();
+            self.gb_r.d.next = self.gpwtp_q.q.val();
+            self.fb_r.d.next = self.dpw_q.q.val();
+        }
         self.pi_q.d.next = self.idrow_r.d.val() + self.x_r.d.val();
         self.p_dpw.next = self.dc_r.d.val() * self.dr_r.d.val();
         self.p_gt.next = self.gpw_r.d.val() * self.tp_r.d.val();
         self.dpw_q.d.next = self.p_dpw.val().get_bits::<16>(0);
         self.gpwtp_q.d.next = self.p_gt.val().get_bits::<16>(0);
+        // The shape unit's product terms (see `ring_n_r`).
+        self.p_wh.next = self.w_r.d.val() * self.div_n.q.val();
+        self.p_cq.next = self.div_c.q.val() * self.div_r.q.val();
+        self.whq.d.next = self.p_wh.val().get_bits::<16>(0);
+        self.cqm.d.next = self.p_cq.val().get_bits::<16>(0);
+        self.rstep_q.d.next = self.div_r.run.val();
+        self.cmp_q.d.next = self.cmp.val() | self.start.val();
+        self.fnc_q.d.next = !self.div_n.r.val().any() & !self.div_c.r.val().any();
         // 4. Registered outputs.
         self.state.next = self.state_r.q.val();
         self.shape_valid.next = self.bvalid_r.q.val();
