@@ -40,10 +40,10 @@ const UNSELECTED: u32 = u32::MAX;
 /// VCD identifier codes are base-94; 5 characters cover 7e9 signals.
 const MAX_ID_LEN: usize = 5;
 
-/// Streaming waveform writer. Signals are declared up front; their order is the signal
-/// index used by [`WaveWriter::change`].
-pub struct WaveWriter {
-    out: Output,
+/// The writer's state and its file's sink: the whole writer, on the caller's thread or on
+/// the `wave-writer` thread ([`WaveWriter`]).
+struct WriterCore {
+    out: Sink,
     period_ps: u64,
     /// Per declared signal: its slot among the selected signals, or `UNSELECTED`.
     slot_of: Box<[u32]>,
@@ -60,24 +60,8 @@ pub struct WaveWriter {
     cycle_seen: u64,
 }
 
-impl WaveWriter {
-    /// `period_ps` = clock period in ps; timestamps are `cycle * period_ps` with a 1 ps
-    /// timescale.
-    pub fn create(
-        path: &Path,
-        format: WaveFormat,
-        period_ps: u64,
-        signals: &[SignalDecl],
-        filter: &WaveFilter,
-    ) -> Result<Self> {
-        check_decls(signals)?;
-        Self::create_from(path, format, period_ps, signals.iter().cloned(), filter)
-    }
-
-    /// Like [`WaveWriter::create`], with the declarations streamed: only the selected ones
-    /// are kept (until the header is written), so a narrow glob over a huge design costs 4
-    /// bytes per declared signal instead of its name. Each declaration is checked; names
-    /// must be unique among the selected signals.
+impl WriterCore {
+    /// See [`WaveWriter::create_from`].
     pub fn create_from(
         path: &Path,
         format: WaveFormat,
@@ -111,11 +95,8 @@ impl WaveWriter {
         };
         let width: Box<[u32]> = tree.vars.iter().map(|v| v.1).collect();
         let n = width.len();
-        // A second core writes the file; on one core that thread would only add switches.
-        let background = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        let out = if background { Output::background(sink, width.clone()) } else { Output::Inline(sink) };
-        Ok(WaveWriter {
-            out,
+        Ok(WriterCore {
+            out: sink,
             period_ps,
             slot_of: slot_of.into(),
             width,
@@ -125,37 +106,6 @@ impl WaveWriter {
             time_cycle: None,
             cycle_seen: 0,
         })
-    }
-
-    /// Formats and writes the file on a writer thread (`true`; the default on a machine with
-    /// more than one core) or on the caller's thread. The bytes are the same either way: the
-    /// thread applies the same operations in the same order. Only before the first change.
-    pub fn set_background(&mut self, on: bool) -> Result<()> {
-        if self.time_cycle.is_some() {
-            return Err(WaveError::Format { what: "set_background after the first change".into() });
-        }
-        let out = std::mem::replace(&mut self.out, Output::Swapping);
-        self.out = match (out, on) {
-            (Output::Inline(sink), true) => Output::background(sink, self.width.clone()),
-            (Output::Background(b), false) => Output::Inline(b.stop()?),
-            (out, _) => out,
-        };
-        Ok(())
-    }
-
-    /// The cycle window (start inclusive, end exclusive; `(0, u64::MAX)` without one).
-    pub fn window(&self) -> (u64, u64) {
-        self.window
-    }
-
-    /// Whether declared signal `sig` passed the glob filter (its changes are written).
-    pub fn selects(&self, sig: usize) -> bool {
-        self.slot_of.get(sig).is_some_and(|&s| s != UNSELECTED)
-    }
-
-    /// Number of signals that passed the glob filter.
-    pub fn selected_count(&self) -> usize {
-        self.width.len()
     }
 
     /// Value change of signal `sig` at `cycle`. Calls come in non-decreasing cycle order;
@@ -464,130 +414,202 @@ enum Event<'a> {
     Close,
 }
 
-/// Where the writer's operations go: the file's sink on the caller's thread, or a writer
-/// thread that owns the sink (the formatting, fst-writer's encoding and the file's I/O: about
-/// half of a fully traced package run with FST, a fifth with VCD). The caller keeps the
-/// window, the filter and the last-value compare, and hands the rest over in batches.
-enum Output {
-    Inline(Sink),
+/// Streaming waveform writer. Signals are declared up front; their order is the signal
+/// index used by [`WaveWriter::change`].
+///
+/// On a machine with more than one core, a `wave-writer` thread owns the writer's state and
+/// its file (window, filter, last values, VCD text or fst-writer's encoding, the I/O) and takes
+/// the changes in batches over a bounded channel, so a simulation hands over its changes and
+/// goes on. The thread applies the same changes in the same order: the bytes do not depend on
+/// it. A bad signal index or a change that goes back in time is refused by `change` at once; a
+/// write error (and anything wrong inside a `change_run`) is returned by the next call that
+/// hands over a batch, or by `finish`.
+pub struct WaveWriter {
+    /// Per declared signal: its slot among the selected signals, or `UNSELECTED`.
+    slot_of: Box<[u32]>,
+    window: (u64, u64),
+    selected: usize,
+    /// Highest cycle passed to `change` for a selected signal, and whether any was.
+    cycle_seen: u64,
+    started: bool,
+    mode: Mode,
+}
+
+enum Mode {
+    Inline(Box<WriterCore>),
     Background(Background),
     /// Only while `set_background` swaps one for the other.
     Swapping,
 }
 
-/// One operation on the sink, as the writer thread receives it (16 bytes).
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Time(u64),
-    Value(u32, u64),
-    BeginDump,
-    EndDump,
-}
-
-/// Operations per batch: 1 MB, large enough that the channel costs nothing per change.
-const OPS_PER_BATCH: usize = 1 << 16;
+/// Changes per batch: 8 K (192 KB), so a batch is still in cache when the thread takes it,
+/// and large enough that the channel costs nothing per change.
+const CHANGES_PER_BATCH: usize = 1 << 13;
 /// Batches in flight: the caller runs ahead of the writer by at most this many.
-const BATCHES_IN_FLIGHT: usize = 4;
+const BATCHES_IN_FLIGHT: usize = 16;
+
+type Batch = Vec<(u64, u32, u64)>;
 
 struct Background {
-    batch: Vec<Op>,
+    batch: Batch,
     /// `None` once the thread has been told to stop.
-    tx: Option<crossbeam::channel::Sender<Vec<Op>>>,
+    tx: Option<crossbeam::channel::Sender<Batch>>,
     /// Emptied batches coming back, so a run allocates `BATCHES_IN_FLIGHT + 2` of them.
-    recycled: crossbeam::channel::Receiver<Vec<Op>>,
-    /// Hands the sink back when the channel closes, or the first error it hit.
-    thread: Option<std::thread::JoinHandle<Result<Sink>>>,
+    recycled: crossbeam::channel::Receiver<Batch>,
+    /// Hands the writer back when the channel closes, or the first error it hit.
+    thread: Option<std::thread::JoinHandle<Result<Box<WriterCore>>>>,
 }
 
-impl Output {
-    fn background(sink: Sink, width: Box<[u32]>) -> Output {
-        let (tx, rx) = crossbeam::channel::bounded::<Vec<Op>>(BATCHES_IN_FLIGHT);
-        let (back_tx, recycled) = crossbeam::channel::bounded::<Vec<Op>>(BATCHES_IN_FLIGHT + 1);
-        // The sink goes over only once the thread exists, so a failed spawn keeps it here.
-        let (sink_tx, sink_rx) = crossbeam::channel::bounded::<Sink>(1);
-        let thread = std::thread::Builder::new().name("wave-writer".into()).spawn(move || {
-            let Ok(mut sink) = sink_rx.recv() else {
-                return Err(WaveError::Format { what: "the wave-writer thread got no sink".into() });
-            };
-            for mut batch in rx {
-                for &op in &batch {
-                    match op {
-                        Op::Time(ps) => sink.timestamp(ps)?,
-                        Op::Value(slot, v) => sink.value(slot as usize, width[slot as usize], v)?,
-                        Op::BeginDump => sink.begin_dump()?,
-                        Op::EndDump => sink.end_dump()?,
-                    }
-                }
-                batch.clear();
-                let _ = back_tx.try_send(batch);
-            }
-            Ok(sink)
-        });
-        match thread {
-            Ok(t) => match sink_tx.send(sink) {
-                Ok(()) => Output::Background(Background { batch: Vec::with_capacity(OPS_PER_BATCH), tx: Some(tx), recycled, thread: Some(t) }),
-                Err(back) => Output::Inline(back.0),
-            },
-            // No thread to be had (a process limit): the caller's thread writes.
-            Err(_) => Output::Inline(sink),
+impl WaveWriter {
+    /// `period_ps` = clock period in ps; timestamps are `cycle * period_ps` with a 1 ps
+    /// timescale.
+    pub fn create(path: &Path, format: WaveFormat, period_ps: u64, signals: &[SignalDecl], filter: &WaveFilter) -> Result<Self> {
+        check_decls(signals)?;
+        Self::create_from(path, format, period_ps, signals.iter().cloned(), filter)
+    }
+
+    /// Like [`WaveWriter::create`], with the declarations streamed: only the selected ones
+    /// are kept (until the header is written), so a narrow glob over a huge design costs 4
+    /// bytes per declared signal instead of its name. Each declaration is checked; names
+    /// must be unique among the selected signals.
+    pub fn create_from(path: &Path, format: WaveFormat, period_ps: u64, signals: impl IntoIterator<Item = SignalDecl>, filter: &WaveFilter) -> Result<Self> {
+        let core = WriterCore::create_from(path, format, period_ps, signals, filter)?;
+        let mut w = WaveWriter {
+            slot_of: core.slot_of.clone(),
+            window: core.window,
+            selected: core.width.len(),
+            cycle_seen: 0,
+            started: false,
+            mode: Mode::Inline(Box::new(core)),
+        };
+        // A second core writes the file; on one core that thread would only add switches.
+        if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+            w.set_background(true)?;
+        }
+        Ok(w)
+    }
+
+    /// Formats and writes the file on a writer thread (`true`; the default on a machine with
+    /// more than one core) or on the caller's thread. The bytes are the same either way. Only
+    /// before the first change.
+    pub fn set_background(&mut self, on: bool) -> Result<()> {
+        if self.started {
+            return Err(WaveError::Format { what: "set_background after the first change".into() });
+        }
+        self.mode = match (std::mem::replace(&mut self.mode, Mode::Swapping), on) {
+            (Mode::Inline(core), true) => Background::start(core),
+            (Mode::Background(b), false) => Mode::Inline(b.stop()?),
+            (mode, _) => mode,
+        };
+        Ok(())
+    }
+
+    /// The cycle window (start inclusive, end exclusive; `(0, u64::MAX)` without one).
+    pub fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    /// Whether declared signal `sig` passed the glob filter (its changes are written).
+    pub fn selects(&self, sig: usize) -> bool {
+        self.slot_of.get(sig).is_some_and(|&s| s != UNSELECTED)
+    }
+
+    /// Number of signals that passed the glob filter.
+    pub fn selected_count(&self) -> usize {
+        self.selected
+    }
+
+    /// Value change of signal `sig` at `cycle`. Calls come in non-decreasing cycle order;
+    /// within one cycle, in increasing `sig` order. Bits above the signal width are ignored.
+    pub fn change(&mut self, cycle: u64, sig: usize, value: u64) -> Result<()> {
+        match self.slot_of.get(sig) {
+            Some(&UNSELECTED) => return Ok(()),
+            Some(_) => {}
+            None => return Err(WaveError::Signal { what: format!("signal index {sig} out of range ({} declared)", self.slot_of.len()) }),
+        }
+        if self.started && cycle < self.cycle_seen {
+            return Err(WaveError::Format { what: format!("change at cycle {cycle} after cycle {}", self.cycle_seen) });
+        }
+        (self.started, self.cycle_seen) = (true, cycle);
+        match &mut self.mode {
+            Mode::Inline(core) => core.change(cycle, sig, value),
+            Mode::Background(b) => b.push(&[(cycle, sig as u32, value)]),
+            Mode::Swapping => unreachable!("the mode is only swapped inside set_background"),
         }
     }
 
-    #[inline(always)]
-    fn push(&mut self, op: Op) -> Result<()> {
-        match self {
-            Output::Inline(sink) => match op {
-                Op::Time(ps) => sink.timestamp(ps),
-                Op::Value(slot, v) => unreachable!("values go through Output::value ({slot}, {v})"),
-                Op::BeginDump => sink.begin_dump(),
-                Op::EndDump => sink.end_dump(),
-            },
-            Output::Background(b) => {
-                b.batch.push(op);
-                if b.batch.len() >= OPS_PER_BATCH {
-                    b.send()?;
-                }
-                Ok(())
-            }
-            Output::Swapping => unreachable!("the output is only swapped inside set_background"),
+    /// A run of changes, as [`WaveWriter::change`] one by one (on the writer thread, an error
+    /// in the run is returned by a later call).
+    pub fn change_run(&mut self, run: &[(u64, u32, u64)]) -> Result<()> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        self.started = true;
+        match &mut self.mode {
+            Mode::Inline(core) => core.change_run(run),
+            Mode::Background(b) => b.push(run),
+            Mode::Swapping => unreachable!("the mode is only swapped inside set_background"),
         }
     }
 
-    fn timestamp(&mut self, ps: u64) -> Result<()> {
-        self.push(Op::Time(ps))
-    }
-
-    #[inline(always)]
-    fn value(&mut self, slot: usize, width: u32, value: u64) -> Result<()> {
-        match self {
-            Output::Inline(sink) => sink.value(slot, width, value),
-            _ => self.push(Op::Value(slot as u32, value)),
-        }
-    }
-
-    fn begin_dump(&mut self) -> Result<()> {
-        self.push(Op::BeginDump)
-    }
-
-    fn end_dump(&mut self) -> Result<()> {
-        self.push(Op::EndDump)
-    }
-
-    fn finish(self) -> Result<()> {
-        match self {
-            Output::Inline(sink) => sink.finish(),
-            Output::Background(b) => b.stop()?.finish(),
-            Output::Swapping => unreachable!("the output is only swapped inside set_background"),
+    /// Flushes and closes the file. The last timestamp is `end_cycle * period_ps`, clipped to
+    /// the window end, so viewers show the final values for their full duration. If nothing
+    /// was written yet (no change after the window start), the value dump is written now, at
+    /// the window start or `end_cycle`, whichever is earlier.
+    pub fn finish(mut self, end_cycle: u64) -> Result<()> {
+        match std::mem::replace(&mut self.mode, Mode::Swapping) {
+            Mode::Inline(core) => core.finish(end_cycle),
+            Mode::Background(b) => b.stop()?.finish(end_cycle),
+            Mode::Swapping => unreachable!("the mode is only swapped inside set_background"),
         }
     }
 }
 
 impl Background {
+    fn start(core: Box<WriterCore>) -> Mode {
+        let (tx, rx) = crossbeam::channel::bounded::<Batch>(BATCHES_IN_FLIGHT);
+        let (back_tx, recycled) = crossbeam::channel::bounded::<Batch>(BATCHES_IN_FLIGHT + 1);
+        // The writer goes over only once the thread exists, so a failed spawn keeps it here.
+        let (core_tx, core_rx) = crossbeam::channel::bounded::<Box<WriterCore>>(1);
+        let thread = std::thread::Builder::new().name("wave-writer".into()).spawn(move || {
+            let Ok(mut core) = core_rx.recv() else {
+                return Err(WaveError::Format { what: "the wave-writer thread got no writer".into() });
+            };
+            for mut batch in rx {
+                core.change_run(&batch)?;
+                batch.clear();
+                let _ = back_tx.try_send(batch);
+            }
+            Ok(core)
+        });
+        match thread {
+            Ok(t) => match core_tx.send(core) {
+                Ok(()) => Mode::Background(Background { batch: Vec::with_capacity(CHANGES_PER_BATCH), tx: Some(tx), recycled, thread: Some(t) }),
+                Err(back) => Mode::Inline(back.0),
+            },
+            // No thread to be had (a process limit): the caller's thread writes.
+            Err(_) => Mode::Inline(core),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, mut run: &[(u64, u32, u64)]) -> Result<()> {
+        while !run.is_empty() {
+            let n = run.len().min(CHANGES_PER_BATCH - self.batch.len());
+            self.batch.extend_from_slice(&run[..n]);
+            run = &run[n..];
+            if self.batch.len() >= CHANGES_PER_BATCH {
+                self.send()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Hands the batch to the thread. If the thread has stopped, it stopped on an error:
     /// that error is returned.
     #[inline(never)]
     fn send(&mut self) -> Result<()> {
-        let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(OPS_PER_BATCH));
+        let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHANGES_PER_BATCH));
         let batch = std::mem::replace(&mut self.batch, next);
         let sent = self.tx.as_ref().map(|tx| tx.send(batch).is_ok());
         if sent != Some(true) {
@@ -597,8 +619,9 @@ impl Background {
         Ok(())
     }
 
-    /// Sends what is left, closes the channel and takes the sink back (or the thread's error).
-    fn stop(mut self) -> Result<Sink> {
+    /// Sends what is left, closes the channel and takes the writer back (or the thread's
+    /// error).
+    fn stop(mut self) -> Result<Box<WriterCore>> {
         if !self.batch.is_empty() {
             if let Some(tx) = &self.tx {
                 let _ = tx.send(std::mem::take(&mut self.batch));
@@ -607,7 +630,7 @@ impl Background {
         self.join()
     }
 
-    fn join(&mut self) -> Result<Sink> {
+    fn join(&mut self) -> Result<Box<WriterCore>> {
         self.tx = None;
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
@@ -618,7 +641,7 @@ impl Background {
 }
 
 /// A writer dropped without `finish` (a run that stopped on an error) still writes what it
-/// was given, as an inline sink's buffers do when dropped.
+/// was given, as an inline writer's buffers do when dropped.
 impl Drop for Background {
     fn drop(&mut self) {
         if self.thread.is_some() {
@@ -981,8 +1004,10 @@ mod tests {
                 let path = dir.join(name);
                 let mut w = WaveWriter::create(&path, format, 10, &decls, &filter).unwrap();
                 w.set_background(false).unwrap();
-                if let Output::Inline(Sink::Fst(s)) = &mut w.out {
+                if let Mode::Inline(core) = &mut w.mode {
+                    if let Sink::Fst(s) = &mut core.out {
                     s.flush_at = 16;
+                    }
                 }
                 for c in 0..200u64 {
                     for s in 0..decls.len() {
