@@ -112,25 +112,9 @@ impl WriterCore {
     /// within one cycle, in increasing `sig` order. Bits above the signal width are ignored.
     #[inline]
     pub fn change(&mut self, cycle: u64, sig: usize, value: u64) -> Result<()> {
-        let slot = match self.slot_of.get(sig) {
-            Some(&UNSELECTED) => return Ok(()),
-            Some(&s) => s as usize,
-            None => {
-                return Err(WaveError::Signal {
-                    what: format!(
-                        "signal index {sig} out of range ({} declared)",
-                        self.slot_of.len()
-                    ),
-                })
-            }
+        let Some(slot) = admit(&self.slot_of, &mut self.cycle_seen, cycle, sig)? else {
+            return Ok(());
         };
-        // One compare per call buys a clear error instead of a file with time going backwards.
-        if cycle < self.cycle_seen {
-            return Err(WaveError::Format {
-                what: format!("change at cycle {cycle} after cycle {}", self.cycle_seen),
-            });
-        }
-        self.cycle_seen = cycle;
         let value = value & mask(self.width[slot]);
         if cycle < self.window.0 {
             // Only remembered, so the dump at the window start is self-contained.
@@ -148,14 +132,7 @@ impl WriterCore {
             }
             self.dump(self.window.0)?;
         }
-        if self.last[slot] == value {
-            return Ok(());
-        }
-        self.last[slot] = value;
-        if self.time_cycle != Some(cycle) {
-            self.timestamp(cycle)?;
-        }
-        self.out.value(slot, self.width[slot], value)
+        self.write(cycle, slot, value)
     }
 
     /// A run of changes, as [`WaveWriter::change`] one by one. Inside the window, after the
@@ -172,17 +149,23 @@ impl WriterCore {
             }
             let slot = slot as usize;
             self.cycle_seen = cycle;
-            let value = value & mask(self.width[slot]);
-            if self.last[slot] == value {
-                continue;
-            }
-            self.last[slot] = value;
-            if self.time_cycle != Some(cycle) {
-                self.timestamp(cycle)?;
-            }
-            self.out.value(slot, self.width[slot], value)?;
+            self.write(cycle, slot, value & mask(self.width[slot]))?;
         }
         Ok(())
+    }
+
+    /// An in-window change of `slot` to `value` (masked), after the dump: written unless it
+    /// equals the last value, behind a timestamp if it is the cycle's first.
+    #[inline(always)]
+    fn write(&mut self, cycle: u64, slot: usize, value: u64) -> Result<()> {
+        if self.last[slot] == value {
+            return Ok(());
+        }
+        self.last[slot] = value;
+        if self.time_cycle != Some(cycle) {
+            self.timestamp(cycle)?;
+        }
+        self.out.value(slot, self.width[slot], value)
     }
 
     /// Flushes and closes the file. The last timestamp is `end_cycle * period_ps`, clipped to
@@ -223,6 +206,30 @@ impl WriterCore {
             })?;
         self.out.timestamp(ps)
     }
+}
+
+/// Where a change of declared signal `sig` at `cycle` goes: its slot, `None` when the filter
+/// dropped the signal, or why it is refused (an index out of range; a cycle before the last
+/// one seen, which would send time backwards in the file). Advances `cycle_seen`.
+#[inline]
+fn admit(slot_of: &[u32], cycle_seen: &mut u64, cycle: u64, sig: usize) -> Result<Option<usize>> {
+    let slot = match slot_of.get(sig) {
+        Some(&UNSELECTED) => return Ok(None),
+        Some(&s) => s as usize,
+        None => {
+            return Err(WaveError::Signal {
+                what: format!("signal index {sig} out of range ({} declared)", slot_of.len()),
+            })
+        }
+    };
+    // One compare per call buys a clear error instead of a file with time going backwards.
+    if cycle < *cycle_seen {
+        return Err(WaveError::Format {
+            what: format!("change at cycle {cycle} after cycle {}", *cycle_seen),
+        });
+    }
+    *cycle_seen = cycle;
+    Ok(Some(slot))
 }
 
 #[inline]
@@ -429,7 +436,8 @@ pub struct WaveWriter {
     slot_of: Box<[u32]>,
     window: (u64, u64),
     selected: usize,
-    /// Highest cycle passed to `change` for a selected signal, and whether any was.
+    /// Writer thread: the highest cycle passed to `change` for a selected signal (so a change
+    /// back in time is refused at once). Whether any change was passed at all.
     cycle_seen: u64,
     started: bool,
     mode: Mode,
@@ -522,18 +530,14 @@ impl WaveWriter {
     /// Value change of signal `sig` at `cycle`. Calls come in non-decreasing cycle order;
     /// within one cycle, in increasing `sig` order. Bits above the signal width are ignored.
     pub fn change(&mut self, cycle: u64, sig: usize, value: u64) -> Result<()> {
-        match self.slot_of.get(sig) {
-            Some(&UNSELECTED) => return Ok(()),
-            Some(_) => {}
-            None => return Err(WaveError::Signal { what: format!("signal index {sig} out of range ({} declared)", self.slot_of.len()) }),
-        }
-        if self.started && cycle < self.cycle_seen {
-            return Err(WaveError::Format { what: format!("change at cycle {cycle} after cycle {}", self.cycle_seen) });
-        }
-        (self.started, self.cycle_seen) = (true, cycle);
+        self.started = true;
         match &mut self.mode {
             Mode::Inline(core) => core.change(cycle, sig, value),
-            Mode::Background(b) => b.push(&[(cycle, sig as u32, value)]),
+            // The thread's writer checks again; checked here too, the refusal comes at once.
+            Mode::Background(b) => match admit(&self.slot_of, &mut self.cycle_seen, cycle, sig)? {
+                Some(_) => b.push(&[(cycle, sig as u32, value)]),
+                None => Ok(()),
+            },
             Mode::Swapping => unreachable!("the mode is only swapped inside set_background"),
         }
     }
@@ -889,12 +893,11 @@ impl FstSink {
             }
             .map_err(fst_err)?;
         }
-        let w = h.finish().map_err(fst_err)?;
+        let mut w = h.finish().map_err(fst_err)?;
         let ids = ids
             .into_iter()
             .map(|id| id.expect("every slot is in the tree"))
             .collect();
-        let mut w = w;
         // `WaveWriter::change` passes a value only when it differs from the slot's last one,
         // which is the value fst-writer holds: its own byte compare of every change would
         // never drop one.
@@ -1006,7 +1009,7 @@ mod tests {
                 w.set_background(false).unwrap();
                 if let Mode::Inline(core) = &mut w.mode {
                     if let Sink::Fst(s) = &mut core.out {
-                    s.flush_at = 16;
+                        s.flush_at = 16;
                     }
                 }
                 for c in 0..200u64 {

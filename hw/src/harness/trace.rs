@@ -112,16 +112,15 @@ pub struct ChangeLog {
     keep: Option<Box<[bool]>>,
     /// Last cycle committed before the window, while its values are not yet handed out.
     pre: Option<Cycle>,
-    /// Block-wise sampling ([`ChangeLog::begin_blocks`]): each block's signal count in
-    /// sampling order, learned at the first tick (where every block is sampled).
-    seg: Vec<u32>,
-    /// Each block's first signal (`seg`'s prefix sums, one more entry), once learned.
+    /// Block-wise sampling ([`ChangeLog::begin_blocks`]): each block's first signal in
+    /// sampling order, then the end, learned at the first tick (where every block is sampled).
     seg_start: Vec<u32>,
-    /// The block counts are learned and skips are not checked: an untouched block costs
-    /// only its ordinal's increment.
+    learned: bool,
+    /// The blocks are learned and skips are not checked: an untouched block costs only its
+    /// ordinal's increment.
     fast: bool,
     /// The tick being sampled block by block, the next block's ordinal and first signal
-    /// (`pos` kept while learning; afterwards it is `seg_start[seg_i]`).
+    /// (`pos` counted while learning; afterwards it is `seg_start[seg_i]`).
     at: Cycle,
     seg_i: usize,
     pos: usize,
@@ -191,7 +190,7 @@ impl ChangeLog {
             self.flush_pre();
         }
         (self.at, self.seg_i, self.pos) = (now, 0, 0);
-        self.fast = !self.seg_start.is_empty() && !self.check_skips;
+        self.fast = self.learned && !self.check_skips;
         true
     }
 
@@ -212,21 +211,18 @@ impl ChangeLog {
 
     #[inline(never)]
     fn block_sampled(&mut self, touched: bool, sample: impl FnOnce(&mut Vec<u64>)) {
-        let learning = self.seg_start.is_empty();
-        if !learning {
+        let learning = !self.learned;
+        if learning {
+            self.seg_start.push(self.pos as u32);
+        } else {
             self.pos = self.seg_start[self.seg_i] as usize;
-        }
-        if !touched && !learning && !self.check_skips {
-            self.seg_i += 1;
-            return;
         }
         self.scratch.clear();
         sample(&mut self.scratch);
         let n = self.scratch.len();
-        if learning {
-            self.seg.push(n as u32);
-        } else {
-            assert_eq!(n, self.seg[self.seg_i] as usize, "block {} sampled a different signal count", self.seg_i);
+        if !learning {
+            let declared = (self.seg_start[self.seg_i + 1] - self.seg_start[self.seg_i]) as usize;
+            assert_eq!(n, declared, "block {} sampled a different signal count", self.seg_i);
         }
         assert!(self.pos + n <= self.prev.len(), "probe sampled more signals than declared");
         let prev = &mut self.prev[self.pos..self.pos + n];
@@ -244,15 +240,12 @@ impl ChangeLog {
 
     /// Ends a tick sampled block by block (checks every declared signal was covered).
     pub fn end_blocks(&mut self) {
-        assert_eq!(self.seg_i, self.seg.len(), "a different number of blocks sampled");
-        if self.seg_start.is_empty() {
+        if !self.learned {
             assert_eq!(self.pos, self.prev.len(), "probe sampled a different signal count");
-            self.seg_start.push(0);
-            for &n in &self.seg {
-                let next = self.seg_start.last().copied().unwrap_or(0) + n;
-                self.seg_start.push(next);
-            }
+            self.seg_start.push(self.pos as u32);
+            self.learned = true;
         }
+        assert_eq!(self.seg_i + 1, self.seg_start.len(), "a different number of blocks sampled");
     }
 
     /// Hands out the values held since before the window as catch-up changes, once: at the
