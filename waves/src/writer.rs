@@ -556,6 +556,23 @@ impl WaveWriter {
         }
     }
 
+    /// The changes in `v`, as [`WaveWriter::change_run`], leaving `v` empty. On the writer
+    /// thread a run of at least a batch goes over as it is: `v` becomes the batch and gets a
+    /// recycled vector back, so a traced package's log is handed over without a copy.
+    pub fn change_vec(&mut self, v: &mut Vec<(u64, u32, u64)>) -> Result<()> {
+        match &mut self.mode {
+            Mode::Background(b) if v.len() >= CHANGES_PER_BATCH => {
+                self.started = true;
+                b.send_vec(v)
+            }
+            _ => {
+                let r = self.change_run(v);
+                v.clear();
+                r
+            }
+        }
+    }
+
     /// Flushes and closes the file. The last timestamp is `end_cycle * period_ps`, clipped to
     /// the window end, so viewers show the final values for their full duration. If nothing
     /// was written yet (no change after the window start), the value dump is written now, at
@@ -606,6 +623,18 @@ impl Background {
                 self.send()?;
             }
         }
+        Ok(())
+    }
+
+    /// Hands `v` to the thread as one batch (after the batch being filled, so the order
+    /// holds) and leaves a recycled vector in its place.
+    fn send_vec(&mut self, v: &mut Batch) -> Result<()> {
+        if !self.batch.is_empty() {
+            self.send()?;
+        }
+        std::mem::swap(&mut self.batch, v);
+        self.send()?;
+        std::mem::swap(&mut self.batch, v);
         Ok(())
     }
 

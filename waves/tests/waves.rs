@@ -435,12 +435,35 @@ fn writer_thread_writes_the_same_bytes() {
     for f in BOTH {
         for filter in &filters {
             let mut bytes = Vec::new();
-            for background in [false, true] {
-                let path = out(&format!("thread-{background}.{}", ext(f)));
+            // One change at a time inline and on the thread; then on the thread in runs and
+            // whole vectors (runs of a batch or more go over without a copy), mixed.
+            for (mode, background) in [(0, false), (1, true), (2, true)] {
+                let path = out(&format!("thread-{mode}.{}", ext(f)));
                 let mut w = WaveWriter::create(&path, f, PERIOD, &decls, filter).unwrap();
                 w.set_background(background).unwrap();
-                for &(c, s, v) in &script {
-                    w.change(c, s, v).unwrap();
+                if mode < 2 {
+                    for &(c, s, v) in &script {
+                        w.change(c, s, v).unwrap();
+                    }
+                } else {
+                    let runs: Vec<(u64, u32, u64)> = script.iter().map(|&(c, s, v)| (c, s as u32, v)).collect();
+                    let mut rest = &runs[..];
+                    for (i, n) in [100usize, 9_000, 1, 20_000, 500, 8_192, 3].iter().cycle().enumerate() {
+                        let (head, tail) = rest.split_at((*n).min(rest.len()));
+                        match i % 3 {
+                            0 => w.change_run(head).unwrap(),
+                            1 => {
+                                let mut v = head.to_vec();
+                                w.change_vec(&mut v).unwrap();
+                                assert!(v.is_empty(), "change_vec left changes behind");
+                            }
+                            _ => head.iter().for_each(|&(c, s, v)| w.change(c, s as usize, v).unwrap()),
+                        }
+                        rest = tail;
+                        if rest.is_empty() {
+                            break;
+                        }
+                    }
                 }
                 assert!(w.set_background(!background).is_err(), "mode changed after the first change");
                 w.finish(20_000).unwrap();
@@ -448,6 +471,7 @@ fn writer_thread_writes_the_same_bytes() {
             }
             assert!(bytes[0].len() > 100_000, "{f:?}: {} bytes", bytes[0].len());
             assert!(bytes[0] == bytes[1], "{f:?} {filter:?}: the writer thread wrote different bytes");
+            assert!(bytes[0] == bytes[2], "{f:?} {filter:?}: runs and vectors wrote different bytes");
         }
     }
 }

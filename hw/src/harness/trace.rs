@@ -36,6 +36,13 @@ pub trait SignalSink {
     /// Cycles whose changes the sink writes (start inclusive, end exclusive). Changes before
     /// the start only set the values it dumps at the start; the producer may fold them into
     /// one change per signal. After the end nothing is needed, so nothing is sampled.
+    /// The changes in `v` as [`SignalSink::changes`], leaving `v` empty (a sink that can
+    /// take the vector itself overrides this).
+    fn take_changes(&mut self, v: &mut Vec<(Cycle, u32, u64)>) -> Result<(), Error> {
+        let r = self.changes(v);
+        v.clear();
+        r
+    }
     fn window(&self) -> (Cycle, Cycle) {
         (0, Cycle::MAX)
     }
@@ -75,6 +82,9 @@ impl SignalSink for waves::WaveWriter {
     }
     fn changes(&mut self, run: &[(Cycle, u32, u64)]) -> Result<(), Error> {
         Ok(waves::WaveWriter::change_run(self, run)?)
+    }
+    fn take_changes(&mut self, v: &mut Vec<(Cycle, u32, u64)>) -> Result<(), Error> {
+        Ok(waves::WaveWriter::change_vec(self, v)?)
     }
     fn window(&self) -> (Cycle, Cycle) {
         waves::WaveWriter::window(self)
@@ -270,9 +280,7 @@ impl ChangeLog {
     pub fn drain_merged(logs: &mut [&mut ChangeLog], sink: &mut dyn SignalSink) -> Result<(), Error> {
         if let [only] = logs {
             // One partition: its log is already in (cycle, signal) order.
-            sink.changes(&only.changes)?;
-            only.changes.clear();
-            return Ok(());
+            return sink.take_changes(&mut only.changes);
         }
         let mut pos = vec![0usize; logs.len()];
         loop {

@@ -204,10 +204,17 @@ impl Partition for PkgPart {
                 }
             }
             // SAFETY: engine protocol.
-            if ddr_edge && unsafe { if traced { t.ddr.traced_due(now, &w.ddr_req) } else { t.ddr.due(now, &w.ddr_req) } } {
-                t.touched.ddr = true;
-                if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
-                    t.wake.add(at);
+            if ddr_edge {
+                if unsafe { t.ddr.due(now, &w.ddr_req) } {
+                    t.touched.ddr = true;
+                    if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
+                        t.wake.add(at);
+                    }
+                } else if traced && t.ddr.traced_next_event() <= now {
+                    // Only a traced register changes on its own here (the `cmd` pulse falls,
+                    // a refresh ends).
+                    t.touched.ddr = true;
+                    t.ddr.settle(now);
                 }
             }
             let mut active = false;
