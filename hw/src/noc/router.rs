@@ -422,11 +422,11 @@ impl RouterCl {
     }
 
     /// VC allocation: separable iSLIP over input VCs × output VCs (BookSim `islip` VC
-    /// allocator, one iteration). Returns the input VCs that acquired an output VC (they may
-    /// request the switch from the next cycle on). A VC in Routing/VcAlloc whose RC is done requests every free
+    /// allocator, one iteration). A VC in Routing/VcAlloc whose RC is done requests every free
     /// VC of its output port, so all free VCs of a port see the same requester set. A decision
     /// takes effect `va_delay − 1` cycles later, when the output VC is re-checked; a VC that got
-    /// nothing retries `va_delay` cycles after it asked.
+    /// nothing retries `va_delay` cycles after it asked. Returns the input VCs that acquired an
+    /// output VC this cycle (they may ask for the switch from the next cycle on).
     ///
     /// `PLAIN`: the router is plain (see [`RouterCl::plain`]), so the branches of a longer VA
     /// and of the low-priority stream are compiled out; `!PLAIN` handles every router.
