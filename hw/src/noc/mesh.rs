@@ -188,8 +188,10 @@ impl Partition for MeshPart {
                 t.last_send = now;
             }
             st.progress += m1 + m2;
-            let busy = t.occupancy() > 0 || t.ni.has_packet() || (t.last_send != NEVER && now < t.last_send + self.max_lat);
-            st.busy |= busy;
+            // (Once one tile is busy the part is: the others need not be asked.)
+            if !st.busy {
+                st.busy = t.occupancy() > 0 || t.ni.has_packet() || (t.last_send != NEVER && now < t.last_send + self.max_lat);
+            }
             st.next_event = st.next_event.min(t.ni.next_event());
             // The per-buffer stall check runs every 1024 cycles: a stuck flit is reported at
             // most 1023 cycles late, and the hot path stays free of it. (Fast-forward only

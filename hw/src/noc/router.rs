@@ -157,6 +157,8 @@ pub struct RouterCl {
     /// (an output sends one flit per `ser[o]` cycles; the local port is never serialized).
     /// Per port because a wafer's border routers drive cross-wafer links of another width.
     ser: [u64; NPORTS],
+    /// 1-cycle VA and SA and no serialized output (kept with `ser`); see [`RouterCl::plain`].
+    plain_cfg: bool,
     out_free_at: [Cycle; NPORTS],
     /// Harness ticks per router cycle (1 in the single-clock mesh; the core clock's divider
     /// in a multi-clock system, where `now` counts ticks and the router is evaluated only at
@@ -216,6 +218,7 @@ impl RouterCl {
             traced_send: false,
             last_eval: 0,
             ser: std::array::from_fn(|p| if p == Dir::Local.idx() { 1 } else { ser as u64 }),
+            plain_cfg: cfg.va_delay == 1 && cfg.sa_delay == 1 && ser == 1,
             out_free_at: [0; NPORTS],
             tk: 1,
             low_class: u8::MAX,
@@ -225,12 +228,20 @@ impl RouterCl {
         }
     }
 
+    /// A router with 1-cycle VA and SA, no low-priority stream and no serialized output (the
+    /// BookSim `iq` defaults): the allocators are then compiled without those branches.
+    #[inline]
+    fn plain(&self) -> bool {
+        self.plain_cfg && self.low_class == u8::MAX
+    }
+
     /// Serialization of one mesh output (`port` 0..4, not the local port): cycles a flit
     /// occupies that link, >= 1 — e.g. a wafer's cross-wafer border link, narrower or wider
     /// than the on-wafer links set by `new`.
     pub fn set_port_ser(&mut self, port: usize, ser: u32) {
         assert!(port != Dir::Local.idx() && port < NPORTS && ser >= 1, "serialization is per mesh output, >= 1");
         self.ser[port] = ser as u64;
+        self.plain_cfg = self.va == 1 && self.sa == 1 && self.ser == [1; NPORTS];
     }
 
     /// Puts the router in a clock domain of `tk` harness ticks per cycle (see the `tk` field);
@@ -328,6 +339,7 @@ impl RouterCl {
             self.traced_send = false;
         }
         // --- input queuing: flits into VC buffers, credits into counters
+        let waiting = self.va_set;
         for p in 0..NPORTS {
             let l = self.ports.in_flit[p];
             if !l.is_none() {
@@ -345,12 +357,22 @@ impl RouterCl {
         if self.buffered == 0 {
             return (0, false);
         }
+        // A head that arrived this cycle starts RC: with `routing_delay >= 1` it cannot ask for
+        // an output VC before the next cycle, so VA does not visit it (and a VC that wins an
+        // output VC now cannot ask for the switch before the next cycle, so SA skips those).
+        let fresh = if self.rd > 0 { self.va_set & !waiting } else { 0 };
+        let plain = self.plain();
+        let mut won = 0;
         if self.va_set != 0 {
-            self.vc_alloc(now);
+            won = if plain { self.vc_alloc::<true>(now, fresh) } else { self.vc_alloc::<false>(now, fresh) };
         }
         let mut moved = 0;
         if self.sa_set != 0 {
-            moved = self.sw_alloc(now, flits, credits, &mut sent);
+            moved = if plain {
+                self.sw_alloc::<true>(now, won, flits, credits, &mut sent)
+            } else {
+                self.sw_alloc::<false>(now, won, flits, credits, &mut sent)
+            };
         }
         (moved, sent)
     }
@@ -403,25 +425,31 @@ impl RouterCl {
     /// allocator, one iteration). A VC in Routing/VcAlloc whose RC is done requests every free
     /// VC of its output port, so all free VCs of a port see the same requester set. A decision
     /// takes effect `va_delay − 1` cycles later, when the output VC is re-checked; a VC that got
-    /// nothing retries `va_delay` cycles after it asked.
+    /// nothing retries `va_delay` cycles after it asked. Returns the input VCs that acquired an
+    /// output VC this cycle (they may ask for the switch from the next cycle on).
+    ///
+    /// `PLAIN`: the router is plain (see [`RouterCl::plain`]), so the branches of a longer VA
+    /// and of the low-priority stream are compiled out; `!PLAIN` handles every router.
     #[inline(never)]
     #[allow(clippy::needless_range_loop)] // o indexes several per-port arrays
-    fn vc_alloc(&mut self, now: Cycle) {
+    fn vc_alloc<const PLAIN: bool>(&mut self, now: Cycle, fresh: u64) -> u64 {
         let v = self.v;
         let nv = (NPORTS * v) as u32;
-        let fast = self.va == 1;
+        let fast = PLAIN || self.va == 1;
         let mut req_by_port = [0u64; NPORTS];
         let mut ports_req = 0u32;
         let mut asked = 0u64;
-        let prio = self.low_class != u8::MAX;
+        let prio = !PLAIN && self.low_class != u8::MAX;
         // Requesters whose packet is low priority.
         let mut low_iv = 0u64;
-        let mut bits = self.va_set;
+        // VCs whose head arrived this cycle are still in RC (see `eval`): not visited.
+        let mut bits = self.va_set & !fresh;
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let s = &mut self.ivc[iv];
-            if s.va_apply != NEVER || s.ready > now {
+            // (A plain router decides in the cycle it asks: no decision is ever pending.)
+            if (!PLAIN && s.va_apply != NEVER) || s.ready > now {
                 continue;
             }
             s.state = VcState::VcAlloc;
@@ -443,6 +471,7 @@ impl RouterCl {
                 low_iv |= 1 << iv;
             }
         }
+        let mut won = 0u64;
         if asked != 0 {
             // Grant phase: each free output VC picks one requester. `va_grants_to` is scratch
             // kept zeroed between calls: only the entries of requesters are touched.
@@ -487,6 +516,7 @@ impl RouterCl {
                 if fast {
                     if grant != NONE8 {
                         self.take_ovc(iv, grant as usize, now);
+                        won |= 1 << iv;
                     }
                 } else {
                     let s = &mut self.ivc[iv];
@@ -496,7 +526,7 @@ impl RouterCl {
             }
         }
         if fast {
-            return;
+            return won;
         }
         // Update: decisions taking effect now (VA longer than one cycle).
         let mut bits = self.va_set;
@@ -511,10 +541,12 @@ impl RouterCl {
             let g = s.va_grant;
             if g != NONE8 && self.ovc_owner[g as usize] == NONE8 {
                 self.take_ovc(iv, g as usize, now);
+                won |= 1 << iv;
             } else {
                 s.ready = now + self.tk;
             }
         }
+        won
     }
 
     /// Input VC `iv` acquires output VC `ov`; it may request the switch from the next cycle.
@@ -538,26 +570,29 @@ impl RouterCl {
     /// credit request. A granted flit leaves its buffer when the decision takes effect
     /// (`sa_delay − 1` cycles later, credit re-checked), returns a credit upstream and enters
     /// the crossbar for `st_delay` cycles.
+    ///
+    /// `PLAIN` as for [`RouterCl::vc_alloc`] (also: no output is serialized); `fresh`: VCs
+    /// that won an output VC in this cycle's VA, not ready before the next cycle.
     #[inline(never)]
     #[allow(clippy::needless_range_loop)] // p/o index several per-port arrays
-    fn sw_alloc(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
+    fn sw_alloc<const PLAIN: bool>(&mut self, now: Cycle, fresh: u64, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
         let v = self.v;
-        let fast = self.sa == 1;
+        let fast = PLAIN || self.sa == 1;
         let mut chosen = [[0u8; NPORTS]; NPORTS];
         let mut rank = [[u8::MAX; NPORTS]; NPORTS];
         let mut out_req = [0u64; NPORTS];
         // Ports requesting each output with a regular (not low-priority) flit.
         let mut hi_req = [0u64; NPORTS];
-        let prio = self.low_class != u8::MAX;
+        let prio = !PLAIN && self.low_class != u8::MAX;
         let mut outs = 0u32;
         let mut asked = 0u64;
         let mut n_req = 0u64;
-        let mut bits = self.sa_set;
+        let mut bits = self.sa_set & !fresh;
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let s = &self.ivc[iv];
-            if s.sa_apply != NEVER || s.ready > now {
+            if (!PLAIN && s.sa_apply != NEVER) || s.ready > now {
                 continue;
             }
             if !fast {
@@ -568,7 +603,7 @@ impl RouterCl {
                 self.stats.sa_credit_stalls += 1;
                 continue;
             }
-            if self.ser[o] > 1 && self.out_free_at[o] > now {
+            if !PLAIN && self.ser[o] > 1 && self.out_free_at[o] > now {
                 // The output is still serializing the previous flit.
                 continue;
             }
@@ -632,7 +667,7 @@ impl RouterCl {
                 let iv = p * v + vc;
                 moved += 1;
                 if fast {
-                    self.traverse(iv, now, flits, credits, sent);
+                    self.traverse::<PLAIN>(iv, now, flits, credits, sent);
                 } else {
                     let s = &mut self.ivc[iv];
                     s.sa_apply = apply;
@@ -668,7 +703,7 @@ impl RouterCl {
             self.ivc[iv].sa_apply = NEVER;
             let ov = s.out_port as usize * v + s.out_vc as usize;
             if s.sa_grant && self.ovc_credits[ov].can_send() {
-                self.traverse(iv, now, flits, credits, sent);
+                self.traverse::<false>(iv, now, flits, credits, sent);
                 moved += 1;
             } else {
                 self.ivc[iv].ready = now + self.tk;
@@ -680,7 +715,7 @@ impl RouterCl {
     /// The front flit of `iv` leaves its buffer through the switch (SA decision taking
     /// effect): credit consumed downstream, credit returned upstream, crossbar entered.
     #[inline]
-    fn traverse(&mut self, iv: usize, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) {
+    fn traverse<const PLAIN: bool>(&mut self, iv: usize, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) {
         let v = self.v;
         let s = self.ivc[iv];
         let o = s.out_port as usize;
@@ -713,11 +748,12 @@ impl RouterCl {
         // after ST + link.
         // SAFETY: within this router's eval, sole sender on this link.
         unsafe { flits.send(self.ports.out_flit[o], now, f) };
-        if self.ser[o] > 1 {
+        if !PLAIN && self.ser[o] > 1 {
             self.out_free_at[o] = now + self.ser[o] * self.tk;
         }
-        self.out_class_flits[o][f.class as usize % N_CLASSES] += 1;
-        self.out_class[o] = f.class % N_CLASSES as u8 + 1;
+        let class = if (f.class as usize) < N_CLASSES { f.class } else { f.class % N_CLASSES as u8 };
+        self.out_class_flits[o][class as usize] += 1;
+        self.out_class[o] = class + 1;
         self.out_trace[o] = f.trace_id();
         self.traced_send = true;
         self.stats.flits_switched += 1;
@@ -726,7 +762,7 @@ impl RouterCl {
         if f.tail {
             if len > 0 {
                 // Next packet's head: RC starts next cycle.
-                let nf = self.buf[iv * self.depth + st.head as usize];
+                let nf = &self.buf[iv * self.depth + st.head as usize];
                 assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
                 st.state = VcState::Routing;
                 st.out_port = route_xy_fl(self.coord, nf.dest_coord()) as u8;
