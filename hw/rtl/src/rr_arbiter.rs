@@ -12,13 +12,15 @@
 //! * The pointer is held **one-hot** (`ptr_oh`, as PyMTL's `RoundRobinArbiterEn` holds its
 //!   priority) rather than binary. That keeps the block generic in `N` alone on stable Rust
 //!   (no `clog2(N)` const-generic width) and makes the wrap a rotate, not a modulo.
-//! * The priority search is the classic masked two-pass priority encoder: requesters at or
-//!   after the pointer (`req & !(ptr_oh - 1)`) win over the wrapped ones; within each pass the
-//!   lowest set bit is isolated with `x & !(p << 1)`, `p` the inclusive prefix OR of `x` in six
-//!   shift-OR steps (it was `x & (!x + 1)`: the same bit, but a carry chain through all `N`
-//!   bits in the allocators' critical paths). No loops, so the Verilog stays small and
-//!   each local is written once (rust-hdl's settle loop and Verilog's blocking `always @(*)`
-//!   then agree by construction).
+//! * The priority search is [`RrPickRtl`]'s, with an empty fallback set: the classic masked
+//!   two-pass priority encoder — requesters at or after the pointer win over the wrapped ones;
+//!   within each pass the lowest set bit is isolated with `x & !(p << 1)`, `p` the inclusive
+//!   prefix OR of `x` in six shift-OR steps (it was `x & (!x + 1)`: the same bit, but a carry
+//!   chain through all `N` bits in the allocators' critical paths). The arbiter is the pick
+//!   plus the pointer register, so the router's shared-pointer picks and this arbiter search
+//!   with one circuit. No loops, so the Verilog stays small and each local is written once
+//!   (rust-hdl's settle loop and Verilog's blocking `always @(*)` then agree by
+//!   construction).
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -48,28 +50,12 @@ pub struct RrArbiterRtl<const N: usize> {
     pub grant_valid: Signal<Out, Bit>,
     /// Priority pointer, one-hot: the requester with highest priority this cycle.
     ptr_oh: DFF<Bits<N>>,
-    /// Requesters at or after the pointer (first pass of the search).
-    req_hi: Signal<Local, Bits<N>>,
-    /// Lowest requester at or after the pointer, one-hot (0 if none).
-    grant_hi: Signal<Local, Bits<N>>,
-    /// Lowest requester overall, one-hot: the wrapped-around winner.
-    grant_lo: Signal<Local, Bits<N>>,
-    /// Inclusive prefix ORs (bit i: any of bits 0..=i) of `req_hi` and `req`, in shift-OR
-    /// steps of 1, 2, 4, 8, 16 and 32 bits.
-    ph1: Signal<Local, Bits<N>>,
-    ph2: Signal<Local, Bits<N>>,
-    ph3: Signal<Local, Bits<N>>,
-    ph4: Signal<Local, Bits<N>>,
-    ph5: Signal<Local, Bits<N>>,
-    ph6: Signal<Local, Bits<N>>,
-    pl1: Signal<Local, Bits<N>>,
-    pl2: Signal<Local, Bits<N>>,
-    pl3: Signal<Local, Bits<N>>,
-    pl4: Signal<Local, Bits<N>>,
-    pl5: Signal<Local, Bits<N>>,
-    pl6: Signal<Local, Bits<N>>,
-    /// `1` at width N: reset value of the pointer and the `+1`/`-1` of the bit tricks. A sized
-    /// constant, so the emitted Verilog has no width-mismatched literals.
+    /// The search: `req` at/after the pointer, else from requester 0 (no fallback set).
+    pick: RrPickRtl<N>,
+    /// The pick's empty fallback set.
+    none: Constant<Bits<N>>,
+    /// `1` at width N: reset value of the pointer. A sized constant, so the emitted Verilog
+    /// has no width-mismatched literals.
     one: Constant<Bits<N>>,
     /// Bit N-1 set: a grant to the last requester wraps the pointer to requester 0.
     top_bit: Constant<Bits<N>>,
@@ -90,21 +76,8 @@ impl<const N: usize> RrArbiterRtl<N> {
             grant: Default::default(),
             grant_valid: Default::default(),
             ptr_oh: Default::default(),
-            req_hi: Default::default(),
-            grant_hi: Default::default(),
-            grant_lo: Default::default(),
-            ph1: Default::default(),
-            ph2: Default::default(),
-            ph3: Default::default(),
-            ph4: Default::default(),
-            ph5: Default::default(),
-            ph6: Default::default(),
-            pl1: Default::default(),
-            pl2: Default::default(),
-            pl3: Default::default(),
-            pl4: Default::default(),
-            pl5: Default::default(),
-            pl6: Default::default(),
+            pick: RrPickRtl::new(),
+            none: Constant::new(0u64.into()),
             one: Constant::new(1u64.into()),
             top_bit: Constant::new((1u64 << (N - 1)).into()),
         }
@@ -133,33 +106,14 @@ impl<const N: usize> Logic for RrArbiterRtl<N> {
     fn update(&mut self) {
         // 1. Clock the pointer; hold by default.
         dff_setup!(self, clock, ptr_oh);
-        // 2. Locals (each written exactly once) and output defaults.
-        //    !(ptr_oh - 1) = bits at or above the pointer's set bit.
-        self.req_hi.next = self.req.val() & !(self.ptr_oh.q.val() - self.one.val());
-        //    The lowest set bit of x is x & !(p << 1), p the inclusive prefix OR of x (bit i:
-        //    any of bits 0..=i), built in log2(64) shift-OR steps: logic a synthesizer maps to
-        //    LUTs of depth log(N), where x & (!x + 1) is a carry chain through all N bits.
-        self.ph1.next = self.req_hi.val() | (self.req_hi.val() << 1);
-        self.ph2.next = self.ph1.val() | (self.ph1.val() << 2);
-        self.ph3.next = self.ph2.val() | (self.ph2.val() << 4);
-        self.ph4.next = self.ph3.val() | (self.ph3.val() << 8);
-        self.ph5.next = self.ph4.val() | (self.ph4.val() << 16);
-        self.ph6.next = self.ph5.val() | (self.ph5.val() << 32);
-        self.grant_hi.next = self.req_hi.val() & !(self.ph6.val() << 1);
-        self.pl1.next = self.req.val() | (self.req.val() << 1);
-        self.pl2.next = self.pl1.val() | (self.pl1.val() << 2);
-        self.pl3.next = self.pl2.val() | (self.pl2.val() << 4);
-        self.pl4.next = self.pl3.val() | (self.pl3.val() << 8);
-        self.pl5.next = self.pl4.val() | (self.pl4.val() << 16);
-        self.pl6.next = self.pl5.val() | (self.pl5.val() << 32);
-        self.grant_lo.next = self.req.val() & !(self.pl6.val() << 1);
-        self.grant_valid.next = self.req.val().any();
-        // 3. Grant: a requester at/after the pointer wins; otherwise wrap around.
-        self.grant.next = self.grant_lo.val();
-        if self.req_hi.val().any() {
-            self.grant.next = self.grant_hi.val();
-        }
-        // 4. Next pointer: one past the used grant (rotate left by one), reset to requester 0.
+        // 2. The search (combinational): a requester at/after the pointer wins; otherwise
+        //    wrap around.
+        self.pick.ptr_oh.next = self.ptr_oh.q.val();
+        self.pick.req_a.next = self.req.val();
+        self.pick.req_b.next = self.none.val();
+        self.grant.next = self.pick.grant.val();
+        self.grant_valid.next = self.pick.grant_valid.val();
+        // 3. Next pointer: one past the used grant (rotate left by one), reset to requester 0.
         if self.fire.val() & self.grant_valid.val() {
             if (self.grant.val() & self.top_bit.val()).any() {
                 self.ptr_oh.d.next = self.one.val();

@@ -96,7 +96,8 @@ proptest! {
 
 /// `RingScanRtl` (the ring's circular priority encoder, shared with the chiplet controller)
 /// against a reference by rotation: the first set bit among from, from+1, …, S-1, then the
-/// first set bit overall; pointers beyond S-1 included (they find no "at/after" bit).
+/// first set bit overall; pointers beyond S-1 included (they find no "at/after" bit). The
+/// pointer goes in as its thermometer (bit i: i ≥ from), the winner comes out as one too.
 fn scan_check<const S: usize>(cases: usize, seed: u64) {
     use rtl::pkg::ring::RingScanRtl;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -112,11 +113,13 @@ fn scan_check<const S: usize>(cases: usize, seed: u64) {
         let from = rng.gen_range(0..S as u64 + 3);
         let set = |i: u64| bits >> i & 1 == 1;
         let want = (from..S as u64).find(|&i| set(i)).or_else(|| (0..S as u64).find(|&i| set(i)));
+        let ge = |p: u64| (p..S as u64).fold(0u64, |m, i| m | 1 << i);
         u.bits.next = bits.into();
-        u.from.next = from.into();
+        u.from_ge.next = ge(from).into();
         settle(&mut u);
         let got = u.found.val().then(|| u.slot.val().to_u64());
         assert_eq!(got, want, "S {S} case {c}: bits {bits:#x} from {from}");
+        assert_eq!(u.slot_ge.val().to_u64(), want.map_or(0, ge), "S {S} case {c}: slot_ge");
         if want.is_none() {
             assert_eq!(u.slot.val().to_u64(), 0, "slot 0 when none");
         }

@@ -67,7 +67,11 @@ pub struct LoadSeqRtl<const E: usize> {
     ls_nk: [DFF<Bits<17>>; E],
     ls_m: [DFF<Bits<16>>; E],
     ls_step: [DFF<Bits<5>>; E],
-    ls_wr: DFF<Bits<16>>,
+    /// The write position as a thermometer: bit i set iff position i is taken (i < wr), all
+    /// set when the E positions are used. Zero at power-up, as the binary pointer it
+    /// replaces, so the write position's one-hot and the room test are a few gates (the
+    /// binary `wr` took a 16-bit compare with E and a decode in front of the scan).
+    wr_below: DFF<Bits<E>>,
     // --- combinational locals
     room: Signal<Local, Bit>,
     v_a: Signal<Local, Bits<E>>,
@@ -77,15 +81,22 @@ pub struct LoadSeqRtl<const E: usize> {
     le_nk: Signal<Local, Bits<17>>,
     le_m: Signal<Local, Bits<16>>,
     le_step: Signal<Local, Bits<5>>,
-    le_g: Signal<Local, Bit>,
+    /// Per entry: live (`k < m`), issuable (live and granted, or any while `!cap_full`),
+    /// exhausted; the inclusive prefix ORs of `elig_b` (shift-OR steps of 1..128); the
+    /// picked entry, one-hot (0 without `take` or an issuable entry).
+    live_b: Signal<Local, Bits<E>>,
+    elig_b: Signal<Local, Bits<E>>,
+    exh_b: Signal<Local, Bits<E>>,
+    pe: [Signal<Local, Bits<E>>; 8],
+    pick: Signal<Local, Bits<E>>,
     hit: Signal<Local, Bit>,
     cnt: Signal<Local, Bits<16>>,
-    e_count: Constant<Bits<16>>,
-    /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH): bit e alone and
-    /// all bits but e (for the E-bit masks), the 17-bit weights 2^b that zero-extend the
+    /// The last position alone (taken: no room).
+    last_e: Constant<Bits<E>>,
+    /// Sized constants (a Rust literal is a 32-bit Verilog constant: WIDTH): bit e alone (for
+    /// the E-bit masks), the 17-bit weights 2^b that zero-extend the
     /// 5-bit step, zeros and one.
     unit: [Constant<Bits<E>>; E],
-    notu: [Constant<Bits<E>>; E],
     bit17: [Constant<Bits<17>>; 5],
     zero_e: Constant<Bits<E>>,
     zero16: Constant<Bits<16>>,
@@ -130,7 +141,7 @@ impl<const E: usize> LoadSeqRtl<E> {
             ls_nk: std::array::from_fn(|_| Default::default()),
             ls_m: std::array::from_fn(|_| Default::default()),
             ls_step: std::array::from_fn(|_| Default::default()),
-            ls_wr: Default::default(),
+            wr_below: Default::default(),
             room: Default::default(),
             v_a: Default::default(),
             g_a: Default::default(),
@@ -139,12 +150,15 @@ impl<const E: usize> LoadSeqRtl<E> {
             le_nk: Default::default(),
             le_m: Default::default(),
             le_step: Default::default(),
-            le_g: Default::default(),
+            live_b: Default::default(),
+            elig_b: Default::default(),
+            exh_b: Default::default(),
+            pe: Default::default(),
+            pick: Default::default(),
             hit: Default::default(),
             cnt: Default::default(),
-            e_count: Constant::new((E as u64).into()),
+            last_e: Constant::new(Bits::<E>::default().replace_bit(E - 1, true)),
             unit: std::array::from_fn(|e| Constant::new(Bits::<E>::default().replace_bit(e, true))),
-            notu: std::array::from_fn(|e| Constant::new(!Bits::<E>::default().replace_bit(e, true))),
             bit17: std::array::from_fn(|b| Constant::new((1u64 << b).into())),
             zero_e: Constant::new(0u64.into()),
             zero16: Constant::new(0u64.into()),
@@ -159,7 +173,7 @@ impl<const E: usize> LoadSeqRtl<E> {
 impl<const E: usize> Logic for LoadSeqRtl<E> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, ls_v, ls_g, ls_wr);
+        dff_setup!(self, clock, ls_v, ls_g, wr_below);
         for e in 0..E {
             self.ls_e[e].clock.next = self.clock.val();
             self.ls_e[e].d.next = self.ls_e[e].q.val();
@@ -188,16 +202,15 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
             }
         }
         // ---- push into position wr (a push past E positions is lost)
-        self.room.next = self.ls_wr.q.val() < self.e_count.val();
+        self.room.next = !(self.wr_below.q.val() & self.last_e.val()).any();
         self.overflow.next = self.push.val() & !self.room.val();
         self.v_a.next = self.ls_v.q.val();
-        self.wr_oh.next = self.zero_e.val();
+        // The one-hot of wr: the first position not taken (0 when all are).
+        self.wr_oh.next = !self.wr_below.q.val() & ((self.wr_below.q.val() << 1) | self.unit[0].val());
         if self.push.val() {
             if self.room.val() {
-                self.ls_wr.d.next = self.ls_wr.q.val() + self.one16.val();
-                // Bit wr of v_a set, of g_a set to push_granted (wr < E: room); the one-hot
-                // of wr as a shift of the sized 1 (a shift amount has no WIDTH).
-                self.wr_oh.next = self.unit[0].val() << self.ls_wr.q.val();
+                self.wr_below.d.next = (self.wr_below.q.val() << 1) | self.unit[0].val();
+                // Bit wr of v_a set, of g_a set to push_granted (wr < E: room).
                 self.v_a.next = self.ls_v.q.val() | self.wr_oh.val();
                 if self.push_granted.val() {
                     self.g_a.next = self.g_a.val() | self.wr_oh.val();
@@ -206,7 +219,7 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
                 }
             }
             for e in 0..E {
-                if self.ls_wr.q.val().index() == e {
+                if self.wr_oh.val().get_bit(e) {
                     self.ls_e[e].d.next = self.push_expert.val();
                     self.ls_nk[e].d.next = self.push_k.val();
                     self.ls_m[e].d.next = self.push_m.val();
@@ -215,25 +228,65 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
             }
         }
 
-        // ---- the scan: first issuable entry in arrival order (a priority encoder)
-        self.v_k.next = self.v_a.val();
-        self.hit.next = false;
-        self.expert.next = self.zero16.val();
-        self.k.next = self.zero16.val();
-        self.own_granted.next = false;
+        // ---- the scan: first issuable entry in arrival order. Flat: each entry's state
+        // (live, issuable, exhausted) in parallel, the first issuable one isolated with the
+        // inclusive prefix OR `pe` (`x & !(pe << 1)`, shift-OR steps, as the round-robin
+        // arbiters), and an exhausted entry leaves when no issuable one is before it
+        // (`!(pe << 1)`). It was a loop of E conditional updates, a priority chain E deep
+        // (write pointer → look-through → `k < m` → the chain → `ls_nk`).
+        self.live_b.next = self.zero_e.val();
+        self.elig_b.next = self.zero_e.val();
+        self.exh_b.next = self.zero_e.val();
         for j in 0..E {
             // Entry j as it stands this cycle (this cycle's push looked through).
-            self.le_e.next = self.ls_e[j].q.val();
             self.le_nk.next = self.ls_nk[j].q.val();
             self.le_m.next = self.ls_m[j].q.val();
-            self.le_step.next = self.ls_step[j].q.val();
-            if self.push.val() & (self.ls_wr.q.val().index() == j) {
-                self.le_e.next = self.push_expert.val();
+            if self.push.val() & self.wr_oh.val().get_bit(j) {
                 self.le_nk.next = self.push_k.val();
                 self.le_m.next = self.push_m.val();
+            }
+            if self.v_a.val().get_bit(j) {
+                // le_nk < le_m zero-extended: bit 16 clear and the low 16 bits below.
+                if !self.le_nk.val().get_bit(16) & (self.le_nk.val().get_bits::<16>(0) < self.le_m.val()) {
+                    self.live_b.next = self.live_b.val() | self.unit[j].val();
+                    if self.g_a.val().get_bit(j) | !self.cap_full.val() {
+                        self.elig_b.next = self.elig_b.val() | self.unit[j].val();
+                    }
+                } else {
+                    self.exh_b.next = self.exh_b.val() | self.unit[j].val();
+                }
+            }
+        }
+        self.own_granted.next = (self.live_b.val() & self.g_a.val()).any();
+        self.pe[0].next = self.elig_b.val() | (self.elig_b.val() << 1);
+        self.pe[1].next = self.pe[0].val() | (self.pe[0].val() << 2);
+        self.pe[2].next = self.pe[1].val() | (self.pe[1].val() << 4);
+        self.pe[3].next = self.pe[2].val() | (self.pe[2].val() << 8);
+        self.pe[4].next = self.pe[3].val() | (self.pe[3].val() << 16);
+        self.pe[5].next = self.pe[4].val() | (self.pe[4].val() << 32);
+        self.pe[6].next = self.pe[5].val() | (self.pe[5].val() << 64);
+        self.pe[7].next = self.pe[6].val() | (self.pe[6].val() << 128);
+        self.v_k.next = self.v_a.val();
+        self.pick.next = self.zero_e.val();
+        self.hit.next = false;
+        if self.take.val() {
+            self.pick.next = self.elig_b.val() & !(self.pe[7].val() << 1);
+            self.hit.next = self.elig_b.val().any();
+            // Exhausted entries the scan passes (none issuable before them) leave.
+            self.v_k.next = self.v_a.val() & !(self.exh_b.val() & !(self.pe[7].val() << 1));
+        }
+        // The picked entry (one-hot): its expert and micro-slice out, its k advanced.
+        self.expert.next = self.zero16.val();
+        self.k.next = self.zero16.val();
+        for j in 0..E {
+            self.le_e.next = self.ls_e[j].q.val();
+            self.le_nk.next = self.ls_nk[j].q.val();
+            self.le_step.next = self.ls_step[j].q.val();
+            if self.push.val() & self.wr_oh.val().get_bit(j) {
+                self.le_e.next = self.push_expert.val();
+                self.le_nk.next = self.push_k.val();
                 self.le_step.next = self.push_step.val();
             }
-            self.le_g.next = self.g_a.val().get_bit(j);
             // le_step zero-extended to 17 bits, bit by bit (wires).
             self.le_step17.next = self.zero17.val();
             for b in 0..5 {
@@ -241,22 +294,10 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
                     self.le_step17.next = self.le_step17.val() | self.bit17[b].val();
                 }
             }
-            if self.v_a.val().get_bit(j) {
-                // le_nk < le_m zero-extended: bit 16 clear and the low 16 bits below.
-                if !self.le_nk.val().get_bit(16) & (self.le_nk.val().get_bits::<16>(0) < self.le_m.val()) {
-                    if self.le_g.val() {
-                        self.own_granted.next = true;
-                    }
-                    if !self.hit.val() & (self.le_g.val() | !self.cap_full.val()) & self.take.val() {
-                        self.hit.next = true;
-                        self.expert.next = self.le_e.val();
-                        self.k.next = self.le_nk.val().get_bits::<16>(0);
-                        self.ls_nk[j].d.next = self.le_nk.val() + self.le_step17.val();
-                    }
-                } else if !self.hit.val() & self.take.val() {
-                    // Exhausted: leaves the sequence when the scan passes it.
-                    self.v_k.next = self.v_k.val() & self.notu[j].val();
-                }
+            if self.pick.val().get_bit(j) {
+                self.expert.next = self.expert.val() | self.le_e.val();
+                self.k.next = self.k.val() | self.le_nk.val().get_bits::<16>(0);
+                self.ls_nk[j].d.next = self.le_nk.val() + self.le_step17.val();
             }
         }
         self.found.next = self.hit.val();
@@ -265,12 +306,12 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         if self.clear.val() {
             self.ls_v.d.next = self.zero_e.val();
             self.ls_g.d.next = self.zero_e.val();
-            self.ls_wr.d.next = self.zero16.val();
+            self.wr_below.d.next = self.zero_e.val();
         }
         if self.reset.val() {
             self.ls_v.d.next = self.zero_e.val();
             self.ls_g.d.next = self.zero_e.val();
-            self.ls_wr.d.next = self.zero16.val();
+            self.wr_below.d.next = self.zero_e.val();
         }
     }
 }

@@ -55,6 +55,12 @@ pub struct RingBufferRtl<const S: usize> {
     occ_q: DFF<Bits<8>>,
     head_q: DFF<Bits<8>>,
     tail_q: DFF<Bits<8>>,
+    /// `tail_q` and `head_q` as thermometers (bit i: slot i at/after the pointer), the scans'
+    /// `from_ge`, moved with them from the scans' `slot_ge`. Zero before the first reset (the
+    /// DFFs' power-up value), where the binary pointers are 0: a scan from an empty
+    /// thermometer finds the first set bit overall, which is the scan from slot 0.
+    tail_ge_q: DFF<Bits<S>>,
+    head_ge_q: DFF<Bits<S>>,
     tag_expert: [DFF<Bits<16>>; S],
     tag_k: [DFF<Bits<16>>; S],
     tag_loader: [DFF<Bits<8>>; S],
@@ -76,7 +82,11 @@ pub struct RingBufferRtl<const S: usize> {
     live_scan: RingScanRtl<S>,
     /// Whether an allocation happens.
     take: Signal<Local, Bit>,
-    last: Constant<Bits<8>>,
+    /// The allocated slot, one-hot (from the free scan's thermometer, not decoded from `slot`).
+    slot_oh: Signal<Local, Bits<S>>,
+    /// Every slot (the thermometer of pointer 0) and the last slot (where the tail wraps).
+    all: Constant<Bits<S>>,
+    last_oh: Constant<Bits<S>>,
 }
 
 impl<const S: usize> Default for RingBufferRtl<S> {
@@ -110,6 +120,8 @@ impl<const S: usize> RingBufferRtl<S> {
             occ_q: Default::default(),
             head_q: Default::default(),
             tail_q: Default::default(),
+            tail_ge_q: Default::default(),
+            head_ge_q: Default::default(),
             tag_expert: std::array::from_fn(|_| Default::default()),
             tag_k: std::array::from_fn(|_| Default::default()),
             tag_loader: std::array::from_fn(|_| Default::default()),
@@ -122,7 +134,9 @@ impl<const S: usize> RingBufferRtl<S> {
             free_scan: RingScanRtl::new(),
             live_scan: RingScanRtl::new(),
             take: Default::default(),
-            last: Constant::new(((S - 1) as u64).into()),
+            slot_oh: Default::default(),
+            all: Constant::new((u64::MAX >> (64 - S)).into()),
+            last_oh: Constant::new((1u64 << (S - 1)).into()),
         }
     }
 }
@@ -130,7 +144,7 @@ impl<const S: usize> RingBufferRtl<S> {
 impl<const S: usize> Logic for RingBufferRtl<S> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, live_q, occ_q, head_q, tail_q);
+        dff_setup!(self, clock, live_q, occ_q, head_q, tail_q, tail_ge_q, head_ge_q);
         for i in 0..S {
             self.tag_expert[i].clock.next = self.clock.val();
             self.tag_expert[i].d.next = self.tag_expert[i].q.val();
@@ -186,39 +200,46 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
 
         // ---- allocation: priority encoder over the free bits, starting at the tail
         self.free_scan.bits.next = !self.live_r.val();
-        self.free_scan.from.next = self.tail_q.q.val();
+        self.free_scan.from_ge.next = self.tail_ge_q.q.val();
         self.slot.next = self.free_scan.slot.val();
+        self.slot_oh.next = self.free_scan.slot_ge.val() & !(self.free_scan.slot_ge.val() << 1);
         self.take.next = self.alloc.val() & self.free_scan.found.val();
         self.alloc_ok.next = self.take.val();
         self.alloc_slot.next = self.slot.val();
 
         // ---- head: the first live slot at/after the head once the releases are applied
         self.live_scan.bits.next = self.live_r.val();
-        self.live_scan.from.next = self.head_q.q.val();
+        self.live_scan.from_ge.next = self.head_ge_q.q.val();
 
         // ---- next state
         self.live_q.d.next = self.live_r.val();
         self.occ_q.d.next = self.occ_r.val();
         if self.live_scan.found.val() {
             self.head_q.d.next = self.live_scan.slot.val();
+            self.head_ge_q.d.next = self.live_scan.slot_ge.val();
         } else {
             // Empty: the head waits at the tail (the next allocation moves it there).
             self.head_q.d.next = self.tail_q.q.val();
+            self.head_ge_q.d.next = self.tail_ge_q.q.val();
         }
         if self.take.val() {
-            self.live_q.d.next = self.live_r.val().replace_bit(self.slot.val().index(), true);
+            self.live_q.d.next = self.live_r.val() | self.slot_oh.val();
             self.occ_q.d.next = self.occ_r.val() + 1;
             // Empty after the releases (the same test as `occ_r == 0`, without the count).
             if !self.live_r.val().any() {
                 self.head_q.d.next = self.slot.val();
+                self.head_ge_q.d.next = self.free_scan.slot_ge.val();
             }
-            if self.slot.val() == self.last.val() {
+            // One past the slot, wrapping after the last: slots above it, or every slot.
+            if (self.slot_oh.val() & self.last_oh.val()).any() {
                 self.tail_q.d.next = 0.into();
+                self.tail_ge_q.d.next = self.all.val();
             } else {
                 self.tail_q.d.next = self.slot.val() + 1;
+                self.tail_ge_q.d.next = self.free_scan.slot_ge.val() << 1;
             }
             for i in 0..S {
-                if self.slot.val().index() == i {
+                if self.slot_oh.val().get_bit(i) {
                     self.tag_expert[i].d.next = self.alloc_expert.val();
                     self.tag_k[i].d.next = self.alloc_k.val();
                     self.tag_loader[i].d.next = self.alloc_loader.val();
@@ -231,30 +252,50 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
             self.occ_q.d.next = 0.into();
             self.head_q.d.next = 0.into();
             self.tail_q.d.next = 0.into();
+            self.tail_ge_q.d.next = self.all.val();
+            self.head_ge_q.d.next = self.all.val();
         }
     }
 }
 
 /// The ring's circular priority encoder (`RingScanRtl<S>`): the first set bit of `bits` at or
-/// after the pointer `from`, else the first set bit overall — "the first free slot at/after
-/// the tail" for an allocation, "the first live slot at/after the head" for the head. Used
-/// twice by [`RingBufferRtl`] and four times by the chiplet controller (its two allocations
-/// per cycle and its two head updates), so both rings allocate with the same circuit.
+/// after the pointer, else the first set bit overall — "the first free slot at/after the tail"
+/// for an allocation, "the first live slot at/after the head" for the head. Used twice by
+/// [`RingBufferRtl`] and four times by the chiplet controller's ring pointers
+/// ([`super::ring_alloc::RingAllocRtl`]: its two allocations per cycle and its two head
+/// updates), so both rings allocate with the same circuit.
+///
+/// The pointer comes as a thermometer (`from_ge`, bit i: slot i is at/after it), which the
+/// owner keeps in a register beside the binary pointer, and the winner goes out as one too
+/// (`slot_ge`): the owner's next thermometer, and its one-hot `slot_ge & !(slot_ge << 1)`
+/// (write enables) without decoding `slot`. The search is flat, as `RrArbiterRtl`'s: `hi` =
+/// `bits & from_ge` and `bits` each get their inclusive prefix OR in shift-OR steps, which is
+/// already the thermometer of their lowest set bit; the non-empty `hi` selects. It was a loop
+/// of S conditional updates after S pointer compares (a priority chain S muxes deep), and the
+/// tag write enables decoded the binary slot: tail → compare → scan → decode was the ring's
+/// critical path.
 ///
 /// Port coupling: combinational. Sized constants, no integer literals (WIDTH-clean).
 #[derive(LogicBlock)]
 pub struct RingScanRtl<const S: usize> {
     pub bits: Signal<In, Bits<S>>,
-    pub from: Signal<In, Bits<8>>,
+    /// The pointer as a thermometer: bit i set iff slot i is at or after it.
+    pub from_ge: Signal<In, Bits<S>>,
     /// Some bit is set.
     pub found: Signal<Out, Bit>,
-    /// The first set bit at/after `from`, else the first set bit (0 when none).
+    /// The first set bit at/after the pointer, else the first set bit (0 when none).
     pub slot: Signal<Out, Bits<8>>,
-    hi_found: Signal<Local, Bit>,
-    hi_slot: Signal<Local, Bits<8>>,
-    lo_slot: Signal<Local, Bits<8>>,
-    unit: [Constant<Bits<S>>; S],
-    index: [Constant<Bits<8>>; S],
+    /// `slot` as a thermometer: bit i set iff i >= slot (0 when none).
+    pub slot_ge: Signal<Out, Bits<S>>,
+    hi: Signal<Local, Bits<S>>,
+    /// Inclusive prefix ORs of `hi` and `bits`, in shift-OR steps of 1, 2, 4, 8, 16, 32.
+    ph: [Signal<Local, Bits<S>>; 6],
+    pl: [Signal<Local, Bits<S>>; 6],
+    /// The winner, one-hot (0 when no bit is set).
+    pick: Signal<Local, Bits<S>>,
+    /// Bit b of the encoder: the slots whose index has bit b set.
+    enc: [Constant<Bits<S>>; 6],
+    pow: [Constant<Bits<8>>; 6],
     zero8: Constant<Bits<8>>,
 }
 
@@ -269,14 +310,18 @@ impl<const S: usize> RingScanRtl<S> {
         assert!((1..=64).contains(&S), "ring scan of {S} slots (1..=64)");
         Self {
             bits: Default::default(),
-            from: Default::default(),
+            from_ge: Default::default(),
             found: Default::default(),
             slot: Default::default(),
-            hi_found: Default::default(),
-            hi_slot: Default::default(),
-            lo_slot: Default::default(),
-            unit: std::array::from_fn(|i| Constant::new((1u64 << i).into())),
-            index: std::array::from_fn(|i| Constant::new((i as u64).into())),
+            slot_ge: Default::default(),
+            hi: Default::default(),
+            ph: Default::default(),
+            pl: Default::default(),
+            pick: Default::default(),
+            enc: std::array::from_fn(|b| {
+                Constant::new((0..S).filter(|i| (i >> b) & 1 == 1).fold(0u64, |m, i| m | 1 << i).into())
+            }),
+            pow: std::array::from_fn(|b| Constant::new((1u64 << b).into())),
             zero8: Constant::new(0u64.into()),
         }
     }
@@ -285,25 +330,31 @@ impl<const S: usize> RingScanRtl<S> {
 impl<const S: usize> Logic for RingScanRtl<S> {
     #[hdl_gen]
     fn update(&mut self) {
-        self.found.next = false;
-        self.hi_found.next = false;
-        self.hi_slot.next = self.zero8.val();
-        self.lo_slot.next = self.zero8.val();
-        for i in 0..S {
-            if (self.bits.val() & self.unit[i].val()).any() {
-                if !self.found.val() {
-                    self.found.next = true;
-                    self.lo_slot.next = self.index[i].val();
-                }
-                if !self.hi_found.val() & (self.index[i].val() >= self.from.val()) {
-                    self.hi_found.next = true;
-                    self.hi_slot.next = self.index[i].val();
-                }
-            }
+        self.hi.next = self.bits.val() & self.from_ge.val();
+        self.ph[0].next = self.hi.val() | (self.hi.val() << 1);
+        self.pl[0].next = self.bits.val() | (self.bits.val() << 1);
+        self.ph[1].next = self.ph[0].val() | (self.ph[0].val() << 2);
+        self.pl[1].next = self.pl[0].val() | (self.pl[0].val() << 2);
+        self.ph[2].next = self.ph[1].val() | (self.ph[1].val() << 4);
+        self.pl[2].next = self.pl[1].val() | (self.pl[1].val() << 4);
+        self.ph[3].next = self.ph[2].val() | (self.ph[2].val() << 8);
+        self.pl[3].next = self.pl[2].val() | (self.pl[2].val() << 8);
+        self.ph[4].next = self.ph[3].val() | (self.ph[3].val() << 16);
+        self.pl[4].next = self.pl[3].val() | (self.pl[3].val() << 16);
+        self.ph[5].next = self.ph[4].val() | (self.ph[4].val() << 32);
+        self.pl[5].next = self.pl[4].val() | (self.pl[4].val() << 32);
+        // The prefix OR of a set is the thermometer of its lowest bit.
+        self.slot_ge.next = self.pl[5].val();
+        if self.hi.val().any() {
+            self.slot_ge.next = self.ph[5].val();
         }
-        self.slot.next = self.lo_slot.val();
-        if self.hi_found.val() {
-            self.slot.next = self.hi_slot.val();
+        self.pick.next = self.slot_ge.val() & !(self.slot_ge.val() << 1);
+        self.found.next = self.bits.val().any();
+        self.slot.next = self.zero8.val();
+        for b in 0..6 {
+            if (self.pick.val() & self.enc[b].val()).any() {
+                self.slot.next = self.slot.val() | self.pow[b].val();
+            }
         }
     }
 }

@@ -71,13 +71,25 @@ pub struct RingAllocRtl<const S: usize> {
     sc_he: RingScanRtl<S>,
     tail_q: DFF<Bits<8>>,
     head_q: DFF<Bits<8>>,
+    /// `tail_q` and `head_q` as thermometers (bit i: slot i at/after the pointer), the scans'
+    /// `from_ge`, moved with them from the scans' `slot_ge` (as in `RingBufferRtl`; zero
+    /// before the first reset scans as pointer 0).
+    tail_ge_q: DFF<Bits<S>>,
+    head_ge_q: DFF<Bits<S>>,
     cnt: Signal<Local, Bits<8>>,
     free3: Signal<Local, Bits<S>>,
     tail2: Signal<Local, Bits<8>>,
     tail_n: Signal<Local, Bits<8>>,
     hd_a: Signal<Local, Bits<8>>,
+    /// `tail2`, `tail_n` and `hd_a` as thermometers.
+    tail2_ge: Signal<Local, Bits<S>>,
+    tail_n_ge: Signal<Local, Bits<S>>,
+    hd_a_ge: Signal<Local, Bits<S>>,
+    /// Every slot (the thermometer of pointer 0) and the last slot in use (where the pointer
+    /// wraps), one-hot.
+    all: Constant<Bits<S>>,
+    last_oh: Constant<Bits<S>>,
     exist: Constant<Bits<S>>,
-    last_slot: Constant<Bits<8>>,
 }
 
 impl<const S: usize> RingAllocRtl<S> {
@@ -107,13 +119,19 @@ impl<const S: usize> RingAllocRtl<S> {
             sc_he: RingScanRtl::new(),
             tail_q: Default::default(),
             head_q: Default::default(),
+            tail_ge_q: Default::default(),
+            head_ge_q: Default::default(),
             cnt: Default::default(),
             free3: Default::default(),
             tail2: Default::default(),
             tail_n: Default::default(),
             hd_a: Default::default(),
+            tail2_ge: Default::default(),
+            tail_n_ge: Default::default(),
+            hd_a_ge: Default::default(),
+            all: Constant::new((u64::MAX >> (64 - S)).into()),
+            last_oh: Constant::new((1u64 << (slots - 1)).into()),
             exist: Constant::new(exist.into()),
-            last_slot: Constant::new(((slots - 1) as u64).into()),
         }
     }
 }
@@ -121,23 +139,28 @@ impl<const S: usize> RingAllocRtl<S> {
 impl<const S: usize> Logic for RingAllocRtl<S> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, tail_q, head_q);
+        dff_setup!(self, clock, tail_q, head_q, tail_ge_q, head_ge_q);
         self.tail.next = self.tail_q.q.val();
         self.head.next = self.head_q.q.val();
 
-        // H: the D2D arrival's slot, first free at/after the pointer.
+        // H: the D2D arrival's slot, first free at/after the pointer. A slot's one-hot is its
+        // thermometer's lowest bit; one past it is the thermometer shifted, or every slot
+        // after the last slot in use.
         self.sc_rx.bits.next = self.exist.val() & !self.live2.val();
-        self.sc_rx.from.next = self.tail_q.q.val();
+        self.sc_rx.from_ge.next = self.tail_ge_q.q.val();
         self.rx_ok.next = self.rx_want.val() & self.sc_rx.found.val();
         self.rx_slot.next = self.sc_rx.slot.val();
         self.rx_m.next = 0.into();
         self.tail2.next = self.tail_q.q.val();
+        self.tail2_ge.next = self.tail_ge_q.q.val();
         if self.rx_ok.val() {
-            self.rx_m.next = self.rx_m.val().replace_bit(self.sc_rx.slot.val().index(), true);
-            if self.sc_rx.slot.val() == self.last_slot.val() {
+            self.rx_m.next = self.sc_rx.slot_ge.val() & !(self.sc_rx.slot_ge.val() << 1);
+            if (self.rx_m.val() & self.last_oh.val()).any() {
                 self.tail2.next = 0.into();
+                self.tail2_ge.next = self.all.val();
             } else {
                 self.tail2.next = self.sc_rx.slot.val() + 1;
+                self.tail2_ge.next = self.sc_rx.slot_ge.val() << 1;
             }
         }
         // K: free slots after it; the DDR load's slot from the moved pointer.
@@ -150,50 +173,63 @@ impl<const S: usize> Logic for RingAllocRtl<S> {
         }
         self.free.next = self.cnt.val();
         self.sc_ld.bits.next = self.free3.val();
-        self.sc_ld.from.next = self.tail2.val();
+        self.sc_ld.from_ge.next = self.tail2_ge.val();
         self.ld_ok.next = self.ld_want.val() & self.sc_ld.found.val();
         self.ld_slot.next = self.sc_ld.slot.val();
         self.ld_m.next = 0.into();
         self.tail_n.next = self.tail2.val();
+        self.tail_n_ge.next = self.tail2_ge.val();
         if self.ld_ok.val() {
-            self.ld_m.next = self.ld_m.val().replace_bit(self.sc_ld.slot.val().index(), true);
-            if self.sc_ld.slot.val() == self.last_slot.val() {
+            self.ld_m.next = self.sc_ld.slot_ge.val() & !(self.sc_ld.slot_ge.val() << 1);
+            if (self.ld_m.val() & self.last_oh.val()).any() {
                 self.tail_n.next = 0.into();
+                self.tail_n_ge.next = self.all.val();
             } else {
                 self.tail_n.next = self.sc_ld.slot.val() + 1;
+                self.tail_n_ge.next = self.sc_ld.slot_ge.val() << 1;
             }
         }
         self.tail_q.d.next = self.tail_n.val();
+        self.tail_ge_q.d.next = self.tail_n_ge.val();
 
         // The head: the oldest live slot, as the CL's ring moves it — past the releases
         // before the allocations, onto the first allocation into an empty ring, past the
         // escape's release after them.
         self.sc_hd.bits.next = self.live2.val();
-        self.sc_hd.from.next = self.head_q.q.val();
+        self.sc_hd.from_ge.next = self.head_ge_q.q.val();
         self.hd_a.next = self.tail_q.q.val();
+        self.hd_a_ge.next = self.tail_ge_q.q.val();
         if self.sc_hd.found.val() {
             self.hd_a.next = self.sc_hd.slot.val();
+            self.hd_a_ge.next = self.sc_hd.slot_ge.val();
         }
         if !self.live2.val().any() {
             if self.rx_ok.val() {
                 self.hd_a.next = self.sc_rx.slot.val();
+                self.hd_a_ge.next = self.sc_rx.slot_ge.val();
             } else if self.ld_ok.val() {
                 self.hd_a.next = self.sc_ld.slot.val();
+                self.hd_a_ge.next = self.sc_ld.slot_ge.val();
             }
         }
         self.head_q.d.next = self.hd_a.val();
+        self.head_ge_q.d.next = self.hd_a_ge.val();
         self.sc_he.bits.next = self.live_n.val();
-        self.sc_he.from.next = self.hd_a.val();
+        self.sc_he.from_ge.next = self.hd_a_ge.val();
         if self.escape.val() {
             if self.sc_he.found.val() {
                 self.head_q.d.next = self.sc_he.slot.val();
+                self.head_ge_q.d.next = self.sc_he.slot_ge.val();
             } else {
                 self.head_q.d.next = self.tail_n.val();
+                self.head_ge_q.d.next = self.tail_n_ge.val();
             }
         }
         if self.reset.val() {
             self.tail_q.d.next = 0.into();
             self.head_q.d.next = 0.into();
+            self.tail_ge_q.d.next = self.all.val();
+            self.head_ge_q.d.next = self.all.val();
         }
     }
 }

@@ -121,6 +121,9 @@ pub struct UcieReplayRtl<const W: usize> {
     send_q: DFF<Bits<W>>,
     /// Sequence number of the next new flit (the tail).
     next_q: DFF<Bits<W>>,
+    /// Outstanding flits, `next - head` (mod 2^W), kept beside the pointers (0 when they
+    /// are, at power-up and reset) so the fullness test is a compare of a register.
+    len_q: DFF<Bits<W>>,
     /// The replay timer runs.
     tmr_on: DFF<Bit>,
     /// Cycles until it expires (expires in the cycle it reads 0).
@@ -137,8 +140,26 @@ pub struct UcieReplayRtl<const W: usize> {
     len0: Signal<Local, Bits<W>>,
     /// One past the last flit the acknowledgement frees (ACK: seq + 1, NAK: seq).
     ack_upto: Signal<Local, Bits<W>>,
-    /// Flits it frees, if it is in the window.
-    ack_dist: Signal<Local, Bits<W>>,
+    /// Window positions without a subtraction after the register: a sequence number v sits at
+    /// `v - head` (mod 2^W) in the window, which is `v - head` or `v - head + 2^W` by whether
+    /// `v < head`; so `v - head <= u - head` is the compare of (`v < head`, v) with
+    /// (`u < head`, u), two compares side by side instead of a subtractor and a compare in
+    /// series. `*_lo`: the value is below the head: the acknowledgement's `ack_upto`, the
+    /// tail `next`, the send pointer, and `nc = next - cap`, the last position that leaves
+    /// `cap` flits outstanding.
+    up_lo: Signal<Local, Bit>,
+    nx_lo: Signal<Local, Bit>,
+    sd_lo: Signal<Local, Bit>,
+    nc: Signal<Local, Bits<W>>,
+    nc_lo: Signal<Local, Bit>,
+    /// Outstanding flits after the acknowledgement (`next - ack_upto`) and that plus one
+    /// (`len_q`'s next value with a new flit taken), both from the tail and the input.
+    len_a: Signal<Local, Bits<W>>,
+    len_a1: Signal<Local, Bits<W>>,
+    /// `ack_upto - head <= next - head`, `<= nc - head`, `<= send - head`.
+    up_le_nx: Signal<Local, Bit>,
+    up_le_nc: Signal<Local, Bit>,
+    up_le_sd: Signal<Local, Bit>,
     /// An acknowledgement within the window arrived.
     ack_in: Signal<Local, Bit>,
     /// It freed at least one flit.
@@ -177,6 +198,15 @@ pub struct UcieReplayRtl<const W: usize> {
     emp_a: Signal<Local, Bit>,
     sa_move: Signal<Local, Bit>,
     snd_ne: Signal<Local, Bit>,
+    /// `ack_upto + 1`, `head1 + 1`, `send_ack + 1` and `send1 + 1`: the send pointer's
+    /// successor formed beside `send1` from the successors of its three candidates (the
+    /// acknowledgement's `ack_upto`, the head, the send pointer), each an adder on an input or
+    /// a register, and selected by the same conditions, so no adder follows the window compare
+    /// and the rewind decision.
+    up1: Signal<Local, Bits<W>>,
+    head1_p1: Signal<Local, Bits<W>>,
+    send_ack_p1: Signal<Local, Bits<W>>,
+    send1_p1: Signal<Local, Bits<W>>,
     // --- constants
     /// `retry_buffer_flits`: the most flits outstanding.
     cap: Constant<Bits<W>>,
@@ -185,6 +215,7 @@ pub struct UcieReplayRtl<const W: usize> {
     /// `0`/`1` at width W / 32, so the Verilog has no width-mismatched literals.
     zero: Constant<Bits<W>>,
     one: Constant<Bits<W>>,
+    two: Constant<Bits<W>>,
     one32: Constant<Bits<32>>,
     two32: Constant<Bits<32>>,
 }
@@ -229,6 +260,7 @@ impl<const W: usize> UcieReplayRtl<W> {
             head_q: Default::default(),
             send_q: Default::default(),
             next_q: Default::default(),
+            len_q: Default::default(),
             tmr_on: Default::default(),
             tmr_q: Default::default(),
             replays_q: Default::default(),
@@ -237,7 +269,16 @@ impl<const W: usize> UcieReplayRtl<W> {
             nak_sent_q: Default::default(),
             len0: Default::default(),
             ack_upto: Default::default(),
-            ack_dist: Default::default(),
+            up_lo: Default::default(),
+            len_a: Default::default(),
+            len_a1: Default::default(),
+            nx_lo: Default::default(),
+            sd_lo: Default::default(),
+            nc: Default::default(),
+            nc_lo: Default::default(),
+            up_le_nx: Default::default(),
+            up_le_nc: Default::default(),
+            up_le_sd: Default::default(),
             ack_in: Default::default(),
             freed: Default::default(),
             head1: Default::default(),
@@ -258,10 +299,15 @@ impl<const W: usize> UcieReplayRtl<W> {
             emp_a: Default::default(),
             sa_move: Default::default(),
             snd_ne: Default::default(),
+            up1: Default::default(),
+            head1_p1: Default::default(),
+            send_ack_p1: Default::default(),
+            send1_p1: Default::default(),
             cap: Constant::new(retry_buffer_flits.into()),
             timeout_m1: Constant::new((timeout_cycles - 1).into()),
             zero: Constant::new(0u64.into()),
             one: Constant::new(1u64.into()),
+            two: Constant::new(2u64.into()),
             one32: Constant::new(1u64.into()),
             two32: Constant::new(2u64.into()),
         }
@@ -300,28 +346,57 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
     fn update(&mut self) {
         // 1. Clock the registers; hold by default.
         dff_setup!(
-            self, clock, head_q, send_q, next_q, tmr_on, tmr_q, replays_q, timeouts_q, expect_q,
-            nak_sent_q
+            self, clock, head_q, send_q, next_q, len_q, tmr_on, tmr_q, replays_q, timeouts_q,
+            expect_q, nak_sent_q
         );
         // 2. TX: the acknowledgement, as distances from head (wrap-safe).
-        self.len0.next = self.next_q.q.val() - self.head_q.q.val();
+        self.len0.next = self.len_q.q.val();
         if self.ack_nak.val() {
             self.ack_upto.next = self.ack_seq.val();
+            self.up1.next = self.ack_seq.val() + self.one.val();
         } else {
             self.ack_upto.next = self.ack_seq.val() + self.one.val();
+            self.up1.next = self.ack_seq.val() + self.two.val();
         }
-        self.ack_dist.next = self.ack_upto.val() - self.head_q.q.val();
-        self.ack_in.next = self.ack_valid.val() & (self.ack_dist.val() <= self.len0.val());
-        self.freed.next = self.ack_in.val() & self.ack_dist.val().any();
+        self.up_lo.next = self.ack_upto.val() < self.head_q.q.val();
+        self.nx_lo.next = self.next_q.q.val() < self.head_q.q.val();
+        self.sd_lo.next = self.send_q.q.val() < self.head_q.q.val();
+        self.nc.next = self.next_q.q.val() - self.cap.val();
+        self.len_a.next = self.next_q.q.val() - self.ack_upto.val();
+        self.len_a1.next = (self.next_q.q.val() + self.one.val()) - self.ack_upto.val();
+        self.nc_lo.next = self.nc.val() < self.head_q.q.val();
+        if self.up_lo.val() == self.nx_lo.val() {
+            self.up_le_nx.next = self.ack_upto.val() <= self.next_q.q.val();
+        } else {
+            self.up_le_nx.next = self.nx_lo.val();
+        }
+        if self.up_lo.val() == self.nc_lo.val() {
+            self.up_le_nc.next = self.ack_upto.val() <= self.nc.val();
+        } else {
+            self.up_le_nc.next = self.nc_lo.val();
+        }
+        if self.up_lo.val() == self.sd_lo.val() {
+            self.up_le_sd.next = self.ack_upto.val() <= self.send_q.q.val();
+        } else {
+            self.up_le_sd.next = self.sd_lo.val();
+        }
+        // In the window: ack_upto - head <= next - head (the outstanding count).
+        self.ack_in.next = self.ack_valid.val() & self.up_le_nx.val();
+        // It frees a flit: ack_upto - head != 0.
+        self.freed.next = self.ack_in.val() & (self.ack_upto.val() != self.head_q.q.val());
         if self.ack_in.val() {
             self.head1.next = self.ack_upto.val();
+            self.head1_p1.next = self.up1.val();
         } else {
             self.head1.next = self.head_q.q.val();
+            self.head1_p1.next = self.head_q.q.val() + self.one.val();
         }
         self.emp_h.next = self.head_q.q.val() == self.next_q.q.val();
         self.emp_a.next = self.ack_upto.val() == self.next_q.q.val();
         self.full_h.next = self.len0.val() >= self.cap.val();
-        self.full_a.next = (self.next_q.q.val() - self.ack_upto.val()) >= self.cap.val();
+        // next - ack_upto >= cap with ack_upto in the window: the outstanding count is at
+        // least cap and ack_upto is at or before next - cap (used only with `ack_in`).
+        self.full_a.next = self.full_h.val() & self.up_le_nc.val();
         self.snd_ne.next = self.send_q.q.val() != self.next_q.q.val();
         // head1 == next (selected, not compared after the select).
         if self.ack_in.val() {
@@ -329,13 +404,15 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
         } else {
             self.empty1.next = self.emp_h.val();
         }
-        // A freed flit is not resent: send moves up to the new head if it was behind it.
-        self.sa_move.next = self.ack_in.val()
-            & ((self.send_q.q.val() - self.head_q.q.val()) < self.ack_dist.val());
+        // A freed flit is not resent: send moves up to the new head if it was behind it
+        // (send - head < ack_upto - head).
+        self.sa_move.next = self.ack_in.val() & !self.up_le_sd.val();
         if self.sa_move.val() {
             self.send_ack.next = self.ack_upto.val();
+            self.send_ack_p1.next = self.up1.val();
         } else {
             self.send_ack.next = self.send_q.q.val();
+            self.send_ack_p1.next = self.send_q.q.val() + self.one.val();
         }
         // NAK(s): after freeing up to s-1 the head is s; rewind if flits remain.
         self.nak_rewind.next = self.ack_in.val() & self.ack_nak.val() & !self.empty1.val();
@@ -345,8 +422,10 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
         self.tmr_rewind.next = self.tmr_fire.val() & !self.empty1.val();
         if self.nak_rewind.val() | self.tmr_rewind.val() {
             self.send1.next = self.head1.val();
+            self.send1_p1.next = self.head1_p1.val();
         } else {
             self.send1.next = self.send_ack.val();
+            self.send1_p1.next = self.send_ack_p1.val();
         }
         if self.freed.val() | self.tmr_fire.val() {
             self.tmr_live.next = !self.empty1.val();
@@ -392,12 +471,24 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
         // 6. Next state.
         self.head_q.d.next = self.head1.val();
         if self.tx_send.val() {
-            self.send_q.d.next = self.send1.val() + self.one.val();
+            self.send_q.d.next = self.send1_p1.val();
         } else {
             self.send_q.d.next = self.send1.val();
         }
         if self.tx_take.val() {
             self.next_q.d.next = self.next_q.q.val() + self.one.val();
+        }
+        // next - head after the edge: from ack_upto or the old head, with or without the take.
+        if self.ack_in.val() {
+            if self.tx_take.val() {
+                self.len_q.d.next = self.len_a1.val();
+            } else {
+                self.len_q.d.next = self.len_a.val();
+            }
+        } else {
+            if self.tx_take.val() {
+                self.len_q.d.next = self.len_q.q.val() + self.one.val();
+            }
         }
         self.tmr_on.d.next = self.tmr_live.val() | self.tx_send.val();
         if self.tmr_load.val() {
@@ -429,6 +520,7 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
             self.head_q.d.next = self.zero.val();
             self.send_q.d.next = self.zero.val();
             self.next_q.d.next = self.zero.val();
+            self.len_q.d.next = self.zero.val();
             self.tmr_on.d.next = false;
             self.tmr_q.d.next = 0.into();
             self.replays_q.d.next = 0.into();
