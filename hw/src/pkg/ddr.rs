@@ -485,6 +485,7 @@ impl DdrChannelCl {
     /// issues, no response leaves and the next event stays; only the `cmd` pulse falls and
     /// the cycle (hence `refreshing`) moves on. A full `eval` here cost as much as a due
     /// one, and a traced A3 layer had about as many of these edges as due ones.
+    #[inline(never)]
     pub fn settle(&mut self, now: Cycle) {
         self.cycle = self.clk.cycle_of(now);
         debug_assert!(self.next_c > self.cycle, "settle at a due edge");

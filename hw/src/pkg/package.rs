@@ -204,18 +204,16 @@ impl Partition for PkgPart {
                 }
             }
             // SAFETY: engine protocol.
-            if ddr_edge {
-                if unsafe { t.ddr.due(now, &w.ddr_req) } {
-                    t.touched.ddr = true;
-                    if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
-                        t.wake.add(at);
-                    }
-                } else if traced && t.ddr.traced_next_event() <= now {
-                    // Only a traced register changes on its own here (the `cmd` pulse falls,
-                    // a refresh ends).
-                    t.touched.ddr = true;
-                    t.ddr.settle(now);
+            if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
+                t.touched.ddr = true;
+                if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
+                    t.wake.add(at);
                 }
+            } else if traced && ddr_edge && t.ddr.traced_next_event() <= now {
+                // Only a traced register changes on its own here (the `cmd` pulse falls, a
+                // refresh ends).
+                t.touched.ddr = true;
+                t.ddr.settle(now);
             }
             let mut active = false;
             if core {
