@@ -485,6 +485,10 @@ impl DdrChannelCl {
     /// issues, no response leaves and the next event stays; only the `cmd` pulse falls and
     /// the cycle (hence `refreshing`) moves on. A full `eval` here cost as much as a due
     /// one, and a traced A3 layer had about as many of these edges as due ones.
+    ///
+    /// Out of line on purpose: inlined into the tile loop it left the instruction count
+    /// unchanged but made the untraced layer about 5 % slower (code layout;
+    /// docs/results-speed.md, "sixth session").
     #[inline(never)]
     pub fn settle(&mut self, now: Cycle) {
         self.cycle = self.clk.cycle_of(now);
