@@ -187,6 +187,7 @@ impl RouterCl {
         let depth = cfg.vc_buf as usize;
         let nv = NPORTS * v;
         assert!(nv <= 64 && depth <= 255);
+        let ser: [u64; NPORTS] = std::array::from_fn(|p| if p == Dir::Local.idx() { 1 } else { ser as u64 });
         RouterCl {
             id,
             coord: Coord::of(id, k),
@@ -217,8 +218,8 @@ impl RouterCl {
             out_class: [0; NPORTS],
             traced_send: false,
             last_eval: 0,
-            ser: std::array::from_fn(|p| if p == Dir::Local.idx() { 1 } else { ser as u64 }),
-            plain_cfg: cfg.va_delay == 1 && cfg.sa_delay == 1 && ser == 1,
+            plain_cfg: Self::plain_cfg_of(cfg.va_delay as u64, cfg.sa_delay as u64, &ser),
+            ser,
             out_free_at: [0; NPORTS],
             tk: 1,
             low_class: u8::MAX,
@@ -235,13 +236,19 @@ impl RouterCl {
         self.plain_cfg && self.low_class == u8::MAX
     }
 
+    /// The configuration part of [`RouterCl::plain`], kept in `plain_cfg` (set by `new` and
+    /// `set_port_ser`, the only writers of `va`, `sa` and `ser`).
+    fn plain_cfg_of(va: u64, sa: u64, ser: &[u64; NPORTS]) -> bool {
+        va == 1 && sa == 1 && *ser == [1; NPORTS]
+    }
+
     /// Serialization of one mesh output (`port` 0..4, not the local port): cycles a flit
     /// occupies that link, >= 1 — e.g. a wafer's cross-wafer border link, narrower or wider
     /// than the on-wafer links set by `new`.
     pub fn set_port_ser(&mut self, port: usize, ser: u32) {
         assert!(port != Dir::Local.idx() && port < NPORTS && ser >= 1, "serialization is per mesh output, >= 1");
         self.ser[port] = ser as u64;
-        self.plain_cfg = self.va == 1 && self.sa == 1 && self.ser == [1; NPORTS];
+        self.plain_cfg = Self::plain_cfg_of(self.va, self.sa, &self.ser);
     }
 
     /// Puts the router in a clock domain of `tk` harness ticks per cycle (see the `tk` field);
