@@ -39,7 +39,8 @@ fn run<const S: usize, const R: usize>(cycles: usize, seed: u64) {
             _ => wb,
         };
         let rd: Vec<u64> = (0..R).map(|_| idx(&mut rng)).collect();
-        let reset = rng.gen_ratio(1, 200);
+        // One reset mid-run at least, so every seed covers a reset over written tags.
+        let reset = c == cycles / 2 || rng.gen_ratio(1, 200);
         u.reset.next = reset;
         u.wa_en.next = wa.is_some();
         u.wb_en.next = wb.is_some();
