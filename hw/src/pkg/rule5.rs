@@ -80,6 +80,9 @@ pub struct LoadArbiterCl {
     /// Cached by `eval` (see `claim_times`).
     claim_at: Cycle,
     cool_end: Cycle,
+    /// The last evaluated edge claimed (an entry may have run out of micro-slices then, and
+    /// the next scan drops it).
+    claimed: bool,
     pub stats: ArbiterStats,
 }
 
@@ -102,6 +105,7 @@ impl LoadArbiterCl {
             last: None,
             claim_at: NEVER,
             cool_end: NEVER,
+            claimed: false,
             stats: ArbiterStats::default(),
         }
     }
@@ -111,7 +115,18 @@ impl LoadArbiterCl {
     /// # Safety
     /// Engine protocol: sole receiver of the status links, sole sender of the load links.
     pub unsafe fn eval(&mut self, now: Cycle, sent: Option<SchedMsg>, status: &LinkArena<FreeReport>, loads: &LinkArena<SlotTag>) -> bool {
+        // An edge with no status landing and no scheduler message, after an edge that claimed
+        // nothing, can claim only if a cooldown has ended (`claim_at`, from the registers this
+        // edge would read unchanged): otherwise the scan finds nothing, and drops nothing (an
+        // entry runs out only by a claim, and the scan after that claim dropped it). Skipping
+        // it changes no register but `last`. On A4 the scan over the load list at every core
+        // edge was the run's largest cost.
+        if sent.is_none() && !self.claimed && self.claim_at > now && !self.status_in.iter().any(|&l| status.arrives(l, now)) {
+            self.last = None;
+            return false;
+        }
         let any = self.edge(now, sent, status, loads);
+        self.claimed = any;
         (self.claim_at, self.cool_end) = self.claim_times();
         any
     }
