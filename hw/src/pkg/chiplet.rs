@@ -354,6 +354,11 @@ pub struct ChipletCtrlCl {
     assigned_q: VecDeque<SlotTag>,
     /// Rule 5: the free-slot report last sent.
     reported: FreeReport,
+    /// Moves whenever `granted` changes: with the ring's change count, the key under which
+    /// `ungranted_memo` holds `ungranted_slots` (Rule 5 reports at every edge; the ring and the
+    /// grants change far less often than that).
+    granted_epoch: u64,
+    ungranted_memo: std::cell::Cell<(u64, u64, u32)>,
     /// Flow control: fetches received, served in order (a member's slot waits for each).
     fetch_q: VecDeque<SlotTag>,
     /// Flow control: slots reserved for micro-slices not yet landed; at most half the ring.
@@ -400,6 +405,8 @@ impl ChipletCtrlCl {
             reload_q: VecDeque::new(),
             assigned_q: VecDeque::new(),
             reported: FreeReport::default(),
+            granted_epoch: 0,
+            ungranted_memo: std::cell::Cell::new((u64::MAX, 0, 0)),
             fetch_q: VecDeque::new(),
             remote_inflight: 0,
             req_out_q: VecDeque::new(),
@@ -421,6 +428,7 @@ impl ChipletCtrlCl {
         self.tokens_missing.resize(m_of.len(), 0);
         self.left_of.iter_mut().for_each(|l| *l = 0);
         self.granted.iter_mut().for_each(|g| *g = false);
+        self.granted_epoch += 1;
         self.load_seq.clear();
         self.load_next.clear();
         self.load_next.resize(m_of.len(), 0);
@@ -470,6 +478,7 @@ impl ChipletCtrlCl {
                 let e = expert.idx();
                 if !self.granted[e] {
                     self.granted_own_left += self.own_left[e] as u32;
+                    self.granted_epoch += 1;
                 }
                 self.granted[e] = true;
                 self.load_idle_cap = None;
@@ -951,7 +960,14 @@ impl ChipletCtrlCl {
 
     /// Live slots holding (or loading) micro-slices of ungranted experts.
     fn ungranted_slots(&self) -> u32 {
-        (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.granted[self.ring.tag(s).expert.idx()]).count() as u32
+        let key = (self.ring.changes, self.granted_epoch);
+        let (c, g, n) = self.ungranted_memo.get();
+        if (c, g) == key {
+            return n;
+        }
+        let n = (0..self.ring.capacity()).filter(|&s| self.ring.is_live(s) && !self.granted[self.ring.tag(s).expert.idx()]).count() as u32;
+        self.ungranted_memo.set((key.0, key.1, n));
+        n
     }
 
     /// Rule 3.
