@@ -85,8 +85,29 @@ fn batches_run_at_once_merge_to_the_serial_result() {
     };
     let serial = run.run(&RunOptions { batch_jobs: Some(1), ..Default::default() });
     assert!(serial.failed.is_empty(), "{:?}", serial.failed);
-    for jobs in [2, 3, 5] {
-        let par = run.run(&RunOptions { batch_jobs: Some(jobs), ..Default::default() });
+    // Also one batch job with cores lent (a sweep's idle workers): none, one, two spare
+    // from the start, and one that a sweep worker gives while the run is going (`late`).
+    for (jobs, lent, late) in [(2, None, false), (3, None, false), (5, None, false), (1, Some(0), false), (1, Some(1), false), (1, Some(2), false), (1, Some(0), true)] {
+        let spare = lent.map(|n| {
+            let c = std::sync::Arc::new(testbenches::run::SpareCores::default());
+            c.give(n);
+            c
+        });
+        let giver = late.then(|| {
+            let c = spare.clone().unwrap();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                c.give(1);
+            })
+        });
+        let par = run.run(&RunOptions { batch_jobs: Some(jobs), spare: spare.clone(), ..Default::default() });
+        if let Some(g) = giver {
+            g.join().unwrap();
+        }
+        // Every lent core came back.
+        if let (Some(c), Some(n)) = (&spare, lent) {
+            assert_eq!(c.take_all(), n + late as usize, "spare cores given back");
+        }
         assert!(par.failed.is_empty(), "{:?}", par.failed);
         assert_eq!(par.ok.len(), 3);
         for ((s1, r1), (s2, r2)) in serial.ok.iter().zip(&par.ok) {
@@ -94,7 +115,7 @@ fn batches_run_at_once_merge_to_the_serial_result() {
             assert_eq!(r1.outputs_match_reference, Some(true));
             // A5 may defer a request: more batches than 7 iterations × 2 layers.
             assert!(r1.session.layer_runs == 14 || (*s1 == Strategy::A5 && r1.session.layer_runs > 14), "{}: {:?}", s1.name(), r1.session);
-            assert_eq!(strip(r1), strip(r2), "{} with {jobs} batch jobs", s1.name());
+            assert_eq!(strip(r1), strip(r2), "{} with {jobs} batch jobs, {lent:?} spare", s1.name());
         }
     }
     // A cycle limit that some batches exceed: the same error as one after the other.

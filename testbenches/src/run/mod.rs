@@ -117,6 +117,31 @@ pub struct RunOptions {
     pub verbose: bool,
     /// Waveforms of the run (the first layer batch of each part).
     pub waves: Option<WaveSink>,
+    /// Cores a caller that runs several simulations at once has left idle (`sweep` when it
+    /// has no point left to start): a package strategy whose layer batches are independent
+    /// borrows them batch window by batch window. Results are identical with and without.
+    pub spare: Option<std::sync::Arc<SpareCores>>,
+}
+
+/// Idle cores, lent between the simulations a caller runs at once: a `sweep` worker with no
+/// point left to start gives its core here, and a running point whose layer batches do not
+/// depend on each other takes what is there for its next window of batches and gives it
+/// back after (so a sweep's last, long points finish on every core, not on one).
+#[derive(Debug, Default)]
+pub struct SpareCores(std::sync::atomic::AtomicUsize);
+
+impl SpareCores {
+    /// Takes every spare core (0 if none).
+    pub fn take_all(&self) -> usize {
+        self.0.swap(0, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    /// Gives `n` cores back (or for the first time).
+    pub fn give(&self, n: usize) {
+        if n > 0 {
+            self.0.fetch_add(n, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
 }
 
 /// One part of a multi-part run (a strategy, a mapping, a balancer): its result, or why it

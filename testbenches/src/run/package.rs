@@ -288,6 +288,9 @@ impl PackageRun {
         // Token buffering makes each batch depend on the one before (the session takes its
         // deferrals); without it the package's answer is `None` whatever it computed.
         let jobs = if tb.theta_min > 0 { 1 } else { batch_jobs(cfg) };
+        // Independent batches may also run on cores the caller has spare (`sweep`'s idle
+        // workers), taken window by window.
+        let spare = o.spare.as_ref().filter(|_| tb.theta_min == 0 && batches > 1);
         tracing::info!(strategy = s.name(), tokens = w.tokens(), layers = w.layers(), batches, functional = self.functional, jobs, "package run");
         let mut session = Session::new(&w.trace, w.shared, w.d_model, w.d_ffn, tb)?;
         let mut acc: Option<PkgResult> = None;
@@ -300,7 +303,7 @@ impl PackageRun {
             None => acc = Some(r),
             Some(a) => a.merge(r),
         };
-        if jobs <= 1 {
+        if jobs <= 1 && spare.is_none() {
             while let Some(l) = session.next_layer() {
                 if i >= bar.length().unwrap_or(0) {
                     bar.set_length(i + 1);
@@ -330,11 +333,15 @@ impl PackageRun {
                 if i + todo.len() as u64 > bar.length().unwrap_or(0) {
                     bar.set_length(i + todo.len() as u64);
                 }
-                let done = run_in_order(&todo, jobs as usize, |(b, l, pred)| {
+                let lent = spare.map_or(0, |c| c.take_all());
+                let done = run_in_order(&todo, jobs as usize + lent, |(b, l, pred)| {
                     let r = self.run_batch(cfg, s, l, pred.as_deref(), o, several, *b).map(|(r, _)| r);
                     bar.inc(1);
                     r
                 });
+                if let Some(c) = spare {
+                    c.give(lent);
+                }
                 for r in done {
                     match r {
                         Some(r) => merge(r?),

@@ -1,5 +1,6 @@
 //! The sweep engine: a grid of package scenarios, the points spread over threads (each
-//! point single-threaded), one JSON line per point written as soon as it finishes.
+//! point single-threaded, until workers with no point left lend it their cores: see
+//! [`run_points`]), one JSON line per point written as soon as it finishes.
 //!
 //! A grid file is a `run` scenario (`[scenario] kind = "package"`, `[package]`,
 //! `[workload]`), the base, plus a `[grid]` table of axes. An axis key is a dotted path into
@@ -28,7 +29,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use hw::pkg::config::{PkgCfg, Strategy};
 use hw::pkg::package::PkgRtl;
@@ -40,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use super::package::PackageRun;
 use super::scenario::{check_package, package_workload, parse_scenario, parse_toml, OutputCfg, ScenarioCfg, ScenarioKind, WorkloadCfg};
-use super::{limits, RunOptions};
+use super::{limits, RunOptions, SpareCores};
 use crate::error::{Error, Result};
 
 /// Points in a grid, at most (a typo such as an extra axis should not start a month of runs).
@@ -474,11 +475,13 @@ struct Line<'a> {
 }
 
 /// Runs one point: its line and, in functional mode, whether the outputs matched.
-pub fn run_point(p: &Point) -> Result<(String, Option<bool>)> {
+/// `spare`: the sweep's idle cores, which the point's independent layer batches may borrow.
+pub fn run_point(p: &Point, spare: Option<&Arc<SpareCores>>) -> Result<(String, Option<bool>)> {
     let work = package_workload(&p.sc, &p.model)?;
     let run = PackageRun::new(p.sc.package.clone(), p.model.clone(), work, vec![p.strategy], p.sc.workload.functional, PkgRtl::default())?;
-    // The sweep runs points in parallel: one layer batch at a time inside a point.
-    let r = run.run_single(&RunOptions { batch_jobs: Some(1), ..RunOptions::default() })?;
+    // The sweep runs points in parallel: one layer batch at a time inside a point, more once
+    // other workers have run out of points.
+    let r = run.run_single(&RunOptions { batch_jobs: Some(1), spare: spare.cloned(), ..RunOptions::default() })?;
     let work = run.workload();
     let line = Line {
         id: p.index,
@@ -665,7 +668,17 @@ pub fn open_output(out: &Path) -> Result<File> {
 /// point is printed on stderr (the first few, with their reason) and counted; a write error
 /// stops the sweep. `progress` draws a bar on stderr (on a terminal only).
 pub fn run_points(pending: &[&Point], threads: usize, file: &mut File, out: &Path, progress: bool) -> Result<SweepReport> {
+    let asked = threads.max(1);
     let threads = threads.min(pending.len()).max(1);
+    // Points whose layer batches must run one after the other (token buffering: each batch
+    // takes the deferrals of the one before) start first; the others can spread over the
+    // cores that fall idle at the end (`SpareCores`). Only the order lines are written in
+    // changes (it is the order points finish anyway).
+    let sequential = |p: &Point| p.sc.package.token_buffer_cfg(p.strategy).is_ok_and(|tb| tb.theta_min > 0);
+    let order: Vec<usize> = (0..pending.len()).filter(|&i| sequential(pending[i])).chain((0..pending.len()).filter(|&i| !sequential(pending[i]))).collect();
+    let spare = Arc::new(SpareCores::default());
+    // Fewer points than threads: the rest are spare from the start.
+    spare.give(asked - threads);
     let pb = if !progress || !std::io::IsTerminal::is_terminal(&std::io::stderr()) { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(pending.len() as u64) };
     pb.set_prefix("sweep");
     pb.set_style(indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} points, eta {eta}  {wide_msg}").expect("valid template"));
@@ -677,16 +690,20 @@ pub fn run_points(pending: &[&Point], threads: usize, file: &mut File, out: &Pat
     std::thread::scope(|s| -> Result<()> {
         let (tx, rx) = mpsc::channel::<(usize, Result<(String, Option<bool>)>)>();
         for w in 0..threads {
-            let (tx, next, stop) = (tx.clone(), &next, &stop);
+            let (tx, next, stop, order, spare) = (tx.clone(), &next, &stop, &order, &spare);
             std::thread::Builder::new()
                 .name(format!("sweep-{w}"))
                 .stack_size(WORKER_STACK)
                 .spawn_scoped(s, move || {
                     while !stop.load(Ordering::Relaxed) {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(p) = pending.get(i) else { break };
+                        let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            // No point left to start: this core helps the running ones.
+                            spare.give(1);
+                            break;
+                        };
+                        let p = pending[i];
                         // A panicking point (a model bug) fails that point, not the sweep.
-                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_point(p))).unwrap_or_else(|_| err("panicked (see above)".into()));
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_point(p, Some(spare)))).unwrap_or_else(|_| err("panicked (see above)".into()));
                         if tx.send((i, r)).is_err() {
                             break;
                         }
