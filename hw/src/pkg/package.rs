@@ -55,7 +55,7 @@ use crate::harness::{
 // The package's parts under the paths they have always had.
 pub use super::layer::{LayerInput, LayerRequests};
 pub use super::tile::ChipletTile;
-use super::tile::{TileStatus, Touched};
+use super::tile::{TileStatus, Touched, UcieSummary};
 pub use super::traj::PkgTraj;
 pub use super::wires::{FuncData, PkgCtx, PkgWires};
 
@@ -238,6 +238,9 @@ impl Partition for PkgPart {
                 if t.activity.timeline.is_some() {
                     t.count_traffic(now, ctx);
                 }
+            }
+            if t.touched.ucie != 0 || !t.status.valid {
+                t.ucie_sum = UcieSummary::of(&t.ucie);
             }
             if t.touched.any() || !t.status.valid {
                 t.status = TileStatus::of(t, traced);
