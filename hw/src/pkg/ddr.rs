@@ -196,11 +196,17 @@ enum Cmd {
     Ref,
 }
 
+/// `n` queued bursts of one request, one after the other in one row of one bank (a
+/// request's bursts within a page): the controller queue in runs, since the look-ahead and
+/// the RD of the head read only a run's bank and row. `last`: the run ends its request (its
+/// final burst answers it). A 1 KiB slice of a page was 8 queue entries scanned one by one at
+/// every command decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Burst {
     id: u32,
     bank: u32,
     row: u64,
+    n: u32,
     last: bool,
 }
 
@@ -304,9 +310,20 @@ impl DdrChannelCl {
         let bb = self.cfg.burst_bytes() as u64;
         let first = r.addr / bb;
         let last = (r.addr + r.bytes.max(1) as u64 - 1) / bb;
+        let mut runs = 0;
         for b in first..=last {
             let (bank, row) = self.cfg.map(b * bb);
-            self.bursts.push_back(Burst { id: r.id, bank, row, last: b == last });
+            match self.bursts.back_mut() {
+                // The next burst of this request's last run.
+                Some(q) if runs > 0 && q.bank == bank && q.row == row => {
+                    q.n += 1;
+                    q.last = b == last;
+                }
+                _ => {
+                    self.bursts.push_back(Burst { id: r.id, bank, row, n: 1, last: b == last });
+                    runs += 1;
+                }
+            }
         }
     }
 
@@ -352,7 +369,14 @@ impl DdrChannelCl {
         // the bursts before each one; once every bank is decided the rest are skipped)
         let all = u64::MAX >> (64 - cfg.banks);
         let mut seen = 0u64;
-        for &b in self.bursts.iter().take(cfg.lookahead as usize) {
+        // The first `lookahead` bursts: the runs that start among them (a run's later bursts
+        // are its bank's, already decided by its first).
+        let mut ahead = 0u32;
+        for &b in self.bursts.iter() {
+            if ahead >= cfg.lookahead {
+                return;
+            }
+            ahead += b.n;
             let bi = b.bank as usize;
             if seen & (1 << bi) != 0 {
                 continue;
@@ -413,7 +437,12 @@ impl DdrChannelCl {
                 self.cmd = 1;
             }
             Some(Cmd::Rd) => {
-                let h = self.bursts.pop_front().expect("RD is a candidate only with a head burst");
+                let q = self.bursts.front_mut().expect("RD is a candidate only with a head burst");
+                q.n -= 1;
+                let h = Burst { last: q.last && q.n == 0, ..*q };
+                if q.n == 0 {
+                    self.bursts.pop_front();
+                }
                 self.data_free = c + cfg.t_cl as u64 + cfg.burst_cycles();
                 self.last_rd = c;
                 let bank = &mut self.banks[h.bank as usize];
