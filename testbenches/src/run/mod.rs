@@ -192,7 +192,10 @@ pub fn run_in_order<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T
     let out: Vec<std::sync::Mutex<Option<Result<R>>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|sc| {
         for _ in 0..threads.clamp(1, items.len().max(1)) {
-            sc.spawn(|| {
+            // The stack of a sweep worker (a layer batch runs as deep there as on the main
+            // thread); a sweep point's batches may run here on lent cores.
+            let b = std::thread::Builder::new().stack_size(8 << 20);
+            b.spawn_scoped(sc, || {
                 while !failed.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };
@@ -200,7 +203,8 @@ pub fn run_in_order<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T
                     failed.fetch_or(r.is_err(), Ordering::Relaxed);
                     *out[i].lock().expect("no panic while held") = Some(r);
                 }
-            });
+            })
+            .expect("a worker thread starts");
         }
     });
     out.into_iter().map(|m| m.into_inner().expect("no panic while held")).collect()
