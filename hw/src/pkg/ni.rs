@@ -324,8 +324,13 @@ impl D2dEngineCl {
         } else {
             // --- drain one payload flit (round-robin over VCs with a slot), else ask for a slot
             let nvc = self.ej_buf.len();
-            for i in 0..nvc {
-                let vc = (self.rr_rx as usize + i) % nvc;
+            // (The round-robin position wraps by a compare, not a division per visit.)
+            let mut vc = self.rr_rx as usize + nvc.saturating_sub(1);
+            for _ in 0..nvc {
+                vc += 1;
+                if vc >= nvc {
+                    vc -= nvc;
+                }
                 let Some(&f) = self.ej_buf[vc].front() else { continue };
                 if f.head && f.data >> 31 == 1 && self.rx[vc].slot.is_none() && self.rx[vc].tokens.is_none() && !self.ej_valid {
                     // Token packet header: lands in the token buffer, no ring slot needed.
@@ -349,7 +354,7 @@ impl D2dEngineCl {
                         ev.tokens_landed = Some(t);
                         self.stats.rx_packets += 1;
                     }
-                    self.rr_rx = ((vc + 1) % nvc) as u8;
+                    self.rr_rx = if vc + 1 == nvc { 0 } else { vc as u8 + 1 };
                     break;
                 }
                 match self.rx[vc].slot {
@@ -372,7 +377,7 @@ impl D2dEngineCl {
                             ev.rx_landed = Some(slot);
                             self.stats.rx_packets += 1;
                         }
-                        self.rr_rx = ((vc + 1) % nvc) as u8;
+                        self.rr_rx = if vc + 1 == nvc { 0 } else { vc as u8 + 1 };
                         break;
                     }
                     None if f.head && self.rx_asking.is_none() => {
