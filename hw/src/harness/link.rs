@@ -532,6 +532,55 @@ mod tests {
         }
     }
 
+    /// A group of links of unequal latencies (interleaved rings of the longest one's size)
+    /// delivers what the same links added one by one deliver, `lands`/`landed` agree with
+    /// `recv`, `lands` is false for an unconnected port, and `pending` lists the same values.
+    #[test]
+    fn group_equals_separate_links() {
+        let lats = [2u32, 3, 1, 5, 2, 3];
+        let mut g = LinkArena::<u32>::new();
+        let mut single = LinkArena::<u32>::new();
+        let _ = g.add(4); // a link before the group: the group starts aligned after it
+        let gid = g.add_group(&lats);
+        let sid: Vec<LinkId> = lats.iter().map(|&l| single.add(l)).collect();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let (mut got_g, mut got_s) = (Vec::new(), Vec::new());
+        for t in 0..2000u64 {
+            for j in 0..lats.len() {
+                unsafe {
+                    let r = g.recv(gid[j], t);
+                    assert_eq!(r.is_some(), g.lands(gid[j], t));
+                    if let Some(v) = r {
+                        assert_eq!(g.landed(gid[j], t), v);
+                        got_g.push((t, j, v));
+                    }
+                    if let Some(v) = single.recv(sid[j], t) {
+                        got_s.push((t, j, v));
+                    }
+                    assert!(!g.lands(LinkId::NONE, t));
+                }
+            }
+            for j in 0..lats.len() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 3 == 0 {
+                    unsafe {
+                        g.send(gid[j], t, (t as u32) << 3 | j as u32);
+                        single.send(sid[j], t, (t as u32) << 3 | j as u32);
+                    }
+                }
+            }
+            if t % 97 == 0 {
+                for j in 0..lats.len() {
+                    assert_eq!(g.pending(gid[j], t + 1), single.pending(sid[j], t + 1));
+                }
+            }
+        }
+        assert!(got_g.len() > 1000);
+        assert_eq!(got_g, got_s);
+    }
+
     #[test]
     fn cdc_lands_on_receiver_edges() {
         use crate::harness::DomainClock;
