@@ -71,19 +71,17 @@ impl Dir {
 
 /// Dimension-order routing, x first then y (BookSim `dor` on a mesh): the output port a flit
 /// at `cur` takes towards `dest`. `Local` when it has arrived.
+///
+/// Computed with selects, not a chain of branches: routers call it once per packet with
+/// random destinations, where each branch of the chain was often mispredicted.
 #[inline]
 pub fn route_xy_fl(cur: Coord, dest: Coord) -> Dir {
-    if dest.x > cur.x {
-        Dir::XPlus
-    } else if dest.x < cur.x {
-        Dir::XMinus
-    } else if dest.y > cur.y {
-        Dir::YPlus
-    } else if dest.y < cur.y {
-        Dir::YMinus
-    } else {
-        Dir::Local
-    }
+    let (x_off, x_minus) = (dest.x != cur.x, dest.x < cur.x);
+    let (y_off, y_minus) = (dest.y != cur.y, dest.y < cur.y);
+    // Y: YPlus (2) or YMinus (3) when off in y, else Local (4); X first: XPlus (0) or XMinus (1).
+    let y = 4 - 2 * y_off as usize + y_minus as usize;
+    let x = x_minus as usize;
+    Dir::ALL[if x_off { x } else { y }]
 }
 
 /// The full XY path as the list of routers visited (source and destination included).

@@ -12,6 +12,11 @@
 //! value is present in cycle *t* iff its stamp is *t*. Not clearing on receive halves the
 //! stores on the hottest path and keeps the receiver from writing into cache lines the sender
 //! owns.
+//!
+//! Stamps and values are kept apart, and the links of one receiver can be allocated as a
+//! group ([`LinkArena::add_group`]) whose rings are interleaved slot by slot: the stamps of
+//! all of a receiver's inputs for one cycle then share one cache line, so polling its inputs
+//! costs one line (not one per link), and a value's line is touched only when it arrives.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +35,9 @@ pub struct LinkId {
     lat: u16,
     /// The receiver group whose [`LandingMarks`] a send stamps (`NO_GROUP`: none).
     grp: u16,
+    /// log2 of the distance between the link's consecutive slots: 0 for a link of its own,
+    /// log2 of the group's (power-of-two) width for a link of an interleaved group.
+    shift: u8,
 }
 
 /// A link whose sends stamp no landing mark.
@@ -37,7 +45,7 @@ const NO_GROUP: u16 = u16::MAX;
 
 impl LinkId {
     /// An unconnected port.
-    pub const NONE: LinkId = LinkId { base: u32::MAX, mask: 0, lat: 0, grp: NO_GROUP };
+    pub const NONE: LinkId = LinkId { base: u32::MAX, mask: 0, lat: 0, grp: NO_GROUP, shift: 0 };
 
     #[inline]
     pub fn is_none(self) -> bool {
@@ -53,10 +61,25 @@ impl LinkId {
 /// The slots of many links of one payload type in one allocation (a system allocates its
 /// links receiver by receiver, so a module's inputs sit side by side in memory).
 pub struct LinkArena<T> {
-    /// (cycle the value is due, value); `NEVER` = never written.
-    slots: Vec<UnsafeCell<(Cycle, T)>>,
+    /// Cycle each slot's value is due (`NEVER` = never written), in 64-byte-aligned lines of
+    /// eight so a group's stamps of one cycle sit in one cache line. Slot `i` is stamp
+    /// `i % 8` of line `i / 8`; lines exist for every slot below `vals.len()`, and at least
+    /// one (stamp 0, which [`Self::lands`] reads for an id outside the arena).
+    stamps: Vec<StampLine>,
+    /// Each slot's value.
+    vals: Vec<UnsafeCell<T>>,
     /// Landing marks stamped by the sends on links added with a group.
     marks: Option<Arc<LandingMarks>>,
+}
+
+/// Eight slot stamps, one cache line.
+#[repr(C, align(64))]
+struct StampLine([UnsafeCell<Cycle>; 8]);
+
+impl StampLine {
+    fn never() -> Self {
+        StampLine(std::array::from_fn(|_| UnsafeCell::new(NEVER)))
+    }
 }
 
 /// Per receiver group (a tile, a station), a ring of *landing marks*, one per tick, that a
@@ -115,7 +138,7 @@ pub const MAX_LINK_LATENCY: u32 = 1 << 15;
 
 impl<T: Copy + Default> Default for LinkArena<T> {
     fn default() -> Self {
-        LinkArena { slots: Vec::new(), marks: None }
+        LinkArena { stamps: vec![StampLine::never()], vals: Vec::new(), marks: None }
     }
 }
 
@@ -130,16 +153,49 @@ impl<T: Copy + Default> LinkArena<T> {
         assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
         assert!(lat < MAX_LINK_LATENCY, "link latency {lat} too large");
         let n = (lat as usize + 1).next_power_of_two();
-        let base = self.slots.len();
+        let base = self.grow(0, n);
+        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP, shift: 0 }
+    }
+
+    /// Adds the input links of one receiver, of latencies `lats` (each as for [`Self::add`]),
+    /// as one group: the rings share one size (the longest link's) and are interleaved slot
+    /// by slot, so the receiver's stamps of one cycle are adjacent — in one cache line for up
+    /// to eight links. Returns the ids in the order of `lats`. Each link behaves exactly as
+    /// one added alone (a longer ring only keeps old values longer).
+    pub fn add_group(&mut self, lats: &[u32]) -> Vec<LinkId> {
+        assert!(!lats.is_empty());
+        for &lat in lats {
+            assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
+            assert!(lat < MAX_LINK_LATENCY, "link latency {lat} too large");
+        }
+        let n = lats.iter().map(|&lat| (lat as usize + 1).next_power_of_two()).max().unwrap();
+        let width = lats.len().next_power_of_two();
+        assert!(n <= 1 << 16 && width <= 1 << 8, "link group too large");
+        // Aligned to its width (up to a line of 8 stamps), a group's slot never straddles lines.
+        let base = self.grow(width.min(8), n * width);
+        lats.iter()
+            .enumerate()
+            .map(|(j, &lat)| LinkId { base: (base + j) as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP, shift: width.trailing_zeros() as u8 })
+            .collect()
+    }
+
+    /// Appends `n` never-written slots starting at a multiple of `align` (when > 0); returns
+    /// the first one.
+    fn grow(&mut self, align: usize, n: usize) -> usize {
+        let mut base = self.vals.len();
+        if align > 1 {
+            base = base.next_multiple_of(align);
+        }
         assert!(base + n < u32::MAX as usize, "too many link slots");
-        self.slots.extend((0..n).map(|_| UnsafeCell::new((NEVER, T::default()))));
-        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP }
+        self.vals.resize_with(base + n, || UnsafeCell::new(T::default()));
+        self.stamps.resize_with((base + n).div_ceil(8), StampLine::never);
+        base
     }
 
     /// Sends on links added with [`Self::marked`] stamp `marks` (shared by the arenas whose
     /// links end in the same receivers).
     pub fn with_marks(marks: Arc<LandingMarks>) -> Self {
-        LinkArena { slots: Vec::new(), marks: Some(marks) }
+        LinkArena { stamps: vec![StampLine::never()], vals: Vec::new(), marks: Some(marks) }
     }
 
     /// `id` (a link of this arena) with its sends stamping group `g`'s landing marks. The
@@ -168,15 +224,25 @@ impl<T: Copy + Default> LinkArena<T> {
         let span = lat as usize + rx_period as usize;
         assert!(span < MAX_LINK_LATENCY as usize, "link latency {lat} + receiver period {rx_period} too large");
         let n = (span + 1).next_power_of_two();
-        let base = self.slots.len();
-        assert!(base + n < u32::MAX as usize, "too many link slots");
-        self.slots.extend((0..n).map(|_| UnsafeCell::new((NEVER, T::default()))));
-        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP }
+        let base = self.grow(0, n);
+        LinkId { base: base as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP, shift: 0 }
     }
 
+    /// Index of `id`'s slot for cycle `t`.
     #[inline]
-    fn slot(&self, id: LinkId, t: Cycle) -> *mut (Cycle, T) {
-        self.slots[id.base as usize + (t & id.mask as u64) as usize].get()
+    fn index(&self, id: LinkId, t: Cycle) -> usize {
+        id.base as usize + (((t & id.mask as u64) as usize) << id.shift)
+    }
+
+    /// Stamp and value of slot `i` (bounds-checked: `i` below `vals.len()`, so its stamp
+    /// line exists too).
+    #[inline]
+    fn slot(&self, i: usize) -> (*mut Cycle, *mut T) {
+        let v = self.vals[i].get();
+        // SAFETY: `stamps` holds `vals.len()` stamps or more, laid out contiguously
+        // (`StampLine` is eight `Cycle`s, no padding).
+        let s = unsafe { (*(self.stamps.as_ptr() as *const UnsafeCell<Cycle>).add(i)).get() };
+        (s, v)
     }
 
     /// A value arrives on `id` in cycle `now` (what `recv` would return, without the copy).
@@ -185,7 +251,35 @@ impl<T: Copy + Default> LinkArena<T> {
     /// As [`Self::recv`].
     #[inline]
     pub unsafe fn arrives(&self, id: LinkId, now: Cycle) -> bool {
-        (*self.slot(id, now)).0 == now
+        *self.slot(self.index(id, now)).0 == now
+    }
+
+    /// [`Self::arrives`] without a branch, for a module polling several inputs whose arrivals
+    /// are random (a branch per poll would often be mispredicted): `false` for
+    /// [`LinkId::NONE`] (or any id outside the arena) instead of a panic.
+    ///
+    /// # Safety
+    /// As [`Self::recv`].
+    #[inline]
+    pub unsafe fn lands(&self, id: LinkId, now: Cycle) -> bool {
+        let i = self.index(id, now);
+        let inside = i < self.vals.len();
+        // Stamp 0 always exists: an id outside the arena reads it (a select, not a branch)
+        // and the answer is masked.
+        let i = if inside { i } else { 0 };
+        let s = *(*(self.stamps.as_ptr() as *const UnsafeCell<Cycle>).add(i)).get();
+        inside & (s == now)
+    }
+
+    /// The value that [`Self::lands`] on `id` in cycle `now` (only valid when it does).
+    ///
+    /// # Safety
+    /// As [`Self::recv`].
+    #[inline]
+    pub unsafe fn landed(&self, id: LinkId, now: Cycle) -> T {
+        let i = self.index(id, now);
+        debug_assert!(*self.slot(i).0 == now);
+        *self.vals[i].get()
     }
 
     /// Receives the value arriving on `id` in cycle `now`, if any.
@@ -195,9 +289,9 @@ impl<T: Copy + Default> LinkArena<T> {
     /// (all threads in the same cycle, cycles separated by a barrier).
     #[inline]
     pub unsafe fn recv(&self, id: LinkId, now: Cycle) -> Option<T> {
-        let slot = &*self.slot(id, now);
-        if slot.0 == now {
-            Some(slot.1)
+        let (s, v) = self.slot(self.index(id, now));
+        if *s == now {
+            Some(*v)
         } else {
             None
         }
@@ -211,9 +305,10 @@ impl<T: Copy + Default> LinkArena<T> {
     #[inline]
     pub unsafe fn send(&self, id: LinkId, now: Cycle, v: T) {
         let due = now + id.lat as u64;
-        let slot = &mut *self.slot(id, due);
-        assert!(slot.0 != due, "link written twice for the same cycle (two senders, or two sends in a cycle)");
-        *slot = (due, v);
+        let (s, val) = self.slot(self.index(id, due));
+        assert!(*s != due, "link written twice for the same cycle (two senders, or two sends in a cycle)");
+        *s = due;
+        *val = v;
         self.stamp(id, due);
     }
 
@@ -226,9 +321,10 @@ impl<T: Copy + Default> LinkArena<T> {
     #[inline]
     pub unsafe fn send_at(&self, id: LinkId, now: Cycle, due: Cycle, v: T) {
         assert!(due >= now + id.lat as u64 && due - now <= id.mask as u64, "send_at: due {due} outside {}..={} (now {now})", now + id.lat as u64, now + id.mask as u64);
-        let slot = &mut *self.slot(id, due);
-        assert!(slot.0 != due, "link written twice for the same receive tick (a faster sender must rate-match a crossing)");
-        *slot = (due, v);
+        let (s, val) = self.slot(self.index(id, due));
+        assert!(*s != due, "link written twice for the same receive tick (a faster sender must rate-match a crossing)");
+        *s = due;
+        *val = v;
         self.stamp(id, due);
     }
 
@@ -239,9 +335,12 @@ impl<T: Copy + Default> LinkArena<T> {
             return Vec::new();
         }
         let n = id.mask as usize + 1;
-        let mut out: Vec<(Cycle, T)> = self.slots[id.base as usize..id.base as usize + n]
-            .iter_mut()
-            .map(|s| *s.get_mut())
+        let mut out: Vec<(Cycle, T)> = (0..n)
+            .map(|j| {
+                let (s, v) = self.slot(id.base as usize + (j << id.shift));
+                // SAFETY: exclusive access (`&mut self`).
+                unsafe { (*s, *v) }
+            })
             .filter(|&(due, _)| due != NEVER && due >= now)
             .collect();
         out.sort_by_key(|&(due, _)| due);
@@ -431,6 +530,55 @@ mod tests {
             assert!(got_n.len() > 100, "n={n}: too few deliveries to mean anything");
             assert_eq!(got_a, got_n, "n={n} lat={lat} every={every}");
         }
+    }
+
+    /// A group of links of unequal latencies (interleaved rings of the longest one's size)
+    /// delivers what the same links added one by one deliver, `lands`/`landed` agree with
+    /// `recv`, `lands` is false for an unconnected port, and `pending` lists the same values.
+    #[test]
+    fn group_equals_separate_links() {
+        let lats = [2u32, 3, 1, 5, 2, 3];
+        let mut g = LinkArena::<u32>::new();
+        let mut single = LinkArena::<u32>::new();
+        let _ = g.add(4); // a link before the group: the group starts aligned after it
+        let gid = g.add_group(&lats);
+        let sid: Vec<LinkId> = lats.iter().map(|&l| single.add(l)).collect();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let (mut got_g, mut got_s) = (Vec::new(), Vec::new());
+        for t in 0..2000u64 {
+            for j in 0..lats.len() {
+                unsafe {
+                    let r = g.recv(gid[j], t);
+                    assert_eq!(r.is_some(), g.lands(gid[j], t));
+                    if let Some(v) = r {
+                        assert_eq!(g.landed(gid[j], t), v);
+                        got_g.push((t, j, v));
+                    }
+                    if let Some(v) = single.recv(sid[j], t) {
+                        got_s.push((t, j, v));
+                    }
+                    assert!(!g.lands(LinkId::NONE, t));
+                }
+            }
+            for j in 0..lats.len() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 3 == 0 {
+                    unsafe {
+                        g.send(gid[j], t, (t as u32) << 3 | j as u32);
+                        single.send(sid[j], t, (t as u32) << 3 | j as u32);
+                    }
+                }
+            }
+            if t % 97 == 0 {
+                for j in 0..lats.len() {
+                    assert_eq!(g.pending(gid[j], t + 1), single.pending(sid[j], t + 1));
+                }
+            }
+        }
+        assert!(got_g.len() > 1000);
+        assert_eq!(got_g, got_s);
     }
 
     #[test]

@@ -128,21 +128,33 @@ pub fn wire(cols: u32, rows: u32, st: u32, cd: u32, link: &dyn Fn(u32, Dir) -> (
     let mut inj_credit = vec![LinkId::NONE; n];
     let mut max_lat = (2 + cd).max(st + 2) as u64;
     for i in 0..n {
+        // The tile's inputs (the router's, then the NI's) form one link group per arena: the
+        // stamps the tile polls each cycle share a cache line (see `LinkArena::add_group`).
+        let (mut ports, mut flit_lat, mut credit_lat) = (Vec::new(), Vec::new(), Vec::new());
         for d in Dir::ALL {
-            let p = d.idx();
             if d == Dir::Local {
-                flit_in[i][p] = flits.add(2); // NI injection channel
-                credit_in[i][p] = credits.add(2 + cd); // NI ejection credits
+                flit_lat.push(2); // NI injection channel
+                credit_lat.push(2 + cd); // NI ejection credits
             } else if let Some(nb) = neighbour_in(i as u32, d, cols, rows) {
                 // The link arriving here from the neighbour leaves it in the opposite direction.
                 let (l, ser) = link(nb, d.opposite());
-                flit_in[i][p] = flits.add(st + l + 1 + (ser - 1));
-                credit_in[i][p] = credits.add(l + 1 + cd);
+                flit_lat.push(st + l + 1 + (ser - 1));
+                credit_lat.push(l + 1 + cd);
                 max_lat = max_lat.max((l + 1 + cd).max(st + l + ser) as u64);
+            } else {
+                continue;
             }
+            ports.push(d.idx());
         }
-        ej[i] = flits.add(st + 2);
-        inj_credit[i] = credits.add(2);
+        flit_lat.push(st + 2); // ejection channel
+        credit_lat.push(2); // injection credits
+        let (f, c) = (flits.add_group(&flit_lat), credits.add_group(&credit_lat));
+        for (j, &p) in ports.iter().enumerate() {
+            flit_in[i][p] = f[j];
+            credit_in[i][p] = c[j];
+        }
+        ej[i] = f[ports.len()];
+        inj_credit[i] = c[ports.len()];
     }
     let mut routers = Vec::with_capacity(n);
     let mut nis = Vec::with_capacity(n);

@@ -80,13 +80,15 @@ impl Default for InVc {
 
 /// Link ids of the router's ports (`LinkId::NONE` on the mesh edge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct RouterPorts {
     /// Flits arriving on input port p.
     pub in_flit: [LinkId; NPORTS],
+    /// Credits arriving for output port p (from the downstream input buffer). (Next to
+    /// `in_flit`: the two are read every cycle.)
+    pub in_credit: [LinkId; NPORTS],
     /// Flits leaving on output port p.
     pub out_flit: [LinkId; NPORTS],
-    /// Credits arriving for output port p (from the downstream input buffer).
-    pub in_credit: [LinkId; NPORTS],
     /// Credits leaving for input port p (to the upstream sender).
     pub out_credit: [LinkId; NPORTS],
 }
@@ -111,59 +113,20 @@ impl RouterStats {
     }
 }
 
+/// Field order is the memory order (`repr(C)`): what every evaluation touches comes first,
+/// so a router's per-cycle state spans few cache lines (the mesh's routers together do not
+/// fit in L1, so each line a router touches is a miss in every cycle).
+#[repr(C)]
 pub struct RouterCl {
-    pub id: u32,
-    pub coord: Coord,
-    v: usize,
-    depth: usize,
-    rd: u64,
-    va: u64,
-    sa: u64,
-    pub ports: RouterPorts,
-    ivc: Vec<InVc>,
-    buf: Vec<Flit>,
-    /// Input VC (port·V + vc) holding each output VC, `NONE8` if free.
-    ovc_owner: [u8; 64],
-    /// Free output VCs per output port (bit vc), mirror of `ovc_owner` for fast VA.
-    ovc_free: [u64; NPORTS],
-    /// Upstream view of each downstream VC buffer.
-    ovc_credits: [CreditCounterCl; 64],
-    va_gptr: [u32; 64],
-    va_aptr: [u32; 64],
-    /// VA scratch: output VCs granting each input VC this cycle (all zero between cycles).
-    va_grants_to: [u64; 64],
-    sa_gptr: [u32; NPORTS],
-    sa_aptr: [u32; NPORTS],
-    /// Per input port: round-robin offset among its VCs for switch requests.
-    sw_rr: [u32; NPORTS],
-    /// Port and VC of each input VC index (iv = port·V + vc), so the hot path never divides.
-    iv_port: [u8; 64],
-    iv_vc: [u8; 64],
+    /// Cycle of the latest eval (for the line trace's stall marks).
+    last_eval: Cycle,
     /// Input VCs waiting for VA (Routing/VcAlloc) and Active VCs with a flit, as bitmasks.
     va_set: u64,
     sa_set: u64,
     buffered: u32,
-    /// Flit sent on each output this cycle (for traces): trace id or 0.
-    pub out_trace: [u64; NPORTS],
-    /// Flits sent per output port and traffic class (`Flit::class`), since construction.
-    pub out_class_flits: [[u64; N_CLASSES]; NPORTS],
-    /// Traffic class + 1 of the flit sent on each output this cycle, 0 if none (for traces;
-    /// cleared with `out_trace`).
-    pub out_class: [u8; NPORTS],
     traced_send: bool,
-    /// Cycle of the latest eval (for the line trace's stall marks).
-    last_eval: Cycle,
-    /// Serialization cycles of the mesh outputs, and the cycle each output is free again
-    /// (an output sends one flit per `ser[o]` cycles; the local port is never serialized).
-    /// Per port because a wafer's border routers drive cross-wafer links of another width.
-    ser: [u64; NPORTS],
     /// 1-cycle VA and SA and no serialized output (kept with `ser`); see [`RouterCl::plain`].
     plain_cfg: bool,
-    out_free_at: [Cycle; NPORTS],
-    /// Harness ticks per router cycle (1 in the single-clock mesh; the core clock's divider
-    /// in a multi-clock system, where `now` counts ticks and the router is evaluated only at
-    /// its clock's edges). Every internal delay is a whole number of router cycles.
-    tk: u64,
     /// Flits of class `>= low_class` are a low-priority stream (the wafer's migration, which
     /// must not delay regular traffic): they travel only in the last VC of each port, which
     /// regular packets are never allocated (so neither ever queues behind the other), and an
@@ -171,13 +134,66 @@ pub struct RouterCl {
     /// disables it, leaving the allocators exactly the BookSim ones the NoC, the package and
     /// the RTL twin use.
     pub low_class: u8,
+    /// Traffic class + 1 of the flit sent on each output this cycle, 0 if none (for traces;
+    /// cleared with `out_trace`).
+    pub out_class: [u8; NPORTS],
+    v: usize,
+    depth: usize,
+    rd: u64,
+    /// Harness ticks per router cycle (1 in the single-clock mesh; the core clock's divider
+    /// in a multi-clock system, where `now` counts ticks and the router is evaluated only at
+    /// its clock's edges). Every internal delay is a whole number of router cycles.
+    tk: u64,
+    ivc: Vec<InVc>,
+    buf: Vec<Flit>,
+    pub ports: RouterPorts,
+    /// Free output VCs per output port (bit vc), mirror of the owners in `vt` for fast VA.
+    ovc_free: [u64; NPORTS],
+    sa_gptr: [u32; NPORTS],
+    sa_aptr: [u32; NPORTS],
+    /// Per input port: round-robin offset among its VCs for switch requests.
+    sw_rr: [u32; NPORTS],
+    /// Per VC index (port·V + vc): the output VC's and the input VC's small registers side by
+    /// side, so a router with few VCs keeps them in one or two cache lines.
+    vt: [VcTab; 64],
+    /// VA scratch: output VCs granting each input VC this cycle (all zero between cycles).
+    va_grants_to: [u64; 64],
+    /// Flit sent on each output this cycle (for traces): trace id or 0.
+    pub out_trace: [u64; NPORTS],
+    /// Flits sent per output port and traffic class (`Flit::class`), since construction.
+    pub out_class_flits: [[u64; N_CLASSES]; NPORTS],
+    pub stats: RouterStats,
+    pub id: u32,
+    pub coord: Coord,
+    va: u64,
+    sa: u64,
+    /// Serialization cycles of the mesh outputs, and the cycle each output is free again
+    /// (an output sends one flit per `ser[o]` cycles; the local port is never serialized).
+    /// Per port because a wafer's border routers drive cross-wafer links of another width.
+    ser: [u64; NPORTS],
+    out_free_at: [Cycle; NPORTS],
     /// Per output: the last cycle a regular flit requested it. A low-priority flit is granted
     /// an output only after `low_idle` cycles without regular requests, so it fills idle
     /// stretches of a link, not the short gaps inside a regular stream (a granted flit holds a
     /// serialized output for `ser` cycles and cannot be pre-empted).
     hi_seen: [Cycle; NPORTS],
     pub low_idle: u64,
-    pub stats: RouterStats,
+}
+
+/// Registers of VC index i = port·V + vc (see `RouterCl::vt`).
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct VcTab {
+    /// Upstream view of output VC i's downstream buffer.
+    credits: CreditCounterCl,
+    /// Input VC holding output VC i, `NONE8` if free.
+    owner: u8,
+    /// VA grant pointer of output VC i, accept pointer of input VC i.
+    gptr: u8,
+    aptr: u8,
+    /// Port and VC of index i, so the hot path never divides.
+    port: u8,
+    vc: u8,
 }
 
 impl RouterCl {
@@ -199,17 +215,19 @@ impl RouterCl {
             ports,
             ivc: vec![InVc::default(); nv],
             buf: vec![Flit::default(); nv * depth],
-            ovc_owner: [NONE8; 64],
             ovc_free: [if v == 64 { u64::MAX } else { (1u64 << v) - 1 }; NPORTS],
-            ovc_credits: [CreditCounterCl::new(depth as u16); 64],
-            va_gptr: [0; 64],
-            va_aptr: [0; 64],
+            vt: std::array::from_fn(|i| VcTab {
+                credits: CreditCounterCl::new(depth as u16),
+                owner: NONE8,
+                gptr: 0,
+                aptr: 0,
+                port: (i / v.max(1)) as u8,
+                vc: (i % v.max(1)) as u8,
+            }),
             va_grants_to: [0; 64],
             sa_gptr: [0; NPORTS],
             sa_aptr: [0; NPORTS],
             sw_rr: [0; NPORTS],
-            iv_port: std::array::from_fn(|i| (i / v.max(1)) as u8),
-            iv_vc: std::array::from_fn(|i| (i % v.max(1)) as u8),
             va_set: 0,
             sa_set: 0,
             buffered: 0,
@@ -273,8 +291,7 @@ impl RouterCl {
             && self.sa_set == 0
             && self.out_trace == [0; NPORTS]
             && self.ivc.iter().all(|c| c.len == 0 && c.state == VcState::Idle)
-            && self.ovc_owner[..NPORTS * self.v].iter().all(|&o| o == NONE8)
-            && self.ovc_credits[..NPORTS * self.v].iter().all(|c| c.credits == c.depth)
+            && self.vt[..NPORTS * self.v].iter().all(|t| t.owner == NONE8 && t.credits.credits == t.credits.depth)
     }
 
     pub fn vc_occupancy(&self, port: usize, vc: usize) -> usize {
@@ -286,7 +303,7 @@ impl RouterCl {
     }
 
     pub fn credits(&self, port: usize, vc: usize) -> u16 {
-        self.ovc_credits[port * self.v + vc].credits
+        self.vt[port * self.v + vc].credits.credits
     }
 
     /// Route register of an input VC: (output port, output VC). Read-only probe for the RTL
@@ -298,7 +315,7 @@ impl RouterCl {
 
     /// Whether output VC `vc` of output `port` is held by an input VC (VA until the tail).
     pub fn ovc_busy(&self, port: usize, vc: usize) -> bool {
-        self.ovc_owner[port * self.v + vc] != NONE8
+        self.vt[port * self.v + vc].owner != NONE8
     }
 
     /// Allocator priority pointers, for the RTL lockstep: (VA accept per input VC, VA grant
@@ -306,7 +323,7 @@ impl RouterCl {
     /// input port).
     pub fn alloc_pointers(&self) -> [Vec<u32>; 5] {
         let nv = NPORTS * self.v;
-        [self.va_aptr[..nv].to_vec(), self.va_gptr[..nv].to_vec(), self.sa_gptr.to_vec(), self.sa_aptr.to_vec(), self.sw_rr.to_vec()]
+        [self.vt[..nv].iter().map(|t| t.aptr as u32).collect(), self.vt[..nv].iter().map(|t| t.gptr as u32).collect(), self.sa_gptr.to_vec(), self.sa_aptr.to_vec(), self.sw_rr.to_vec()]
     }
 
     /// Since when the longest-waiting front flit of any input VC has been waiting
@@ -327,7 +344,7 @@ impl RouterCl {
     /// Test hook for the watchdog: a port whose downstream stops returning credits.
     pub fn fault_zero_credits(&mut self, port: usize) {
         for vc in 0..self.v {
-            self.ovc_credits[port * self.v + vc].credits = 0;
+            self.vt[port * self.v + vc].credits.credits = 0;
         }
     }
 
@@ -347,19 +364,26 @@ impl RouterCl {
         }
         // --- input queuing: flits into VC buffers, credits into counters
         let waiting = self.va_set;
+        // Which inputs something lands on, as port masks gathered without a branch per port
+        // (arrivals are random: a branch per poll is mispredicted often), then only those are
+        // read. Credits and flits touch disjoint state, so taking all credits first leaves
+        // the same state as taking them port by port.
+        let (mut fa, mut ca) = (0u32, 0u32);
         for p in 0..NPORTS {
-            let l = self.ports.in_flit[p];
-            if !l.is_none() {
-                if let Some(f) = flits.recv(l, now) {
-                    self.buffer_write(p, f, now);
-                }
-            }
-            let c = self.ports.in_credit[p];
-            if !c.is_none() {
-                if let Some(cr) = credits.recv(c, now) {
-                    self.ovc_credits[p * self.v + cr.vc as usize].on_credit();
-                }
-            }
+            fa |= (flits.lands(self.ports.in_flit[p], now) as u32) << p;
+            ca |= (credits.lands(self.ports.in_credit[p], now) as u32) << p;
+        }
+        while ca != 0 {
+            let p = ca.trailing_zeros() as usize;
+            ca &= ca - 1;
+            let cr = credits.landed(self.ports.in_credit[p], now);
+            self.vt[p * self.v + cr.vc as usize].credits.on_credit();
+        }
+        while fa != 0 {
+            let p = fa.trailing_zeros() as usize;
+            fa &= fa - 1;
+            let f = flits.landed(self.ports.in_flit[p], now);
+            self.buffer_write(p, f, now);
         }
         if self.buffered == 0 {
             return (0, false);
@@ -401,9 +425,8 @@ impl RouterCl {
         if slot >= depth {
             slot -= depth;
         }
-        if s.len == 0 {
-            s.front_since = now;
-        }
+        // (Selects, not branches: whether a VC is empty is random.)
+        s.front_since = if s.len == 0 { now } else { s.front_since };
         s.len += 1;
         self.buf[iv * depth + slot] = f;
         self.buffered += 1;
@@ -498,7 +521,7 @@ impl RouterCl {
                             continue;
                         }
                     }
-                    let g = rr_pick(r, self.va_gptr[ov], nv).unwrap() as usize;
+                    let g = rr_pick(r, self.vt[ov].gptr as u32, nv).unwrap() as usize;
                     self.va_grants_to[g] |= 1 << ov;
                 }
             }
@@ -510,9 +533,9 @@ impl RouterCl {
                 bits &= bits - 1;
                 let m = std::mem::take(&mut self.va_grants_to[iv]);
                 let grant = if m != 0 {
-                    let a = rr_pick(m, self.va_aptr[iv], nv).unwrap() as usize;
-                    self.va_gptr[a] = wrap_inc(iv, nv as usize);
-                    self.va_aptr[iv] = wrap_inc(a, nv as usize);
+                    let a = rr_pick(m, self.vt[iv].aptr as u32, nv).unwrap() as usize;
+                    self.vt[a].gptr = wrap_inc(iv, nv as usize) as u8;
+                    self.vt[iv].aptr = wrap_inc(a, nv as usize) as u8;
                     a as u8
                 } else {
                     if req_by_port[self.ivc[iv].out_port as usize] >> iv & 1 == 1 {
@@ -546,7 +569,7 @@ impl RouterCl {
             }
             s.va_apply = NEVER;
             let g = s.va_grant;
-            if g != NONE8 && self.ovc_owner[g as usize] == NONE8 {
+            if g != NONE8 && self.vt[g as usize].owner == NONE8 {
                 self.take_ovc(iv, g as usize, now);
                 won |= 1 << iv;
             } else {
@@ -559,12 +582,12 @@ impl RouterCl {
     /// Input VC `iv` acquires output VC `ov`; it may request the switch from the next cycle.
     #[inline]
     fn take_ovc(&mut self, iv: usize, ov: usize, now: Cycle) {
-        debug_assert_eq!(self.ovc_owner[ov], NONE8);
-        self.ovc_owner[ov] = iv as u8;
-        let o = self.iv_port[ov] as usize;
-        self.ovc_free[o] &= !(1 << self.iv_vc[ov]);
+        debug_assert_eq!(self.vt[ov].owner, NONE8);
+        self.vt[ov].owner = iv as u8;
+        let o = self.vt[ov].port as usize;
+        self.ovc_free[o] &= !(1 << self.vt[ov].vc);
         let s = &mut self.ivc[iv];
-        s.out_vc = self.iv_vc[ov];
+        s.out_vc = self.vt[ov].vc;
         s.state = VcState::Active;
         s.ready = now + self.tk;
         self.va_set &= !(1 << iv);
@@ -606,7 +629,7 @@ impl RouterCl {
                 asked |= 1 << iv;
             }
             let o = s.out_port as usize;
-            if !self.ovc_credits[o * v + s.out_vc as usize].can_send() {
+            if !self.vt[o * v + s.out_vc as usize].credits.can_send() {
                 self.stats.sa_credit_stalls += 1;
                 continue;
             }
@@ -615,8 +638,8 @@ impl RouterCl {
                 continue;
             }
             n_req += 1;
-            let p = self.iv_port[iv] as usize;
-            let vc = self.iv_vc[iv];
+            let p = self.vt[iv].port as usize;
+            let vc = self.vt[iv].vc;
             let off = self.sw_rr[p] as u8;
             let mut r = if vc >= off { vc - off } else { vc + v as u8 - off };
             if prio {
@@ -709,7 +732,7 @@ impl RouterCl {
             }
             self.ivc[iv].sa_apply = NEVER;
             let ov = s.out_port as usize * v + s.out_vc as usize;
-            if s.sa_grant && self.ovc_credits[ov].can_send() {
+            if s.sa_grant && self.vt[ov].credits.can_send() {
                 self.traverse::<false>(iv, now, flits, credits, sent);
                 moved += 1;
             } else {
@@ -727,28 +750,36 @@ impl RouterCl {
         let s = self.ivc[iv];
         let o = s.out_port as usize;
         let ov = o * v + s.out_vc as usize;
-        let mut f = *self.front(iv);
+        // The flit's new hop count and VC are written in its buffer slot (freed now), so the
+        // flit is copied out whole once, not field by field.
+        let at = iv * self.depth + s.head as usize;
+        {
+            let f = &mut self.buf[at];
+            f.hops = f.hops.saturating_add(1);
+            f.vc = s.out_vc;
+        }
+        let f = self.buf[at];
         {
             let s = &mut self.ivc[iv];
             s.len -= 1;
             // An emptied ring restarts at slot 0: a lightly loaded VC then reuses the same one
             // or two cache lines instead of walking its whole buffer (same behaviour).
-            s.head = if s.len == 0 { 0 } else { wrap_inc(s.head as usize, self.depth) as u8 };
+            // (Branch-free: whether the ring wraps or empties is random.)
+            let next = s.head as usize + 1;
+            s.head = (next * (next < self.depth) as usize * (s.len != 0) as usize) as u8;
             s.front_since = now;
         }
         self.buffered -= 1;
-        f.hops = f.hops.saturating_add(1);
-        f.vc = s.out_vc;
-        self.ovc_credits[ov].on_send();
+        self.vt[ov].credits.on_send();
         if f.tail {
             // wait_for_tail_credit = 0: the output VC is free once the tail is sent.
-            self.ovc_owner[ov] = NONE8;
+            self.vt[ov].owner = NONE8;
             self.ovc_free[o] |= 1 << s.out_vc;
         }
         // The freed slot goes back upstream as a credit.
-        let p = self.iv_port[iv] as usize;
+        let p = self.vt[iv].port as usize;
         // SAFETY: within this router's eval (see `eval`), sole sender on this link.
-        unsafe { credits.send(self.ports.out_credit[p], now, Credit { vc: self.iv_vc[iv] }) };
+        unsafe { credits.send(self.ports.out_credit[p], now, Credit { vc: self.vt[iv].vc }) };
         *sent = true;
         // Switch traversal (ST) and the link are one pipeline: the output link's latency
         // includes `st_delay`, so the flit is handed to it now and arrives exactly when it would
@@ -803,13 +834,13 @@ impl RouterCl {
                         "waits for switch to out_{} vc{} (credits {})",
                         Dir::from_idx(s.out_port as usize).short(),
                         s.out_vc,
-                        self.ovc_credits[ov].credits
+                        self.vt[ov].credits.credits
                     )
                 }
                 VcState::Routing | VcState::VcAlloc => {
                     let o = s.out_port as usize;
                     let owners: Vec<String> = (0..self.v)
-                        .map(|ov| match self.ovc_owner[o * self.v + ov] {
+                        .map(|ov| match self.vt[o * self.v + ov].owner {
                             NONE8 => format!("vc{ov}: free"),
                             w => format!("vc{ov}: held by in_{} vc{}", Dir::from_idx(w as usize / self.v).short(), w as usize % self.v),
                         })
@@ -901,7 +932,7 @@ impl Probe for RouterCl {
             self.v,
             &self.out_trace,
             |iv| (self.ivc[iv].len as u64, self.ivc[iv].state as u64),
-            |ov| (self.ovc_credits[ov].credits as u64, (self.ovc_owner[ov] != NONE8) as u64),
+            |ov| (self.vt[ov].credits.credits as u64, (self.vt[ov].owner != NONE8) as u64),
             out,
         );
     }
