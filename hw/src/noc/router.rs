@@ -949,20 +949,17 @@ pub fn sample_signals(ports: &RouterPorts, v: usize, out_trace: &[u64; NPORTS], 
         }
         for vc in 0..v {
             let (occ, state) = in_vc(p * v + vc);
-            out.push(occ);
-            out.push(state);
+            out.extend([occ, state]);
         }
     }
     for p in 0..NPORTS {
         if ports.out_flit[p].is_none() {
             continue;
         }
-        out.push((out_trace[p] != 0) as u64);
-        out.push(out_trace[p]);
+        out.extend([(out_trace[p] != 0) as u64, out_trace[p]]);
         for vc in 0..v {
             let (credits, busy) = out_vc(p * v + vc);
-            out.push(credits);
-            out.push(busy);
+            out.extend([credits, busy]);
         }
     }
 }

@@ -906,26 +906,28 @@ impl Probe for IoDieSchedulerCl {
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
-        out.push(self.state as u64);
-        out.push(self.icv as u64);
-        out.push(self.eit_wr_valid as u64);
-        out.push(self.eit_wr_addr.0 as u64);
-        out.push(self.eit_rd_valid as u64);
-        out.push(self.eit_rd_addr.0 as u64);
-        out.push(self.eit_rd_mask as u64);
-        out.push(self.sort_stage as u64);
-        out.push(self.order.len() as u64);
-        out.push(self.scan_ptr as u64);
-        out.push(self.preload_valid as u64);
-        out.push(self.preload_expert.0 as u64);
-        out.push(self.grant_valid as u64);
-        out.push(self.grant_expert.0 as u64);
-        out.push(self.grant_mask as u64);
-        out.push(self.grant_start.0 as u64);
-        out.push(self.grant_icv as u64);
-        out.push(self.grants_issued & 0xffff);
-        out.push(self.done_fifo.len() as u64);
-        out.push(self.defer_valid as u64);
+        out.extend([
+            self.state as u64,
+            self.icv as u64,
+            self.eit_wr_valid as u64,
+            self.eit_wr_addr.0 as u64,
+            self.eit_rd_valid as u64,
+            self.eit_rd_addr.0 as u64,
+            self.eit_rd_mask as u64,
+            self.sort_stage as u64,
+            self.order.len() as u64,
+            self.scan_ptr as u64,
+            self.preload_valid as u64,
+            self.preload_expert.0 as u64,
+            self.grant_valid as u64,
+            self.grant_expert.0 as u64,
+            self.grant_mask as u64,
+            self.grant_start.0 as u64,
+            self.grant_icv as u64,
+            self.grants_issued & 0xffff,
+            self.done_fifo.len() as u64,
+            self.defer_valid as u64,
+        ]);
         // Stage s holds the vector in the cycle it is applied (state Sort, stage index s).
         for s in 0..self.stages.len() {
             out.push((self.state == MatchState::Sort && self.sort_stage == s) as u64);

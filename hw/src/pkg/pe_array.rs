@@ -390,11 +390,7 @@ impl Probe for PeArrayCl {
         d("fold_col", 32);
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        out.push(self.busy as u64);
-        out.push(if self.busy { self.job.tag as u64 } else { 0 });
-        out.push(self.gemm_idx as u64);
-        out.push(self.fold_row);
-        out.push(self.fold_col);
+        out.extend([self.busy as u64, if self.busy { self.job.tag as u64 } else { 0 }, self.gemm_idx as u64, self.fold_row, self.fold_col]);
     }
 }
 
