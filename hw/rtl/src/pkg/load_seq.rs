@@ -72,19 +72,37 @@ pub struct LoadSeqRtl<const E: usize> {
     /// replaces, so the write position's one-hot and the room test are a few gates (the
     /// binary `wr` took a 16-bit compare with E and a decode in front of the scan).
     wr_below: DFF<Bits<E>>,
+    /// Per position: the entry is live, `k < m` (its `ls_nk` below its `ls_m`), kept beside
+    /// `ls_nk` so the scan reads a register instead of sixteen 16-bit compares. Written with
+    /// the entry (from the push inputs) and when the entry advances (from its `k + step`,
+    /// formed from its registers before the pick); meaningful only with the valid bit.
+    live_q: DFF<Bits<E>>,
     // --- combinational locals
     room: Signal<Local, Bit>,
     v_a: Signal<Local, Bits<E>>,
     g_a: Signal<Local, Bits<E>>,
     v_k: Signal<Local, Bits<E>>,
     le_e: Signal<Local, Bits<16>>,
-    le_nk: Signal<Local, Bits<17>>,
-    le_m: Signal<Local, Bits<16>>,
+    /// The picked entry's k (16 bits: a live k is below m).
+    le_nk: Signal<Local, Bits<16>>,
+    /// Entry j's liveness this cycle (`live_q`, or the push's).
+    le_live: Signal<Local, Bit>,
     le_step: Signal<Local, Bits<5>>,
     /// Per entry: live (`k < m`), issuable (live and granted, or any while `!cap_full`),
     /// exhausted; the inclusive prefix ORs of `elig_b` (shift-OR steps of 1..128); the
     /// picked entry, one-hot (0 without `take` or an issuable entry).
     live_b: Signal<Local, Bits<E>>,
+    /// The pushed entry's state from the push inputs alone: its position (one-hot, 0 without
+    /// a push or room), live (`push_k < push_m`), its k after one advance and whether that is
+    /// still below m; and `live_q`'s next value.
+    p_at: Signal<Local, Bits<E>>,
+    p_live: Signal<Local, Bit>,
+    p_step17: Signal<Local, Bits<17>>,
+    p_nk1: Signal<Local, Bits<17>>,
+    p_live1: Signal<Local, Bit>,
+    le_nk1: Signal<Local, Bits<17>>,
+    le_live1: Signal<Local, Bit>,
+    live_n: Signal<Local, Bits<E>>,
     elig_b: Signal<Local, Bits<E>>,
     exh_b: Signal<Local, Bits<E>>,
     pe: [Signal<Local, Bits<E>>; 8],
@@ -142,15 +160,24 @@ impl<const E: usize> LoadSeqRtl<E> {
             ls_m: std::array::from_fn(|_| Default::default()),
             ls_step: std::array::from_fn(|_| Default::default()),
             wr_below: Default::default(),
+            live_q: Default::default(),
             room: Default::default(),
             v_a: Default::default(),
             g_a: Default::default(),
             v_k: Default::default(),
             le_e: Default::default(),
             le_nk: Default::default(),
-            le_m: Default::default(),
+            le_live: Default::default(),
             le_step: Default::default(),
             live_b: Default::default(),
+            p_at: Default::default(),
+            p_live: Default::default(),
+            p_step17: Default::default(),
+            p_nk1: Default::default(),
+            p_live1: Default::default(),
+            le_nk1: Default::default(),
+            le_live1: Default::default(),
+            live_n: Default::default(),
             elig_b: Default::default(),
             exh_b: Default::default(),
             pe: Default::default(),
@@ -173,7 +200,7 @@ impl<const E: usize> LoadSeqRtl<E> {
 impl<const E: usize> Logic for LoadSeqRtl<E> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, ls_v, ls_g, wr_below);
+        dff_setup!(self, clock, ls_v, ls_g, wr_below, live_q);
         for e in 0..E {
             self.ls_e[e].clock.next = self.clock.val();
             self.ls_e[e].d.next = self.ls_e[e].q.val();
@@ -233,21 +260,37 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         // inclusive prefix OR `pe` (`x & !(pe << 1)`, shift-OR steps, as the round-robin
         // arbiters), and an exhausted entry leaves when no issuable one is before it
         // (`!(pe << 1)`). It was a loop of E conditional updates, a priority chain E deep
-        // (write pointer → look-through → `k < m` → the chain → `ls_nk`).
+        // (write pointer → look-through → `k < m` → the chain → `ls_nk`). Liveness is a
+        // register (`live_q`) now, and the pushed entry's from the push inputs alone, so no
+        // compare sits in front of the pick.
+        // The pushed entry: k < m zero-extended (bit 16 clear and the low 16 bits below), and
+        // the same test on its k after one advance (if the scan picks it this cycle).
+        self.p_at.next = self.zero_e.val();
+        if self.push.val() {
+            self.p_at.next = self.wr_oh.val();
+        }
+        self.p_live.next =
+            !self.push_k.val().get_bit(16) & (self.push_k.val().get_bits::<16>(0) < self.push_m.val());
+        self.p_step17.next = self.zero17.val();
+        for b in 0..5 {
+            if self.push_step.val().get_bit(b) {
+                self.p_step17.next = self.p_step17.val() | self.bit17[b].val();
+            }
+        }
+        self.p_nk1.next = self.push_k.val() + self.p_step17.val();
+        self.p_live1.next =
+            !self.p_nk1.val().get_bit(16) & (self.p_nk1.val().get_bits::<16>(0) < self.push_m.val());
         self.live_b.next = self.zero_e.val();
         self.elig_b.next = self.zero_e.val();
         self.exh_b.next = self.zero_e.val();
         for j in 0..E {
             // Entry j as it stands this cycle (this cycle's push looked through).
-            self.le_nk.next = self.ls_nk[j].q.val();
-            self.le_m.next = self.ls_m[j].q.val();
-            if self.push.val() & self.wr_oh.val().get_bit(j) {
-                self.le_nk.next = self.push_k.val();
-                self.le_m.next = self.push_m.val();
+            self.le_live.next = self.live_q.q.val().get_bit(j);
+            if self.p_at.val().get_bit(j) {
+                self.le_live.next = self.p_live.val();
             }
             if self.v_a.val().get_bit(j) {
-                // le_nk < le_m zero-extended: bit 16 clear and the low 16 bits below.
-                if !self.le_nk.val().get_bit(16) & (self.le_nk.val().get_bits::<16>(0) < self.le_m.val()) {
+                if self.le_live.val() {
                     self.live_b.next = self.live_b.val() | self.unit[j].val();
                     if self.g_a.val().get_bit(j) | !self.cap_full.val() {
                         self.elig_b.next = self.elig_b.val() | self.unit[j].val();
@@ -276,17 +319,15 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
             self.v_k.next = self.v_a.val() & !(self.exh_b.val() & !(self.pe[7].val() << 1));
         }
         // The picked entry (one-hot): its expert and micro-slice out, its k advanced.
+        // The advanced k and its liveness are formed per entry before the pick (from the
+        // entry's registers, or the push inputs for the pushed entry), which only selects.
         self.expert.next = self.zero16.val();
         self.k.next = self.zero16.val();
+        self.live_n.next = self.live_q.q.val();
         for j in 0..E {
             self.le_e.next = self.ls_e[j].q.val();
-            self.le_nk.next = self.ls_nk[j].q.val();
+            self.le_nk.next = self.ls_nk[j].q.val().get_bits::<16>(0);
             self.le_step.next = self.ls_step[j].q.val();
-            if self.push.val() & self.wr_oh.val().get_bit(j) {
-                self.le_e.next = self.push_expert.val();
-                self.le_nk.next = self.push_k.val();
-                self.le_step.next = self.push_step.val();
-            }
             // le_step zero-extended to 17 bits, bit by bit (wires).
             self.le_step17.next = self.zero17.val();
             for b in 0..5 {
@@ -294,12 +335,32 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
                     self.le_step17.next = self.le_step17.val() | self.bit17[b].val();
                 }
             }
+            self.le_nk1.next = self.ls_nk[j].q.val() + self.le_step17.val();
+            self.le_live1.next = !self.le_nk1.val().get_bit(16)
+                & (self.le_nk1.val().get_bits::<16>(0) < self.ls_m[j].q.val());
+            if self.p_at.val().get_bit(j) {
+                self.le_e.next = self.push_expert.val();
+                self.le_nk.next = self.push_k.val().get_bits::<16>(0);
+                self.le_nk1.next = self.p_nk1.val();
+                self.le_live1.next = self.p_live1.val();
+                if self.p_live.val() {
+                    self.live_n.next = self.live_n.val() | self.unit[j].val();
+                } else {
+                    self.live_n.next = self.live_n.val() & !self.unit[j].val();
+                }
+            }
             if self.pick.val().get_bit(j) {
                 self.expert.next = self.expert.val() | self.le_e.val();
-                self.k.next = self.k.val() | self.le_nk.val().get_bits::<16>(0);
-                self.ls_nk[j].d.next = self.le_nk.val() + self.le_step17.val();
+                self.k.next = self.k.val() | self.le_nk.val();
+                self.ls_nk[j].d.next = self.le_nk1.val();
+                if self.le_live1.val() {
+                    self.live_n.next = self.live_n.val() | self.unit[j].val();
+                } else {
+                    self.live_n.next = self.live_n.val() & !self.unit[j].val();
+                }
             }
         }
+        self.live_q.d.next = self.live_n.val();
         self.found.next = self.hit.val();
         self.ls_v.d.next = self.v_k.val();
         self.ls_g.d.next = self.g_a.val();

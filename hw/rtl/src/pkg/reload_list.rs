@@ -71,9 +71,17 @@ pub struct ReloadListRtl<const Q: usize, const E: usize> {
     n1: Signal<Local, Bits<8>>,
     n2: Signal<Local, Bits<8>>,
     hit: Signal<Local, Bit>,
-    /// Position of the removed entry (255: none).
-    istar: Signal<Local, Bits<8>>,
-    idx: Signal<Local, Bits<8>>,
+    /// Flat search (as the load sequencer's scan): per position, the list's element is there
+    /// and of a granted expert (`gb`); the inclusive prefix OR of `gb` (shift-OR steps of
+    /// 1..32); the first such position, one-hot (`pick`); the positions at and behind the
+    /// removed entry (`rm`: `pe` with `found`, else none), which take element j + 1. It was a
+    /// priority chain Q deep with a position counter (`istar`) compared at every position.
+    gb: Signal<Local, Bits<Q>>,
+    pe: [Signal<Local, Bits<Q>>; 6],
+    pick: Signal<Local, Bits<Q>>,
+    rm: Signal<Local, Bits<Q>>,
+    unit: [Constant<Bits<Q>>; Q],
+    zero_q: Constant<Bits<Q>>,
     el_e: Signal<Local, Bits<16>>,
     el_k: Signal<Local, Bits<16>>,
     el_ld: Signal<Local, Bits<4>>,
@@ -120,8 +128,12 @@ impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
             n1: Default::default(),
             n2: Default::default(),
             hit: Default::default(),
-            istar: Default::default(),
-            idx: Default::default(),
+            gb: Default::default(),
+            pe: Default::default(),
+            pick: Default::default(),
+            rm: Default::default(),
+            unit: std::array::from_fn(|j| Constant::new(Bits::<Q>::default().replace_bit(j, true))),
+            zero_q: Constant::new(0u64.into()),
             el_e: Default::default(),
             el_k: Default::default(),
             el_ld: Default::default(),
@@ -151,13 +163,7 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
         if self.evict_valid.val() {
             self.n1.next = self.n1.val() + 1;
         }
-        self.hit.next = false;
-        self.istar.next = 255.into();
-        self.expert.next = 0.into();
-        self.k.next = 0.into();
-        self.loader.next = 0.into();
-        self.any_granted.next = false;
-        self.idx.next = 0.into();
+        self.gb.next = self.zero_q.val();
         for j in 0..Q {
             if self.rq_n.q.val().index() > j {
                 self.el_e.next = self.rq_e[j].q.val();
@@ -173,26 +179,53 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
                 self.el_ld.next = self.evict_loader.val();
             }
             if (self.n1.val().index() > j) & self.granted.val().get_bit(self.el_e.val().index()) {
-                self.any_granted.next = true;
-                if !self.hit.val() {
-                    self.hit.next = true;
-                    self.istar.next = self.idx.val();
-                    self.expert.next = self.el_e.val();
-                    self.k.next = self.el_k.val();
-                    self.loader.next = self.el_ld.val();
-                }
+                self.gb.next = self.gb.val() | self.unit[j].val();
             }
-            self.idx.next = self.idx.val() + 1;
+        }
+        self.hit.next = self.gb.val().any();
+        self.any_granted.next = self.hit.val();
+        self.pe[0].next = self.gb.val() | (self.gb.val() << 1);
+        self.pe[1].next = self.pe[0].val() | (self.pe[0].val() << 2);
+        self.pe[2].next = self.pe[1].val() | (self.pe[1].val() << 4);
+        self.pe[3].next = self.pe[2].val() | (self.pe[2].val() << 8);
+        self.pe[4].next = self.pe[3].val() | (self.pe[3].val() << 16);
+        self.pe[5].next = self.pe[4].val() | (self.pe[4].val() << 32);
+        self.pick.next = self.gb.val() & !(self.pe[5].val() << 1);
+        // The picked element out (AND-OR over the one-hot; 0 without a hit).
+        self.expert.next = 0.into();
+        self.k.next = 0.into();
+        self.loader.next = 0.into();
+        for j in 0..Q {
+            if self.rq_n.q.val().index() > j {
+                self.el_e.next = self.rq_e[j].q.val();
+                self.el_k.next = self.rq_k[j].q.val();
+                self.el_ld.next = self.rq_ld[j].q.val();
+            } else if (self.rq_n.q.val().index() == j) & self.hand_valid.val() {
+                self.el_e.next = self.hand_expert.val();
+                self.el_k.next = self.hand_k.val();
+                self.el_ld.next = self.hand_loader.val();
+            } else {
+                self.el_e.next = self.evict_expert.val();
+                self.el_k.next = self.evict_k.val();
+                self.el_ld.next = self.evict_loader.val();
+            }
+            if self.pick.val().get_bit(j) {
+                self.expert.next = self.expert.val() | self.el_e.val();
+                self.k.next = self.k.val() | self.el_k.val();
+                self.loader.next = self.el_ld.val() | self.loader.val();
+            }
         }
         self.found.next = self.hit.val() & self.take.val();
-        if !self.found.val() {
-            self.istar.next = 255.into();
+        self.rm.next = self.zero_q.val();
+        if self.found.val() {
+            self.rm.next = self.pe[5].val();
         }
 
-        // ---- the edge: entries before istar take the list's element j, those from istar on
-        // element j + 1 (the removal), then the escape's slice lands at the end
+        // ---- the edge: entries before the removed one (`!rm`) take the list's element j,
+        // those from it on (`rm`) element j + 1 (the removal), then the escape's slice lands
+        // at the end
         for j in 0..Q {
-            if self.istar.val().index() > j {
+            if !self.rm.val().get_bit(j) {
                 if self.rq_n.q.val().index() > j {
                     self.rq_e[j].d.next = self.rq_e[j].q.val();
                     self.rq_k[j].d.next = self.rq_k[j].q.val();
@@ -209,7 +242,7 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
             }
         }
         for j in 0..(Q - 1) {
-            if self.istar.val().index() <= j {
+            if self.rm.val().get_bit(j) {
                 if self.rq_n.q.val().index() > (j + 1) {
                     self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
                     self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
@@ -229,7 +262,7 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
             // The last position takes element Q when an entry is removed: an append behind a
             // full list (the inline list this block replaced left the old entry there, losing
             // the append without an overflow).
-            if self.istar.val().index() <= j {
+            if self.rm.val().get_bit(j) {
                 if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
                     self.rq_e[j].d.next = self.hand_expert.val();
                     self.rq_k[j].d.next = self.hand_k.val();

@@ -126,7 +126,9 @@ pub struct UcieReplayRtl<const W: usize> {
     len_q: DFF<Bits<W>>,
     /// The replay timer runs.
     tmr_on: DFF<Bit>,
-    /// Cycles until it expires (expires in the cycle it reads 0).
+    /// Cycles until it expires (expires in the cycle it reads 0). While the timer is stopped
+    /// it holds the start value (`timeout - 1`, loaded in every stopped cycle but the reset's),
+    /// so a start by a send needs no load and the send decision does not reach this register.
     tmr_q: DFF<Bits<32>>,
     replays_q: DFF<Bits<32>>,
     timeouts_q: DFF<Bits<32>>,
@@ -180,7 +182,8 @@ pub struct UcieReplayRtl<const W: usize> {
     send1: Signal<Local, Bits<W>>,
     /// The timer runs after the acknowledgement and the expiry check.
     tmr_live: Signal<Local, Bit>,
-    /// The timer (re)starts from `timeout` this cycle.
+    /// The timer register takes `timeout - 1` at this edge: a freeing or an expiry restarts
+    /// (or stops) it, and a stopped timer is kept at the start value.
     tmr_load: Signal<Local, Bit>,
     /// A replay is pending (`send1 != next`).
     replay_pending: Signal<Local, Bit>,
@@ -454,9 +457,15 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
         self.tx_replay.next = self.tx_send.val() & self.replay_pending.val();
         self.tx_take.next = self.tx_send.val() & !self.replay_pending.val();
         self.tx_seq.next = self.send1.val();
-        // The timer restarts on progress or expiry, and starts with a send while stopped.
-        self.tmr_load.next = ((self.freed.val() | self.tmr_fire.val()) & !self.empty1.val())
-            | (self.tx_send.val() & !self.tmr_live.val());
+        // The timer restarts on progress or expiry, and starts with a send while stopped. The
+        // register is loaded whenever the timer does not count down: after a freeing or an
+        // expiry (it restarts, or stops and waits at the start value) and while stopped (a
+        // send starts it from the value already there). Only the timer's value while it runs
+        // is observable (`state().timer_left` is meaningful while `timer_on`), and a running
+        // timer takes the same values as with a load on the start; the send decision (the
+        // window compare, `tx_full`, `replay_pending`) no longer feeds this register.
+        self.tmr_load.next =
+            self.freed.val() | self.tmr_fire.val() | !self.tmr_on.q.val();
         self.replays.next = self.replays_q.q.val();
         self.timeouts.next = self.timeouts_q.q.val();
         // 5. RX: CRC failure → one NAK per burst; in order and intact → accept and ACK.
@@ -491,12 +500,11 @@ impl<const W: usize> Logic for UcieReplayRtl<W> {
             }
         }
         self.tmr_on.d.next = self.tmr_live.val() | self.tx_send.val();
+        // Without a load the timer runs (tmr_on, no freeing, no expiry: tmr_live).
         if self.tmr_load.val() {
             self.tmr_q.d.next = self.timeout_m1.val();
         } else {
-            if self.tmr_live.val() {
-                self.tmr_q.d.next = self.tmr_q.q.val() - self.one32.val();
-            }
+            self.tmr_q.d.next = self.tmr_q.q.val() - self.one32.val();
         }
         if self.nak_rewind.val() & self.tmr_rewind.val() {
             self.replays_q.d.next = self.replays_q.q.val() + self.two32.val();
