@@ -163,19 +163,29 @@ impl<T: Copy + Default> LinkArena<T> {
     /// to eight links. Returns the ids in the order of `lats`. Each link behaves exactly as
     /// one added alone (a longer ring only keeps old values longer).
     pub fn add_group(&mut self, lats: &[u32]) -> Vec<LinkId> {
-        assert!(!lats.is_empty());
-        for &lat in lats {
+        let links: Vec<(u32, u32)> = lats.iter().map(|&lat| (lat, 0)).collect();
+        self.add_group_cdc(&links)
+    }
+
+    /// [`Self::add_group`] for links of which some cross into the receiver's clock domain:
+    /// `(lat, rx_period)` per link, each as for [`Self::add_cdc`] (`rx_period` 0: a link as
+    /// [`Self::add`] makes it). The package groups a router's inputs so: its neighbours'
+    /// adapters cross into the core domain, its D2D engine does not.
+    pub fn add_group_cdc(&mut self, links: &[(u32, u32)]) -> Vec<LinkId> {
+        assert!(!links.is_empty());
+        for &(lat, rx) in links {
             assert!(lat >= 1, "links are registered: latency must be >= 1 (got {lat})");
-            assert!(lat < MAX_LINK_LATENCY, "link latency {lat} too large");
+            assert!(((lat + rx) as usize) < MAX_LINK_LATENCY as usize, "link latency {lat} + receiver period {rx} too large");
         }
-        let n = lats.iter().map(|&lat| (lat as usize + 1).next_power_of_two()).max().unwrap();
-        let width = lats.len().next_power_of_two();
+        let n = links.iter().map(|&(lat, rx)| ((lat + rx) as usize + 1).next_power_of_two()).max().unwrap();
+        let width = links.len().next_power_of_two();
         assert!(n <= 1 << 16 && width <= 1 << 8, "link group too large");
         // Aligned to its width (up to a line of 8 stamps), a group's slot never straddles lines.
         let base = self.grow(width.min(8), n * width);
-        lats.iter()
+        links
+            .iter()
             .enumerate()
-            .map(|(j, &lat)| LinkId { base: (base + j) as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP, shift: width.trailing_zeros() as u8 })
+            .map(|(j, &(lat, _))| LinkId { base: (base + j) as u32, mask: (n - 1) as u16, lat: lat as u16, grp: NO_GROUP, shift: width.trailing_zeros() as u8 })
             .collect()
     }
 

@@ -297,17 +297,20 @@ impl PkgLinks {
         let mut ej = vec![LinkId::NONE; n];
         let mut inj_credit = vec![LinkId::NONE; n];
         for i in 0..n {
-            for d in Dir::ALL {
+            // The router's inputs, flits and credits, each as one group (their stamps of a
+            // cycle in one cache line, as the mesh's: `LinkArena::add_group`): the D2D
+            // engine's, and from each neighbour's adapter (a crossing into the core domain).
+            let ports: Vec<Dir> = Dir::ALL.into_iter().filter(|&d| d == Dir::Local || neighbour(i as u32, d, k).is_some()).collect();
+            let f = flits.add_group_cdc(&ports.iter().map(|&d| if d == Dir::Local { (cl(2), 0) } else { (1, tk as u32) }).collect::<Vec<_>>());
+            let c = credits.add_group(&ports.iter().map(|&d| if d == Dir::Local { cl(2) } else { credit_lat as u32 }).collect::<Vec<_>>());
+            for (j, &d) in ports.iter().enumerate() {
                 let p = d.idx();
                 if d == Dir::Local {
-                    flit_in[i][p] = flits.add(cl(2));
-                    credit_in[i][p] = credits.add(cl(2));
-                } else if neighbour(i as u32, d, k).is_some() {
-                    // From the neighbour's adapter (a crossing into the core domain).
-                    let id = flits.add_cdc(1, tk as u32);
-                    flit_in[i][p] = flits.marked(id, i);
-                    let id = credits.add(credit_lat as u32);
-                    credit_in[i][p] = credits.marked(id, i);
+                    flit_in[i][p] = f[j];
+                    credit_in[i][p] = c[j];
+                } else {
+                    flit_in[i][p] = flits.marked(f[j], i);
+                    credit_in[i][p] = credits.marked(c[j], i);
                     // Adapter input of my output p: the router's switch traversal.
                     ucie_in[i][p] = flits.add(cl(st));
                 }
