@@ -282,8 +282,9 @@ impl PkgLinks {
         let credit_lat = timing.credit_lat; // sideband credits land on a core edge
         let cl = |c: u64| timing.cl(c) as u32; // core cycles → ticks (validate bounds them)
         // Per tile, a landing mark for any value that lands on it from outside the tile (a
-        // neighbour's adapter or router, the IO die, another chiplet's sideband): a tile
-        // with nothing due sleeps until one lands (package.rs).
+        // neighbour's adapter or router, the IO die, another chiplet's sideband) or on its
+        // router's inputs: a tile with nothing due sleeps until one lands (package.rs), and
+        // the router is polled only when one does.
         let inbox = Arc::new(LandingMarks::new(n, (1 + tk as u32).max(credit_lat as u32).max(cl(2))));
         let mut flits = LinkArena::<Flit>::with_marks(inbox.clone());
         let mut credits = LinkArena::<Credit>::with_marks(inbox.clone());
@@ -305,12 +306,13 @@ impl PkgLinks {
             let c = credits.add_group(&ports.iter().map(|&d| if d == Dir::Local { cl(2) } else { credit_lat as u32 }).collect::<Vec<_>>());
             for (j, &d) in ports.iter().enumerate() {
                 let p = d.idx();
-                if d == Dir::Local {
-                    flit_in[i][p] = f[j];
-                    credit_in[i][p] = c[j];
-                } else {
-                    flit_in[i][p] = flits.marked(f[j], i);
-                    credit_in[i][p] = credits.marked(c[j], i);
+                // Every router input stamps the tile's mark, the D2D engine's too: the
+                // router polls its inputs only at a tick whose mark says something lands
+                // (`RouterCl::eval_if`). (The D2D engine's sends land at ticks the tile is
+                // awake anyway: its send wakes it.)
+                flit_in[i][p] = flits.marked(f[j], i);
+                credit_in[i][p] = credits.marked(c[j], i);
+                if d != Dir::Local {
                     // Adapter input of my output p: the router's switch traversal.
                     ucie_in[i][p] = flits.add(cl(st));
                 }

@@ -461,7 +461,10 @@ impl ChipletTile {
         w.handoff.recv_each(me, now, |tag| self.glue.handoff_q.push_back(tag));
         w.fetch.recv_each(me, now, |tag| self.glue.fetch_q.push_back(tag));
         w.slot_req.recv_each(me, now, |tag| self.glue.slot_req_q.push_back(tag));
-        let (moved, sent) = self.router.eval(now, &w.flits, &w.credits);
+        // The inbox mark covers every router input (builder.rs): the router polls them only
+        // when something lands on the tile.
+        let lands = w.inbox.lands(me, now);
+        let (moved, sent) = self.router.eval_if(now, &w.flits, &w.credits, lands);
         let pe_done = self.pe.eval(now, self.glue.pe_job.take());
         if pe_done.is_some() {
             self.activity.compute_until = now + ctx.core.div;
