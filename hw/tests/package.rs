@@ -284,3 +284,28 @@ fn sharded_loading_is_bit_exact_and_spreads_the_loads() {
     assert!(sh.chiplets.iter().all(|x| x.ddr_bytes > 0), "{:?}", sh.chiplets.iter().map(|x| x.ddr_bytes).collect::<Vec<_>>());
     assert_eq!(sh.chiplets.iter().map(|x| x.forwards).sum::<u64>(), 2 * 3);
 }
+
+/// A tile woken between two core edges (by an adapter or its DDR channel) keeps the work its
+/// last core edge left for the next one: traced, the D2D engine's `inj_valid`/`ej_valid`
+/// pulses must fall at the next core edge with tiles asleep as with every tile evaluated at
+/// every tick. (Found when a DDR holding requests stopped keeping its tile awake at every
+/// tick: the 4×4 waveform kept `ej_valid` high where the tile slept through that edge.)
+#[test]
+fn pulses_fall_at_the_next_core_edge_with_tiles_asleep() {
+    // Qwen3-30B-A3B's expert shape at the default PE array: weights stream from DDR for
+    // many edges (the smaller layers of the tests above did not show the fault).
+    let l = layer(16, 64, 8, 2048, 768, 21);
+    let s = Strategy::Ep;
+    let run = |ff: bool| {
+        let mut c = PkgCfg { rows: 4, cols: 4, ..Default::default() };
+        c.sim.fast_forward = ff;
+        let mut p = Package::new(&c, s, &l, false).unwrap();
+        let mut waves: Vec<(u64, usize, u64)> = Vec::new();
+        let r = p.run(Some(&mut waves)).unwrap();
+        (key(&r), waves, p.evaluated)
+    };
+    let (every, asleep) = (run(false), run(true));
+    assert_eq!(every.0, asleep.0, "{}: results differ", s.name());
+    assert!(every.1 == asleep.1, "{}: waveforms differ", s.name());
+    assert!(asleep.2 < every.2, "{}: fast-forward skipped nothing", s.name());
+}

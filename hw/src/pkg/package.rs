@@ -164,10 +164,9 @@ impl Partition for PkgPart {
             }
             all_done &= io.sched.is_finished() && !io.sched.busy();
         }
-        let (ucie_edge, ddr_edge) = (ctx.ucie.is_edge(now), ctx.ddr.is_edge(now));
         // The event-driven blocks (UCIe adapters, DDR channels) are evaluated only at edges
         // where they are due (traced, also where a traced register changes on its own).
-        let traced = self.log.is_some();
+        let edges = TickEdges { core, ucie: ctx.ucie.is_edge(now), ddr: ctx.ddr.is_edge(now), traced: self.log.is_some() };
         for t in self.tiles.iter_mut() {
             // A tile sleeps until the first tick it has something due (the fast-forward of
             // the engine, per tile: a tile whose blocks wait is not evaluated while the
@@ -178,94 +177,24 @@ impl Partition for PkgPart {
             if self.sleep && now < t.need_at && !w.inbox.lands(t.id.idx(), now) {
                 t.touched = Touched::default();
                 st.next_event = st.next_event.min(t.need_at);
-                st.progress += (core && t.status.pe_busy) as u64;
+                // A DDR channel holding requests serves them (event-driven, at its next
+                // event): progress at every tick, as if evaluated.
+                st.progress += (core && t.status.pe_busy) as u64 + t.status.ddr_requests as u64;
                 // The timeline's time bins add floating-point intervals: integrated at every
                 // core edge as before, so its sums round the same.
                 if core && t.activity.timeline.is_some() {
                     t.integrate(now, ctx.slot_bytes);
+                    // The DDR's reads while the tile slept (it is evaluated at its own
+                    // edges), in this edge's bin as when the tile was awake.
+                    t.count_traffic(now, ctx);
                 }
                 all_done &= t.status.finished;
                 continue;
             }
-            // A block that sends on a link wakes the tile when the value lands.
-            t.wake.advance(now);
-            // Which blocks were evaluated (the tile's status is re-read if any was; traced,
-            // only those are sampled).
-            t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
-            if ucie_edge {
-                for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
-                    // SAFETY: engine protocol; the adapter is its links' sole endpoint.
-                    if unsafe { a.due(now, &w.flits) } {
-                        t.touched.ucie |= 1 << i;
-                        if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
-                            t.wake.add(at);
-                        }
-                    }
-                }
-            }
             // SAFETY: engine protocol.
-            if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
-                t.touched.ddr = true;
-                if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
-                    t.wake.add(at);
-                }
-            } else if traced && ddr_edge && t.ddr.traced_next_event() <= now {
-                // Only a traced register changes on its own here (the `cmd` pulse falls, a
-                // refresh ends).
-                t.touched.ddr = true;
-                t.ddr.settle(now);
-            }
-            let mut active = false;
-            if core {
-                t.integrate(now, ctx.slot_bytes);
-                // SAFETY: engine protocol.
-                active = unsafe { t.core_edge(now, w, ctx, &self.core_wake) };
-                // Traced, the D2D engine's flit pulses (`inj_valid`, `ej_valid`) fall at the
-                // next edge: evaluated there, so the waveform does not depend on whether
-                // anything else is due.
-                active |= traced && t.ni.sent_this_cycle();
-                if traced {
-                    // A router at rest before and after changed nothing.
-                    let rest = t.router.at_rest();
-                    t.touched.router = !(rest && t.router_rest);
-                    t.router_rest = rest;
-                    // The ring changes only when its change count moves.
-                    let seen = t.ctrl.ring_changes();
-                    t.touched.ring = seen.is_none() || seen != t.ring_seen;
-                    t.ring_seen = seen;
-                }
-                t.activity.pe_state = t.pe_state_now();
-                if t.activity.timeline.is_some() {
-                    t.count_traffic(now, ctx);
-                }
-            }
-            if t.touched.ucie != 0 || !t.status.valid {
-                t.ucie_sum = UcieSummary::of(&t.ucie);
-            }
-            if t.touched.any() || !t.status.valid {
-                t.status = TileStatus::of(t, traced);
-            }
-            let c = &t.status;
-            let core_work = active || c.core_due;
+            let (core_work, finished) = unsafe { eval_tile(t, now, w, ctx, &self.core_wake, edges, &mut st) };
             core_due |= core_work;
-            st.busy |= c.busy;
-            st.next_event = st.next_event.min(c.next_event).min(t.wake.next());
-            // The next tick this tile has something due (see the sleep above): the next tick
-            // while busy or while its DDR holds requests (their service is progress), else
-            // its next event, link landing, or core edge with core work.
-            t.need_at = if c.busy || c.ddr_requests {
-                now + 1
-            } else if core_work {
-                c.next_event.min(t.wake.next()).min(ctx.core.edge_after(now))
-            } else {
-                c.next_event.min(t.wake.next())
-            };
-            // Progress: a link that only replays (bit-error rate too high for a flit to get
-            // through) is not progress, so such a run ends in the watchdog.
-            // (a DDR woken only for refresh is not progress either)
-            st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered);
-            t.stats.ucie_delivered = c.ucie_delivered;
-            all_done &= c.finished;
+            all_done &= finished;
         }
         if core_due {
             st.next_event = st.next_event.min(ctx.core.edge_after(now));
@@ -292,6 +221,118 @@ impl Partition for PkgPart {
         }
         st
     }
+}
+
+
+/// What kind of tick the partition evaluates (the same for all its tiles).
+#[derive(Clone, Copy)]
+struct TickEdges {
+    core: bool,
+    ucie: bool,
+    ddr: bool,
+    traced: bool,
+}
+
+/// One tick of an awake tile: its adapters and DDR channel where due, its core-domain blocks
+/// at a core edge, its status and the next tick it needs. Returns whether it has core work at
+/// the next core edge and whether it has finished.
+///
+/// Out of line on purpose: inlined into the partition's tile loop, the compiler hoisted
+/// about ninety loads of the wires' and the context's fields out of the loop and spilled them
+/// to the stack at every partition evaluation, sleeping tiles or not (about 195 instructions
+/// per evaluation, 6 % of a layer's; docs/results-speed.md, "eighth session").
+///
+/// # Safety
+/// Engine protocol: the tile's blocks are their links' sole endpoints, at tick `now`.
+#[inline(never)]
+unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets, edges: TickEdges, st: &mut PartStatus) -> (bool, bool) {
+    let TickEdges { core, ucie: ucie_edge, ddr: ddr_edge, traced } = edges;
+        // A block that sends on a link wakes the tile when the value lands.
+        t.wake.advance(now);
+        // Which blocks were evaluated (the tile's status is re-read if any was; traced,
+        // only those are sampled).
+        t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
+        if ucie_edge {
+            for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
+                // SAFETY: engine protocol; the adapter is its links' sole endpoint.
+                if unsafe { a.due(now, &w.flits) } {
+                    t.touched.ucie |= 1 << i;
+                    if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
+                        t.wake.add(at);
+                    }
+                }
+            }
+        }
+        // SAFETY: engine protocol.
+        if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
+            t.touched.ddr = true;
+            if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
+                t.wake.add(at);
+            }
+        } else if traced && ddr_edge && t.ddr.traced_next_event() <= now {
+            // Only a traced register changes on its own here (the `cmd` pulse falls, a
+            // refresh ends).
+            t.touched.ddr = true;
+            t.ddr.settle(now);
+        }
+        let mut active;
+        if core {
+            t.integrate(now, ctx.slot_bytes);
+            // SAFETY: engine protocol.
+            active = unsafe { t.core_edge(now, w, ctx, core_wake) };
+            // Traced, the D2D engine's flit pulses (`inj_valid`, `ej_valid`) fall at the
+            // next edge: evaluated there, so the waveform does not depend on whether
+            // anything else is due.
+            active |= traced && t.ni.sent_this_cycle();
+            if traced {
+                // A router at rest before and after changed nothing.
+                let rest = t.router.at_rest();
+                t.touched.router = !(rest && t.router_rest);
+                t.router_rest = rest;
+                // The ring changes only when its change count moves.
+                let seen = t.ctrl.ring_changes();
+                t.touched.ring = seen.is_none() || seen != t.ring_seen;
+                t.ring_seen = seen;
+            }
+            t.activity.pe_state = t.pe_state_now();
+            if t.activity.timeline.is_some() {
+                t.count_traffic(now, ctx);
+            }
+            t.core_active = active;
+        } else {
+            // Between core edges the last edge's answer stands: its work is due at the next
+            // one (a tile woken here by an adapter or the DDR must not forget it, e.g. the
+            // D2D engine's pulses that fall at the next edge when traced).
+            active = t.core_active;
+        }
+        if t.touched.ucie != 0 || !t.status.valid {
+            t.ucie_sum = UcieSummary::of(&t.ucie);
+        }
+        if t.touched.any() || !t.status.valid {
+            t.status = TileStatus::of(t, traced);
+        }
+        let c = &t.status;
+        let core_work = active || c.core_due;
+        st.busy |= c.busy;
+        st.next_event = st.next_event.min(c.next_event).min(t.wake.next());
+        // The next tick this tile has something due (see the sleep above): the next tick
+        // while busy, else its next event (the DDR's next command or response among
+        // them), link landing, or core edge with core work. (A DDR holding requests no
+        // longer keeps the tile awake at every tick for the watchdog's progress count:
+        // the sleeping tile counts it.)
+        t.need_at = if c.busy {
+            now + 1
+        } else if core_work {
+            c.next_event.min(t.wake.next()).min(ctx.core.edge_after(now))
+        } else {
+            c.next_event.min(t.wake.next())
+        };
+        // Progress: a link that only replays (bit-error rate too high for a flit to get
+        // through) is not progress, so such a run ends in the watchdog.
+        // (a DDR woken only for refresh is not progress either)
+        st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered);
+        t.stats.ucie_delivered = c.ucie_delivered;
+        (core_work, c.finished)
 }
 
 /// A package set up for one layer of one strategy.

@@ -64,6 +64,8 @@ pub struct ChipletTile {
     pub(super) touched: Touched,
     /// The router was at rest ([`RouterCl::at_rest`]) at its last evaluation (traced runs).
     pub(super) router_rest: bool,
+    /// The last evaluated core edge left work for the next one (`core_edge`'s answer).
+    pub(super) core_active: bool,
     /// The ring's change count at its last sample (`None`: sample at every core edge).
     pub(super) ring_seen: Option<u64>,
 }
@@ -332,6 +334,7 @@ impl ChipletTile {
             need_at: 0,
             touched: Touched::default(),
             router_rest: false,
+            core_active: false,
             ring_seen: None,
         }
     }
