@@ -142,6 +142,27 @@ impl SpareCores {
             self.0.fetch_add(n, std::sync::atomic::Ordering::AcqRel);
         }
     }
+
+    /// Takes every spare core until the returned loan drops, which gives them back: also
+    /// when the work done with them panics (a sweep contains a point's panic and goes on, and
+    /// must not go on without the cores).
+    pub fn lend(&self) -> LentCores<'_> {
+        LentCores { from: self, n: self.take_all() }
+    }
+}
+
+/// Cores taken from [`SpareCores::lend`], given back on drop.
+#[derive(Debug)]
+pub struct LentCores<'a> {
+    from: &'a SpareCores,
+    /// How many were taken.
+    pub n: usize,
+}
+
+impl Drop for LentCores<'_> {
+    fn drop(&mut self) {
+        self.from.give(self.n);
+    }
 }
 
 /// One part of a multi-part run (a strategy, a mapping, a balancer): its result, or why it
@@ -218,4 +239,30 @@ pub fn ensure_parent(p: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpareCores;
+
+    /// Lent cores come back when the loan ends, and also when the work done with them
+    /// panics (the sweep contains the panic and goes on).
+    #[test]
+    fn lent_cores_come_back_even_after_a_panic() {
+        let spare = SpareCores::default();
+        spare.give(2);
+        {
+            let l = spare.lend();
+            assert_eq!(l.n, 2);
+            assert_eq!(spare.take_all(), 0, "taken while lent");
+        }
+        assert_eq!(spare.take_all(), 2);
+        spare.give(2);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _l = spare.lend();
+            panic!("a batch panics");
+        }));
+        assert!(r.is_err());
+        assert_eq!(spare.take_all(), 2, "cores lost to a panic");
+    }
 }

@@ -333,15 +333,14 @@ impl PackageRun {
                 if i + todo.len() as u64 > bar.length().unwrap_or(0) {
                     bar.set_length(i + todo.len() as u64);
                 }
-                let lent = spare.map_or(0, |c| c.take_all());
-                let done = run_in_order(&todo, jobs as usize + lent, |(b, l, pred)| {
+                // (Given back when the window ends, or when a batch panics.)
+                let lent = spare.map(|c| c.lend());
+                let done = run_in_order(&todo, jobs as usize + lent.as_ref().map_or(0, |l| l.n), |(b, l, pred)| {
                     let r = self.run_batch(cfg, s, l, pred.as_deref(), o, several, *b).map(|(r, _)| r);
                     bar.inc(1);
                     r
                 });
-                if let Some(c) = spare {
-                    c.give(lent);
-                }
+                drop(lent);
                 for r in done {
                     match r {
                         Some(r) => merge(r?),
