@@ -223,7 +223,6 @@ impl Partition for PkgPart {
     }
 }
 
-
 /// What kind of tick the partition evaluates (the same for all its tiles).
 #[derive(Clone, Copy)]
 struct TickEdges {
@@ -247,92 +246,92 @@ struct TickEdges {
 #[inline(never)]
 unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets, edges: TickEdges, st: &mut PartStatus) -> (bool, bool) {
     let TickEdges { core, ucie: ucie_edge, ddr: ddr_edge, traced } = edges;
-        // A block that sends on a link wakes the tile when the value lands.
-        t.wake.advance(now);
-        // Which blocks were evaluated (the tile's status is re-read if any was; traced,
-        // only those are sampled).
-        t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
-        if ucie_edge {
-            for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
-                // SAFETY: engine protocol; the adapter is its links' sole endpoint.
-                if unsafe { a.due(now, &w.flits) } {
-                    t.touched.ucie |= 1 << i;
-                    if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
-                        t.wake.add(at);
-                    }
+    // A block that sends on a link wakes the tile when the value lands.
+    t.wake.advance(now);
+    // Which blocks were evaluated (the tile's status is re-read if any was; traced,
+    // only those are sampled).
+    t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
+    if ucie_edge {
+        for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
+            // SAFETY: engine protocol; the adapter is its links' sole endpoint.
+            if unsafe { a.due(now, &w.flits) } {
+                t.touched.ucie |= 1 << i;
+                if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
+                    t.wake.add(at);
                 }
             }
         }
+    }
+    // SAFETY: engine protocol.
+    if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
+        t.touched.ddr = true;
+        if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
+            t.wake.add(at);
+        }
+    } else if traced && ddr_edge && t.ddr.traced_next_event() <= now {
+        // Only a traced register changes on its own here (the `cmd` pulse falls, a
+        // refresh ends).
+        t.touched.ddr = true;
+        t.ddr.settle(now);
+    }
+    let mut active;
+    if core {
+        t.integrate(now, ctx.slot_bytes);
         // SAFETY: engine protocol.
-        if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
-            t.touched.ddr = true;
-            if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
-                t.wake.add(at);
-            }
-        } else if traced && ddr_edge && t.ddr.traced_next_event() <= now {
-            // Only a traced register changes on its own here (the `cmd` pulse falls, a
-            // refresh ends).
-            t.touched.ddr = true;
-            t.ddr.settle(now);
+        active = unsafe { t.core_edge(now, w, ctx, core_wake) };
+        // Traced, the D2D engine's flit pulses (`inj_valid`, `ej_valid`) fall at the
+        // next edge: evaluated there, so the waveform does not depend on whether
+        // anything else is due.
+        active |= traced && t.ni.sent_this_cycle();
+        if traced {
+            // A router at rest before and after changed nothing.
+            let rest = t.router.at_rest();
+            t.touched.router = !(rest && t.router_rest);
+            t.router_rest = rest;
+            // The ring changes only when its change count moves.
+            let seen = t.ctrl.ring_changes();
+            t.touched.ring = seen.is_none() || seen != t.ring_seen;
+            t.ring_seen = seen;
         }
-        let mut active;
-        if core {
-            t.integrate(now, ctx.slot_bytes);
-            // SAFETY: engine protocol.
-            active = unsafe { t.core_edge(now, w, ctx, core_wake) };
-            // Traced, the D2D engine's flit pulses (`inj_valid`, `ej_valid`) fall at the
-            // next edge: evaluated there, so the waveform does not depend on whether
-            // anything else is due.
-            active |= traced && t.ni.sent_this_cycle();
-            if traced {
-                // A router at rest before and after changed nothing.
-                let rest = t.router.at_rest();
-                t.touched.router = !(rest && t.router_rest);
-                t.router_rest = rest;
-                // The ring changes only when its change count moves.
-                let seen = t.ctrl.ring_changes();
-                t.touched.ring = seen.is_none() || seen != t.ring_seen;
-                t.ring_seen = seen;
-            }
-            t.activity.pe_state = t.pe_state_now();
-            if t.activity.timeline.is_some() {
-                t.count_traffic(now, ctx);
-            }
-            t.core_active = active;
-        } else {
-            // Between core edges the last edge's answer stands: its work is due at the next
-            // one (a tile woken here by an adapter or the DDR must not forget it, e.g. the
-            // D2D engine's pulses that fall at the next edge when traced).
-            active = t.core_active;
+        t.activity.pe_state = t.pe_state_now();
+        if t.activity.timeline.is_some() {
+            t.count_traffic(now, ctx);
         }
-        if t.touched.ucie != 0 || !t.status.valid {
-            t.ucie_sum = UcieSummary::of(&t.ucie);
-        }
-        if t.touched.any() || !t.status.valid {
-            t.status = TileStatus::of(t, traced);
-        }
-        let c = &t.status;
-        let core_work = active || c.core_due;
-        st.busy |= c.busy;
-        st.next_event = st.next_event.min(c.next_event).min(t.wake.next());
-        // The next tick this tile has something due (see the sleep above): the next tick
-        // while busy, else its next event (the DDR's next command or response among
-        // them), link landing, or core edge with core work. (A DDR holding requests no
-        // longer keeps the tile awake at every tick for the watchdog's progress count:
-        // the sleeping tile counts it.)
-        t.need_at = if c.busy {
-            now + 1
-        } else if core_work {
-            c.next_event.min(t.wake.next()).min(ctx.core.edge_after(now))
-        } else {
-            c.next_event.min(t.wake.next())
-        };
-        // Progress: a link that only replays (bit-error rate too high for a flit to get
-        // through) is not progress, so such a run ends in the watchdog.
-        // (a DDR woken only for refresh is not progress either)
-        st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered);
-        t.stats.ucie_delivered = c.ucie_delivered;
-        (core_work, c.finished)
+        t.core_active = active;
+    } else {
+        // Between core edges the last edge's answer stands: its work is due at the next
+        // one (a tile woken here by an adapter or the DDR must not forget it, e.g. the
+        // D2D engine's pulses that fall at the next edge when traced).
+        active = t.core_active;
+    }
+    if t.touched.ucie != 0 || !t.status.valid {
+        t.ucie_sum = UcieSummary::of(&t.ucie);
+    }
+    if t.touched.any() || !t.status.valid {
+        t.status = TileStatus::of(t, traced);
+    }
+    let c = &t.status;
+    let core_work = active || c.core_due;
+    st.busy |= c.busy;
+    st.next_event = st.next_event.min(c.next_event).min(t.wake.next());
+    // The next tick this tile has something due (see the sleep in `PkgPart::eval`): the next tick
+    // while busy, else its next event (the DDR's next command or response among
+    // them), link landing, or core edge with core work. (A DDR holding requests no
+    // longer keeps the tile awake at every tick for the watchdog's progress count:
+    // the sleeping tile counts it.)
+    t.need_at = if c.busy {
+        now + 1
+    } else if core_work {
+        c.next_event.min(t.wake.next()).min(ctx.core.edge_after(now))
+    } else {
+        c.next_event.min(t.wake.next())
+    };
+    // Progress: a link that only replays (bit-error rate too high for a flit to get
+    // through) is not progress, so such a run ends in the watchdog.
+    // (a DDR woken only for refresh is not progress either)
+    st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered);
+    t.stats.ucie_delivered = c.ucie_delivered;
+    (core_work, c.finished)
 }
 
 /// A package set up for one layer of one strategy.
