@@ -244,7 +244,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     err_q: DFF<Bit>,
 
     // --- combinational locals (stage letters as in the CL's `step`)
-    cnt: Signal<Local, Bits<8>>,
     // A: scheduler message
     g: Signal<Local, Bit>,
     pl: Signal<Local, Bit>,
@@ -305,8 +304,21 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // K: Rule 4 / 5 loads
     kc: Signal<Local, Bit>,
     k2: Signal<Local, Bit>,
-    gs: Signal<Local, Bits<S>>,
-    ung: Signal<Local, Bits<8>>,
+    /// Free slots after A..F (`exist & !live1`), as a balanced adder tree (`pf[126]`), and
+    /// whether there is one: the DDR port's room test (`kfree`: free slots beyond the
+    /// reserve after the D2D allocation) without the eviction and the allocation's scan.
+    pf: [Signal<Local, Bits<8>>; 127],
+    f_any: Signal<Local, Bit>,
+    kfree: Signal<Local, Bit>,
+    /// Each slot's expert granted (`gs_tag`), the RX head's (`g_rx`); the live slots of
+    /// ungranted experts after A..F (`pu[126]`, an adder tree), less the victim (`d_v`), plus
+    /// the D2D arrival's (`a_rx`, `rx_okf`: the allocation succeeds).
+    gs_tag: Signal<Local, Bits<S>>,
+    g_rx: Signal<Local, Bit>,
+    pu: [Signal<Local, Bits<8>>; 127],
+    rx_okf: Signal<Local, Bit>,
+    d_v: Signal<Local, Bit>,
+    a_rx: Signal<Local, Bit>,
     capf: Signal<Local, Bit>,
     issue: Signal<Local, Bit>,
     is_e: Signal<Local, Bits<16>>,
@@ -316,6 +328,7 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // L: load-side escape
     esc: Signal<Local, Bit>,
     v2m: Signal<Local, Bits<S>>,
+    v2m_pre: Signal<Local, Bits<S>>,
     v2_slot: Signal<Local, Bits<8>>,
     v2_e: Signal<Local, Bits<16>>,
     v2_k: Signal<Local, Bits<16>>,
@@ -325,9 +338,14 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     um: Signal<Local, Bits<S>>,
 
     // --- constants
+    zero8: Constant<Bits<8>>,
+    one8: Constant<Bits<8>>,
+    /// The reserve plus the D2D arrival's slot; half the ring (rounded up) and one more.
+    reserve1: Constant<Bits<8>>,
+    half: Constant<Bits<8>>,
+    half1: Constant<Bits<8>>,
     id: Constant<Bits<4>>,
     exist: Constant<Bits<S>>,
-    capc: Constant<Bits<8>>,
     reserve: Constant<Bits<8>>,
     eager: Constant<Bit>,
     rule5: Constant<Bit>,
@@ -457,7 +475,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             pending_q: Default::default(),
             had_work: Default::default(),
             err_q: Default::default(),
-            cnt: Default::default(),
             g: Default::default(),
             pl: Default::default(),
             on_s: Default::default(),
@@ -510,8 +527,15 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             tm: Default::default(),
             kc: Default::default(),
             k2: Default::default(),
-            gs: Default::default(),
-            ung: Default::default(),
+            pf: std::array::from_fn(|_| Default::default()),
+            f_any: Default::default(),
+            kfree: Default::default(),
+            gs_tag: Default::default(),
+            g_rx: Default::default(),
+            pu: std::array::from_fn(|_| Default::default()),
+            rx_okf: Default::default(),
+            d_v: Default::default(),
+            a_rx: Default::default(),
             capf: Default::default(),
             issue: Default::default(),
             is_e: Default::default(),
@@ -520,15 +544,20 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             kam: Default::default(),
             esc: Default::default(),
             v2m: Default::default(),
+            v2m_pre: Default::default(),
             v2_slot: Default::default(),
             v2_e: Default::default(),
             v2_k: Default::default(),
             v2_ld: Default::default(),
             te_n: Default::default(),
             um: Default::default(),
+            zero8: Constant::new(0u64.into()),
+            one8: Constant::new(1u64.into()),
+            reserve1: Constant::new((p.ddr_reserve as u64 + 1).into()),
+            half: Constant::new((p.slots as u64).div_ceil(2).into()),
+            half1: Constant::new(((p.slots as u64).div_ceil(2) + 1).into()),
             id: Constant::new((p.id as u64).into()),
             exist: Constant::new(exist.into()),
-            capc: Constant::new((p.slots as u64).into()),
             reserve: Constant::new((p.ddr_reserve as u64).into()),
             eager: Constant::new(p.eager),
             rule5: Constant::new(p.rule5),
@@ -776,6 +805,13 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.am.pe_tx.next = self.ss.pe_tx.val();
 
         // ================= H: D2D arrival (the receiver's ring is the credit); deadlock escape
+        // (Each slot's expert granted, for the ungranted count of K.)
+        self.gs_tag.next = 0.into();
+        for i in 0..S {
+            if self.xt.granted_a.val().get_bit(self.tg.expert[i].val().index()) {
+                self.gs_tag.next = self.gs_tag.val().replace_bit(i, true);
+            }
+        }
         self.evict.next = self.rx_head_valid.val() & !(self.exist.val() & !self.ss.live1.val()).any();
         self.v_kind.next = 0.into();
         self.px.next = 0.into();
@@ -902,7 +938,43 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ss.send.next = self.tm.val();
 
         // ================= K: Rule 4 (reloads of granted experts first), Rule 5, load sequence
-        self.kc.next = self.ddr_ready.val() & (self.rp.free.val() > self.reserve.val());
+        // The free slots beyond the reserve after the D2D allocation (`rp.free`), from the
+        // free slots after A..F (`f1` = `pf[126]`): with one, there is no eviction and the
+        // arrival (if any) takes one, `f1 - rx_head_valid`; with none, an eviction frees at
+        // most the slot the arrival then takes, 0. So `rp.free > reserve` is `f1 > reserve +
+        // rx_head_valid`, equal for every input; the eviction choice and the allocation's scan
+        // no longer sit in front of the DDR port's decision.
+        for i in 0..S {
+            self.pf[i].next = self.zero8.val();
+            if self.exist.val().get_bit(i) & !self.ss.live1.val().get_bit(i) {
+                self.pf[i].next = self.one8.val();
+            }
+        }
+        for i in S..64 {
+            self.pf[i].next = self.zero8.val();
+        }
+        for k in 0..32 {
+            self.pf[64 + k].next = self.pf[2 * k].val() + self.pf[2 * k + 1].val();
+        }
+        for k in 0..16 {
+            self.pf[96 + k].next = self.pf[64 + 2 * k].val() + self.pf[64 + 2 * k + 1].val();
+        }
+        for k in 0..8 {
+            self.pf[112 + k].next = self.pf[96 + 2 * k].val() + self.pf[96 + 2 * k + 1].val();
+        }
+        for k in 0..4 {
+            self.pf[120 + k].next = self.pf[112 + 2 * k].val() + self.pf[112 + 2 * k + 1].val();
+        }
+        for k in 0..2 {
+            self.pf[124 + k].next = self.pf[120 + 2 * k].val() + self.pf[120 + 2 * k + 1].val();
+        }
+        self.pf[126].next = self.pf[124].val() + self.pf[125].val();
+        self.f_any.next = (self.exist.val() & !self.ss.live1.val()).any();
+        self.kfree.next = self.pf[126].val() > self.reserve.val();
+        if self.rx_head_valid.val() {
+            self.kfree.next = self.pf[126].val() > self.reserve1.val();
+        }
+        self.kc.next = self.ddr_ready.val() & self.kfree.val();
         // Rule 4 first: the reload list, as the CL holds it at this point (the hand-off
         // received, then the evicted slice behind it), serves its first granted entry.
         self.rq.hand_valid.next = self.handoff_in_valid.val();
@@ -924,24 +996,51 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.k2.next = self.kc.val() & !self.rq.found.val() & self.aq.len_in.val().any();
         self.aq.pop.next = self.k2.val();
         // Load sequence: pre-loads may take at most half the ring while ungranted.
-        self.gs.next = 0.into();
+        // The live slots of ungranted experts after H (`live3`, the D2D arrival's slot with
+        // the head's expert), counted without the eviction and the allocation in front of
+        // the count: `live3` is `live1` less the victim (one slot at most) plus the arrival's
+        // slot (free before it), so the count is `c0 = |live1 & !gs_tag|` (`pu[126]`), less one
+        // if the victim was such a slot (`d_v`), plus one if the arrival is allocated and of
+        // an ungranted expert (`a_rx`). The allocation succeeds (`rx_okf`, equal to
+        // `rp.rx_ok`) when the RX head is valid and a slot was free after A..F or the
+        // victim's slot exists. `ung + ung >= slots` is `ung >= half` (⌈slots / 2⌉); the three
+        // thresholds of `c0` are compared side by side and the victim and the arrival select.
+        self.g_rx.next = self.xt.granted_a.val().get_bit(self.rx_head_expert.val().index());
         for i in 0..S {
-            self.te_n.next = self.tg.expert[i].val();
-            if self.ram.val().get_bit(i) {
-                self.te_n.next = self.rx_head_expert.val();
-            }
-            if self.xt.granted_a.val().get_bit(self.te_n.val().index()) {
-                self.gs.next = self.gs.val().replace_bit(i, true);
+            self.pu[i].next = self.zero8.val();
+            if self.ss.live1.val().get_bit(i) & !self.gs_tag.val().get_bit(i) {
+                self.pu[i].next = self.one8.val();
             }
         }
-        self.cnt.next = 0.into();
-        for i in 0..S {
-            if self.ss.live3.val().get_bit(i) & !self.gs.val().get_bit(i) {
-                self.cnt.next = self.cnt.val() + 1;
-            }
+        for i in S..64 {
+            self.pu[i].next = self.zero8.val();
         }
-        self.ung.next = self.cnt.val();
-        self.capf.next = (self.ung.val() + self.ung.val()) >= self.capc.val();
+        for k in 0..32 {
+            self.pu[64 + k].next = self.pu[2 * k].val() + self.pu[2 * k + 1].val();
+        }
+        for k in 0..16 {
+            self.pu[96 + k].next = self.pu[64 + 2 * k].val() + self.pu[64 + 2 * k + 1].val();
+        }
+        for k in 0..8 {
+            self.pu[112 + k].next = self.pu[96 + 2 * k].val() + self.pu[96 + 2 * k + 1].val();
+        }
+        for k in 0..4 {
+            self.pu[120 + k].next = self.pu[112 + 2 * k].val() + self.pu[112 + 2 * k + 1].val();
+        }
+        for k in 0..2 {
+            self.pu[124 + k].next = self.pu[120 + 2 * k].val() + self.pu[120 + 2 * k + 1].val();
+        }
+        self.pu[126].next = self.pu[124].val() + self.pu[125].val();
+        self.rx_okf.next = self.rx_head_valid.val() & (self.f_any.val() | (self.vm.val() & self.exist.val()).any());
+        self.d_v.next = (self.vm.val() & self.ss.live1.val() & !self.gs_tag.val()).any();
+        self.a_rx.next = self.rx_okf.val() & !self.g_rx.val();
+        self.capf.next = self.pu[126].val() >= self.half.val();
+        if self.a_rx.val() & !self.d_v.val() {
+            self.capf.next = (self.pu[126].val() + self.one8.val()) >= self.half.val();
+        }
+        if self.d_v.val() & !self.a_rx.val() {
+            self.capf.next = self.pu[126].val() >= self.half1.val();
+        }
         self.ls.cap_full.next = self.capf.val();
         self.ls.take.next = self.kc.val() & !self.rq.found.val() & !self.k2.val();
         // The load issued this cycle, into the first free slot at/after the tail that the
@@ -981,8 +1080,8 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         self.ss.ld_alloc.next = self.kam.val();
 
         // ================= L: load-side deadlock escape (drop the newest waiting pre-load)
-        self.esc.next = !self.issue.val()
-            & self.ddr_ready.val()
+        // (`!issue` is implied: `rp.free <= reserve` means `!kc`, and every load needs kc.)
+        self.esc.next = self.ddr_ready.val()
             & (self.pending_d.val().any() | self.helpers.val())
             & (self.rp.free.val() <= self.reserve.val())
             & self.ss.lw3.val().any()
@@ -993,15 +1092,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
             self.sel_esc.age[i].next = self.am.age_e[i].val();
         }
         self.v2_slot.next = self.sel_esc.slot.val();
+        if self.sel_esc.found.val() {
+            self.v2m_pre.next = self.sel_esc.onehot.val();
+        } else {
+            // No qualifying member (an inconsistent age matrix, only under illegal
+            // inputs): slot 0, as the picker's slot output says.
+            self.v2m_pre.next = 1.into();
+        }
         self.v2m.next = 0.into();
         if self.esc.val() {
-            if self.sel_esc.found.val() {
-                self.v2m.next = self.sel_esc.onehot.val();
-            } else {
-                // No qualifying member (an inconsistent age matrix, only under illegal
-                // inputs): slot 0, as the picker's slot output says.
-                self.v2m.next = 1.into();
-            }
+            self.v2m.next = self.v2m_pre.val();
         }
         self.tg.rd_slot[4].next = self.v2_slot.val();
         self.v2_e.next = self.tg.rd_expert[4].val();
@@ -1030,7 +1130,9 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
 
         // ---- ring head (trace): `rp` moves it past the escape's release.
         self.rp.escape.next = self.esc.val();
-        self.rp.live_n.next = self.ss.live_n.val();
+        // `rp` reads `live_n` only with the escape, which issues no load (`kam` = 0), so it is
+        // `live3` less the escape's slot: formed without the DDR allocation's scan.
+        self.rp.live_n.next = self.ss.live3.val() & !self.v2m_pre.val();
 
         // ================= M: Rule 5 free-slot report, from the state after the edge: free
         // slots, live slots of ungranted experts (this cycle's allocations' tags looked

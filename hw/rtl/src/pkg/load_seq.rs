@@ -106,6 +106,13 @@ pub struct LoadSeqRtl<const E: usize> {
     elig_b: Signal<Local, Bits<E>>,
     exh_b: Signal<Local, Bits<E>>,
     pe: [Signal<Local, Bits<E>>; 8],
+    /// `cap_full` comes late (the controller's ungranted count, after its eviction choice):
+    /// the issuable set and its prefix OR are formed for both values side by side — every
+    /// live entry (`live_b`, `pe`), the live granted ones (`elig_g`, `pg`) — and `cap_full`
+    /// selects (`elig_b`, `pf`) in front of the pick.
+    elig_g: Signal<Local, Bits<E>>,
+    pg: [Signal<Local, Bits<E>>; 8],
+    pf: Signal<Local, Bits<E>>,
     pick: Signal<Local, Bits<E>>,
     hit: Signal<Local, Bit>,
     cnt: Signal<Local, Bits<16>>,
@@ -181,6 +188,9 @@ impl<const E: usize> LoadSeqRtl<E> {
             elig_b: Default::default(),
             exh_b: Default::default(),
             pe: Default::default(),
+            elig_g: Default::default(),
+            pg: Default::default(),
+            pf: Default::default(),
             pick: Default::default(),
             hit: Default::default(),
             cnt: Default::default(),
@@ -281,7 +291,7 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         self.p_live1.next =
             !self.p_nk1.val().get_bit(16) & (self.p_nk1.val().get_bits::<16>(0) < self.push_m.val());
         self.live_b.next = self.zero_e.val();
-        self.elig_b.next = self.zero_e.val();
+        self.elig_g.next = self.zero_e.val();
         self.exh_b.next = self.zero_e.val();
         for j in 0..E {
             // Entry j as it stands this cycle (this cycle's push looked through).
@@ -292,8 +302,8 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
             if self.v_a.val().get_bit(j) {
                 if self.le_live.val() {
                     self.live_b.next = self.live_b.val() | self.unit[j].val();
-                    if self.g_a.val().get_bit(j) | !self.cap_full.val() {
-                        self.elig_b.next = self.elig_b.val() | self.unit[j].val();
+                    if self.g_a.val().get_bit(j) {
+                        self.elig_g.next = self.elig_g.val() | self.unit[j].val();
                     }
                 } else {
                     self.exh_b.next = self.exh_b.val() | self.unit[j].val();
@@ -301,7 +311,7 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
             }
         }
         self.own_granted.next = (self.live_b.val() & self.g_a.val()).any();
-        self.pe[0].next = self.elig_b.val() | (self.elig_b.val() << 1);
+        self.pe[0].next = self.live_b.val() | (self.live_b.val() << 1);
         self.pe[1].next = self.pe[0].val() | (self.pe[0].val() << 2);
         self.pe[2].next = self.pe[1].val() | (self.pe[1].val() << 4);
         self.pe[3].next = self.pe[2].val() | (self.pe[2].val() << 8);
@@ -309,14 +319,29 @@ impl<const E: usize> Logic for LoadSeqRtl<E> {
         self.pe[5].next = self.pe[4].val() | (self.pe[4].val() << 32);
         self.pe[6].next = self.pe[5].val() | (self.pe[5].val() << 64);
         self.pe[7].next = self.pe[6].val() | (self.pe[6].val() << 128);
+        self.pg[0].next = self.elig_g.val() | (self.elig_g.val() << 1);
+        self.pg[1].next = self.pg[0].val() | (self.pg[0].val() << 2);
+        self.pg[2].next = self.pg[1].val() | (self.pg[1].val() << 4);
+        self.pg[3].next = self.pg[2].val() | (self.pg[2].val() << 8);
+        self.pg[4].next = self.pg[3].val() | (self.pg[3].val() << 16);
+        self.pg[5].next = self.pg[4].val() | (self.pg[4].val() << 32);
+        self.pg[6].next = self.pg[5].val() | (self.pg[5].val() << 64);
+        self.pg[7].next = self.pg[6].val() | (self.pg[6].val() << 128);
+        // Issuable: live and granted, or any live entry while `!cap_full`.
+        self.elig_b.next = self.live_b.val();
+        self.pf.next = self.pe[7].val();
+        if self.cap_full.val() {
+            self.elig_b.next = self.elig_g.val();
+            self.pf.next = self.pg[7].val();
+        }
         self.v_k.next = self.v_a.val();
         self.pick.next = self.zero_e.val();
         self.hit.next = false;
         if self.take.val() {
-            self.pick.next = self.elig_b.val() & !(self.pe[7].val() << 1);
+            self.pick.next = self.elig_b.val() & !(self.pf.val() << 1);
             self.hit.next = self.elig_b.val().any();
             // Exhausted entries the scan passes (none issuable before them) leave.
-            self.v_k.next = self.v_a.val() & !(self.exh_b.val() & !(self.pe[7].val() << 1));
+            self.v_k.next = self.v_a.val() & !(self.exh_b.val() & !(self.pf.val() << 1));
         }
         // The picked entry (one-hot): its expert and micro-slice out, its k advanced.
         // The advanced k and its liveness are formed per entry before the pick (from the

@@ -6,7 +6,7 @@
 //!  req (S bits) ─┐
 //!  age[0..S] ────┼─► per slot i: oldest  = req[i] & every other member j has age[i][j]
 //!  newest ───────┘               newest  = req[i] & no other member j has age[i][j]
-//!                 ──► priority encoder (lowest i) ──► found, slot, onehot
+//!                 ──► lowest qualifying i (prefix OR) ──► found, slot, onehot
 //! ```
 //!
 //! `age[i]` bit j set means slot i entered its queue before slot j. The controller keeps one
@@ -50,6 +50,9 @@ pub struct AgePickerRtl<const S: usize> {
     others: Signal<Local, Bits<S>>,
     /// Slot i qualifies (member, and oldest / newest).
     hit: Signal<Local, Bit>,
+    /// Every slot's `hit` (and membership) side by side; its inclusive prefix OR.
+    hb: Signal<Local, Bits<S>>,
+    pe: [Signal<Local, Bits<S>>; 6],
 
     // --- constants
     /// `unit[i]`: bit i alone; `notu[i]`: every bit but i.
@@ -80,6 +83,8 @@ impl<const S: usize> AgePickerRtl<S> {
             onehot: Default::default(),
             others: Default::default(),
             hit: Default::default(),
+            hb: Default::default(),
+            pe: Default::default(),
             unit: std::array::from_fn(|i| Constant::new((1u64 << i).into())),
             notu: std::array::from_fn(|i| Constant::new((all & !(1u64 << i)).into())),
             index: std::array::from_fn(|i| Constant::new((i as u64).into())),
@@ -92,9 +97,11 @@ impl<const S: usize> AgePickerRtl<S> {
 impl<const S: usize> Logic for AgePickerRtl<S> {
     #[hdl_gen]
     fn update(&mut self) {
-        self.found.next = false;
-        self.slot.next = self.zero8.val();
-        self.onehot.next = self.zero_s.val();
+        // Flat: every slot's qualification in parallel (`hb`), the lowest one isolated with
+        // the inclusive prefix OR `pe` (shift-OR steps, as the round-robin arbiters). It was a
+        // loop of S conditional updates gated by `!found`, a priority chain S deep; the answer
+        // (the lowest qualifying slot) is the same.
+        self.hb.next = self.zero_s.val();
         for i in 0..S {
             self.others.next = self.req.val() & self.notu[i].val();
             if self.newest.val() {
@@ -104,10 +111,23 @@ impl<const S: usize> Logic for AgePickerRtl<S> {
                 // Older than every other.
                 self.hit.next = !(self.others.val() & !self.age[i].val()).any();
             }
-            if (self.req.val() & self.unit[i].val()).any() & self.hit.val() & !self.found.val() {
-                self.found.next = true;
-                self.slot.next = self.index[i].val();
-                self.onehot.next = self.unit[i].val();
+            if (self.req.val() & self.unit[i].val()).any() & self.hit.val() {
+                self.hb.next = self.hb.val() | self.unit[i].val();
+            }
+        }
+        self.pe[0].next = self.hb.val() | (self.hb.val() << 1);
+        self.pe[1].next = self.pe[0].val() | (self.pe[0].val() << 2);
+        self.pe[2].next = self.pe[1].val() | (self.pe[1].val() << 4);
+        self.pe[3].next = self.pe[2].val() | (self.pe[2].val() << 8);
+        self.pe[4].next = self.pe[3].val() | (self.pe[3].val() << 16);
+        self.pe[5].next = self.pe[4].val() | (self.pe[4].val() << 32);
+        self.onehot.next = self.hb.val() & !(self.pe[5].val() << 1);
+        self.found.next = self.hb.val().any();
+        // The index of the one-hot (AND-OR; 0 when not found).
+        self.slot.next = self.zero8.val();
+        for i in 0..S {
+            if self.onehot.val().get_bit(i) {
+                self.slot.next = self.slot.val() | self.index[i].val();
             }
         }
     }

@@ -82,9 +82,12 @@ pub struct ReloadListRtl<const Q: usize, const E: usize> {
     rm: Signal<Local, Bits<Q>>,
     unit: [Constant<Bits<Q>>; Q],
     zero_q: Constant<Bits<Q>>,
-    el_e: Signal<Local, Bits<16>>,
-    el_k: Signal<Local, Bits<16>>,
-    el_ld: Signal<Local, Bits<4>>,
+    /// The list's element j as the search sees it (held entry, hand-off or evicted slice),
+    /// formed once per position and read by the grant bits, the output select and the
+    /// edge (element j, or j + 1 behind the removal).
+    el_e: [Signal<Local, Bits<16>>; Q],
+    el_k: [Signal<Local, Bits<16>>; Q],
+    el_ld: [Signal<Local, Bits<4>>; Q],
     q_depth: Constant<Bits<8>>,
 }
 
@@ -134,9 +137,9 @@ impl<const Q: usize, const E: usize> ReloadListRtl<Q, E> {
             rm: Default::default(),
             unit: std::array::from_fn(|j| Constant::new(Bits::<Q>::default().replace_bit(j, true))),
             zero_q: Constant::new(0u64.into()),
-            el_e: Default::default(),
-            el_k: Default::default(),
-            el_ld: Default::default(),
+            el_e: std::array::from_fn(|_| Default::default()),
+            el_k: std::array::from_fn(|_| Default::default()),
+            el_ld: std::array::from_fn(|_| Default::default()),
             q_depth: Constant::new((Q as u64).into()),
         }
     }
@@ -166,19 +169,19 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
         self.gb.next = self.zero_q.val();
         for j in 0..Q {
             if self.rq_n.q.val().index() > j {
-                self.el_e.next = self.rq_e[j].q.val();
-                self.el_k.next = self.rq_k[j].q.val();
-                self.el_ld.next = self.rq_ld[j].q.val();
+                self.el_e[j].next = self.rq_e[j].q.val();
+                self.el_k[j].next = self.rq_k[j].q.val();
+                self.el_ld[j].next = self.rq_ld[j].q.val();
             } else if (self.rq_n.q.val().index() == j) & self.hand_valid.val() {
-                self.el_e.next = self.hand_expert.val();
-                self.el_k.next = self.hand_k.val();
-                self.el_ld.next = self.hand_loader.val();
+                self.el_e[j].next = self.hand_expert.val();
+                self.el_k[j].next = self.hand_k.val();
+                self.el_ld[j].next = self.hand_loader.val();
             } else {
-                self.el_e.next = self.evict_expert.val();
-                self.el_k.next = self.evict_k.val();
-                self.el_ld.next = self.evict_loader.val();
+                self.el_e[j].next = self.evict_expert.val();
+                self.el_k[j].next = self.evict_k.val();
+                self.el_ld[j].next = self.evict_loader.val();
             }
-            if (self.n1.val().index() > j) & self.granted.val().get_bit(self.el_e.val().index()) {
+            if (self.n1.val().index() > j) & self.granted.val().get_bit(self.el_e[j].val().index()) {
                 self.gb.next = self.gb.val() | self.unit[j].val();
             }
         }
@@ -196,23 +199,10 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
         self.k.next = 0.into();
         self.loader.next = 0.into();
         for j in 0..Q {
-            if self.rq_n.q.val().index() > j {
-                self.el_e.next = self.rq_e[j].q.val();
-                self.el_k.next = self.rq_k[j].q.val();
-                self.el_ld.next = self.rq_ld[j].q.val();
-            } else if (self.rq_n.q.val().index() == j) & self.hand_valid.val() {
-                self.el_e.next = self.hand_expert.val();
-                self.el_k.next = self.hand_k.val();
-                self.el_ld.next = self.hand_loader.val();
-            } else {
-                self.el_e.next = self.evict_expert.val();
-                self.el_k.next = self.evict_k.val();
-                self.el_ld.next = self.evict_loader.val();
-            }
             if self.pick.val().get_bit(j) {
-                self.expert.next = self.expert.val() | self.el_e.val();
-                self.k.next = self.k.val() | self.el_k.val();
-                self.loader.next = self.el_ld.val() | self.loader.val();
+                self.expert.next = self.expert.val() | self.el_e[j].val();
+                self.k.next = self.k.val() | self.el_k[j].val();
+                self.loader.next = self.el_ld[j].val() | self.loader.val();
             }
         }
         self.found.next = self.hit.val() & self.take.val();
@@ -226,36 +216,16 @@ impl<const Q: usize, const E: usize> Logic for ReloadListRtl<Q, E> {
         // at the end
         for j in 0..Q {
             if !self.rm.val().get_bit(j) {
-                if self.rq_n.q.val().index() > j {
-                    self.rq_e[j].d.next = self.rq_e[j].q.val();
-                    self.rq_k[j].d.next = self.rq_k[j].q.val();
-                    self.rq_ld[j].d.next = self.rq_ld[j].q.val();
-                } else if (self.rq_n.q.val().index() == j) & self.hand_valid.val() {
-                    self.rq_e[j].d.next = self.hand_expert.val();
-                    self.rq_k[j].d.next = self.hand_k.val();
-                    self.rq_ld[j].d.next = self.hand_loader.val();
-                } else {
-                    self.rq_e[j].d.next = self.evict_expert.val();
-                    self.rq_k[j].d.next = self.evict_k.val();
-                    self.rq_ld[j].d.next = self.evict_loader.val();
-                }
+                self.rq_e[j].d.next = self.el_e[j].val();
+                self.rq_k[j].d.next = self.el_k[j].val();
+                self.rq_ld[j].d.next = self.el_ld[j].val();
             }
         }
         for j in 0..(Q - 1) {
             if self.rm.val().get_bit(j) {
-                if self.rq_n.q.val().index() > (j + 1) {
-                    self.rq_e[j].d.next = self.rq_e[j + 1].q.val();
-                    self.rq_k[j].d.next = self.rq_k[j + 1].q.val();
-                    self.rq_ld[j].d.next = self.rq_ld[j + 1].q.val();
-                } else if (self.rq_n.q.val().index() == (j + 1)) & self.hand_valid.val() {
-                    self.rq_e[j].d.next = self.hand_expert.val();
-                    self.rq_k[j].d.next = self.hand_k.val();
-                    self.rq_ld[j].d.next = self.hand_loader.val();
-                } else {
-                    self.rq_e[j].d.next = self.evict_expert.val();
-                    self.rq_k[j].d.next = self.evict_k.val();
-                    self.rq_ld[j].d.next = self.evict_loader.val();
-                }
+                self.rq_e[j].d.next = self.el_e[j + 1].val();
+                self.rq_k[j].d.next = self.el_k[j + 1].val();
+                self.rq_ld[j].d.next = self.el_ld[j + 1].val();
             }
         }
         for j in (Q - 1)..Q {
