@@ -66,6 +66,13 @@ fn flit_fields(f: &TbFlit, prio: bool) -> (bool, u64, u8) {
 }
 
 fn lockstep(case: &Case) -> Counts {
+    // Both evaluations of the router: the branch-like one (the package's) and the branch-free
+    // one the mesh uses (`RouterCl::set_branch_free`); each must match the RTL every cycle.
+    lockstep_with(case, true);
+    lockstep_with(case, false)
+}
+
+fn lockstep_with(case: &Case, branch_free: bool) -> Counts {
     let c = case;
     let tag = &c.name;
     let params = RouterParams::of(&c.cfg, c.k, 1, V, 8, CW).expect("a configuration the RTL implements");
@@ -80,6 +87,7 @@ fn lockstep(case: &Case) -> Counts {
     }
     let id = c.cur.1 * c.k + c.cur.0;
     let mut cl = RouterCl::new(id, c.k, &c.cfg, 1, ports);
+    cl.set_branch_free(branch_free);
     if let Some(idle) = c.prio {
         cl.low_class = 1;
         cl.low_idle = idle;

@@ -50,6 +50,13 @@ fn clock<const V: usize, const NV: usize>(u: &mut RouterCtrlRtl<V, NV, 3, 4>) {
 }
 
 fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
+    // Both evaluations of the router: the branch-like one (the package's) and the branch-free
+    // one the mesh uses (`RouterCl::set_branch_free`); each must match the RTL every cycle.
+    lockstep_with::<V, NV>(case, true);
+    lockstep_with::<V, NV>(case, false)
+}
+
+fn lockstep_with<const V: usize, const NV: usize>(case: &Case, branch_free: bool) -> Counts {
     let c = case;
     let tag = &c.name;
     let params = RouterCtrlParams::of(&c.cfg, c.k, 1).expect("case uses a configuration the RTL implements");
@@ -70,6 +77,7 @@ fn lockstep<const V: usize, const NV: usize>(case: &Case) -> Counts {
     }
     let id = c.cur.1 * c.k + c.cur.0;
     let mut cl = RouterCl::new(id, c.k, &c.cfg, 1, ports);
+    cl.set_branch_free(branch_free);
     let cur = (c.cur.0 as u64, c.cur.1 as u64);
     let mut tb = RouterTb::new(params, c.knobs, c.seed);
     let mut u = RouterCtrlRtl::<V, NV, 3, 4>::new(&params);

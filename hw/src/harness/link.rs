@@ -281,6 +281,25 @@ impl<T: Copy + Default> LinkArena<T> {
         inside & (s == now)
     }
 
+    /// [`Self::lands`] together with the slot's value, without a branch: the value is the
+    /// one landing when the answer is `true`, and an arbitrary value of the arena (or
+    /// `T::default()` in an empty arena) otherwise, for a receiver that applies small values
+    /// (credits) of every input masked by the answer instead of branching per input.
+    ///
+    /// # Safety
+    /// As [`Self::recv`].
+    #[inline]
+    pub unsafe fn lands_value(&self, id: LinkId, now: Cycle) -> (bool, T) {
+        if self.vals.is_empty() {
+            return (false, T::default());
+        }
+        let i = self.index(id, now);
+        let inside = i < self.vals.len();
+        let i = core::hint::select_unpredictable(inside, i, 0);
+        let (s, v) = self.slot(i);
+        (inside & (*s == now), *v)
+    }
+
     /// The value that [`Self::lands`] on `id` in cycle `now` (only valid when it does).
     ///
     /// # Safety

@@ -335,7 +335,9 @@ impl Mesh {
         let mut tiles = Vec::with_capacity(n);
         for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
             let i = i as u32;
-            let router = RouterCl::new(i, k, r, ser, ports);
+            let mut router = RouterCl::new(i, k, r, ser, ports);
+            // Dense traffic (BookSim's reference point): the branch-free allocators.
+            router.set_branch_free(true);
             let rtl = match rtl.router {
                 Some(f) => Some(f(i, k, r, ser, ports)?),
                 None => None,

@@ -19,6 +19,8 @@
 
 use sched::noc::{route_xy_fl, Coord, Dir};
 
+use core::hint::select_unpredictable as sel;
+
 use super::arbiter::rr_pick;
 use super::config::RouterCfg;
 use super::credit::CreditCounterCl;
@@ -127,6 +129,8 @@ pub struct RouterCl {
     traced_send: bool,
     /// 1-cycle VA and SA and no serialized output (kept with `ser`); see [`RouterCl::plain`].
     plain_cfg: bool,
+    /// Branch-free allocators (see [`RouterCl::set_branch_free`]).
+    branch_free: bool,
     /// Flits of class `>= low_class` are a low-priority stream (the wafer's migration, which
     /// must not delay regular traffic): they travel only in the last VC of each port, which
     /// regular packets are never allocated (so neither ever queues behind the other), and an
@@ -178,6 +182,26 @@ pub struct RouterCl {
     /// serialized output for `ser` cycles and cannot be pre-empted).
     hi_seen: [Cycle; NPORTS],
     pub low_idle: u64,
+}
+
+/// [`rr_pick`] for a request set known not to be empty (bits below the arbiter's width),
+/// without a branch (its winner is random); an empty set gives 64.
+#[inline]
+fn rr_pick_nz(req: u64, ptr: u32) -> usize {
+    let hi = req & (u64::MAX << ptr);
+    sel(hi != 0, hi.trailing_zeros(), req.trailing_zeros()) as usize
+}
+
+/// [`route_xy_fl`] with a select where that function's `if` is compiled to a branch (the
+/// destinations of dense uniform traffic are random, and it was often mispredicted). Kept
+/// here, for the branch-free router only: the package routes through `route_xy_fl`.
+#[inline]
+fn route_xy_bf(cur: Coord, dest: Coord) -> u8 {
+    let (x_off, x_minus) = (dest.x != cur.x, dest.x < cur.x);
+    let (y_off, y_minus) = (dest.y != cur.y, dest.y < cur.y);
+    let y = 4 - 2 * y_off as usize + y_minus as usize;
+    let x = x_minus as usize;
+    Dir::ALL[sel(x_off, x, y)] as u8
 }
 
 /// Registers of VC index i = port·V + vc (see `RouterCl::vt`).
@@ -237,6 +261,7 @@ impl RouterCl {
             traced_send: false,
             last_eval: 0,
             plain_cfg: Self::plain_cfg_of(cfg.va_delay as u64, cfg.sa_delay as u64, &ser),
+            branch_free: false,
             ser,
             out_free_at: [0; NPORTS],
             tk: 1,
@@ -267,6 +292,17 @@ impl RouterCl {
         assert!(port != Dir::Local.idx() && port < NPORTS && ser >= 1, "serialization is per mesh output, >= 1");
         self.ser[port] = ser as u64;
         self.plain_cfg = Self::plain_cfg_of(self.va, self.sa, &self.ser);
+    }
+
+    /// Evaluates a plain router (see [`RouterCl::plain`]) with selects and masks instead of
+    /// branches where their outcome is random under dense traffic (the mesh at BookSim's
+    /// reference point: credits landing, VCs empty or idle, VA and SA requests and grants):
+    /// fewer mispredicted branches for more instructions. Same results either way. Off by
+    /// default: the package's routers see sparse, mostly multi-flit traffic, where those
+    /// branches are predictable and the extra instructions made `bench package` 13 % slower
+    /// (docs/results-noc.md, eighth session); the mesh turns it on.
+    pub fn set_branch_free(&mut self, on: bool) {
+        self.branch_free = on;
     }
 
     /// Puts the router in a clock domain of `tk` harness ticks per cycle (see the `tk` field);
@@ -369,6 +405,9 @@ impl RouterCl {
     /// in cycle `now`.
     #[inline(always)]
     pub unsafe fn eval_if(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, lands: bool) -> (u64, bool) {
+        if self.branch_free {
+            return self.eval_branch_free(now, flits, credits, lands);
+        }
         let mut sent = false;
         self.last_eval = now;
         if self.traced_send {
@@ -399,7 +438,8 @@ impl RouterCl {
             let p = fa.trailing_zeros() as usize;
             fa &= fa - 1;
             let f = flits.landed(self.ports.in_flit[p], now);
-            self.buffer_write(p, f, now);
+            // (Checks inside: never a lost head to report.)
+            let _ = self.buffer_write::<false>(p, f, now);
         }
         if self.buffered == 0 {
             return (0, false);
@@ -411,21 +451,84 @@ impl RouterCl {
         let plain = self.plain();
         let mut won = 0;
         if self.va_set != 0 {
-            won = if plain { self.vc_alloc::<true>(now, fresh) } else { self.vc_alloc::<false>(now, fresh) };
+            won = if plain { self.vc_alloc::<true, false>(now, fresh) } else { self.vc_alloc::<false, false>(now, fresh) };
         }
         let mut moved = 0;
         if self.sa_set != 0 {
             moved = if plain {
-                self.sw_alloc::<true>(now, won, flits, credits, &mut sent)
+                self.sw_alloc::<true, false>(now, won, flits, credits, &mut sent)
             } else {
-                self.sw_alloc::<false>(now, won, flits, credits, &mut sent)
+                self.sw_alloc::<false, false>(now, won, flits, credits, &mut sent)
             };
         }
         (moved, sent)
     }
 
+    /// [`Self::eval_if`] of a router with branch-free allocators ([`Self::set_branch_free`]),
+    /// kept out of line so the package, which inlines `eval_if`, keeps the code it had.
     #[inline(never)]
-    fn buffer_write(&mut self, p: usize, f: Flit, now: Cycle) {
+    unsafe fn eval_branch_free(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, lands: bool) -> (u64, bool) {
+        let mut sent = false;
+        self.last_eval = now;
+        if self.traced_send {
+            self.out_trace = [0; NPORTS];
+            self.out_class = [0; NPORTS];
+            self.traced_send = false;
+        }
+        // --- input queuing: flits into VC buffers, credits into counters
+        let waiting = self.va_set;
+        // As in `eval_if`; credits without a loop over the landed ones.
+        let mut fa = 0u32;
+        if lands {
+            for p in 0..NPORTS {
+                fa |= (flits.lands(self.ports.in_flit[p], now) as u32) << p;
+            }
+            // A credit is one byte and a group's credit values of one cycle share a line, so
+            // every input's credit is applied masked by whether it landed (a fixed loop: the
+            // number of credits landing is random, and a loop over them mispredicted its exit
+            // almost every cycle). `CreditCounterCl::on_credit` without a branch.
+            for p in 0..NPORTS {
+                let (hit, cr) = credits.lands_value(self.ports.in_credit[p], now);
+                let c = &mut self.vt[p * self.v + sel(hit, cr.vc as usize, 0)].credits;
+                let room = c.credits < c.depth;
+                c.credits += (hit & room) as u16;
+                c.err |= hit & !room;
+            }
+        }
+        let mut lost = false;
+        while fa != 0 {
+            let p = fa.trailing_zeros() as usize;
+            fa &= fa - 1;
+            let f = flits.landed(self.ports.in_flit[p], now);
+            lost |= self.buffer_write::<true>(p, f, now);
+        }
+        assert!(!lost, "router {}: body flit at an idle VC (lost head)", self.id);
+        if self.buffered == 0 {
+            return (0, false);
+        }
+        let fresh = if self.rd > 0 { self.va_set & !waiting } else { 0 };
+        let plain = self.plain();
+        let mut won = 0;
+        if self.va_set != 0 {
+            won = if plain { self.vc_alloc::<true, true>(now, fresh) } else { self.vc_alloc::<false, false>(now, fresh) };
+        }
+        let mut moved = 0;
+        if self.sa_set != 0 {
+            moved = if plain {
+                self.sw_alloc::<true, true>(now, won, flits, credits, &mut sent)
+            } else {
+                self.sw_alloc::<false, false>(now, won, flits, credits, &mut sent)
+            };
+        }
+        (moved, sent)
+    }
+
+    /// Returns whether the flit was a body flit at an idle VC (a lost head; the caller
+    /// panics): checked by the caller once for all arrivals, as a check here was compiled to
+    /// a branch on whether the VC is idle, which is random.
+    #[inline(never)]
+    #[must_use]
+    fn buffer_write<const BF: bool>(&mut self, p: usize, f: Flit, now: Cycle) -> bool {
         let iv = p * self.v + f.vc as usize;
         let depth = self.depth;
         let s = &mut self.ivc[iv];
@@ -441,24 +544,40 @@ impl RouterCl {
         if slot >= depth {
             slot -= depth;
         }
-        // (Selects, not branches: whether a VC is empty is random.)
-        s.front_since = if s.len == 0 { now } else { s.front_since };
+        if !BF {
+            s.front_since = if s.len == 0 { now } else { s.front_since };
+            s.len += 1;
+            self.buf[iv * depth + slot] = f;
+            self.buffered += 1;
+            match s.state {
+                VcState::Idle => {
+                    assert!(f.head, "router {}: body flit at an idle VC (lost head)", self.id);
+                    s.state = VcState::Routing;
+                    s.out_port = route_xy_fl(self.coord, f.dest_coord()) as u8;
+                    s.ready = now + self.rd * self.tk;
+                    self.va_set |= 1 << iv;
+                }
+                VcState::Active => {
+                    self.sa_set |= 1 << iv;
+                }
+                _ => {}
+            }
+            return false;
+        }
+        // (Selects, not branches: whether a VC is empty, idle or active is random.)
+        s.front_since = sel(s.len == 0, now, s.front_since);
         s.len += 1;
         self.buf[iv * depth + slot] = f;
         self.buffered += 1;
-        match s.state {
-            VcState::Idle => {
-                assert!(f.head, "router {}: body flit at an idle VC (lost head)", self.id);
-                s.state = VcState::Routing;
-                s.out_port = route_xy_fl(self.coord, f.dest_coord()) as u8;
-                s.ready = now + self.rd * self.tk;
-                self.va_set |= 1 << iv;
-            }
-            VcState::Active => {
-                self.sa_set |= 1 << iv;
-            }
-            _ => {}
-        }
+        // An idle VC starts RC with this (head) flit; an active one asks for the switch.
+        let (idle, active) = (s.state == VcState::Idle, s.state == VcState::Active);
+        let route = route_xy_bf(self.coord, f.dest_coord());
+        s.state = sel(idle, VcState::Routing, s.state);
+        s.out_port = sel(idle, route, s.out_port);
+        s.ready = sel(idle, now + self.rd * self.tk, s.ready);
+        self.va_set |= (idle as u64) << iv;
+        self.sa_set |= (active as u64) << iv;
+        idle & !f.head
     }
 
     #[inline]
@@ -478,7 +597,7 @@ impl RouterCl {
     /// and of the low-priority stream are compiled out; `!PLAIN` handles every router.
     #[inline(never)]
     #[allow(clippy::needless_range_loop)] // o indexes several per-port arrays
-    fn vc_alloc<const PLAIN: bool>(&mut self, now: Cycle, fresh: u64) -> u64 {
+    fn vc_alloc<const PLAIN: bool, const BF: bool>(&mut self, now: Cycle, fresh: u64) -> u64 {
         let v = self.v;
         let nv = (NPORTS * v) as u32;
         let fast = PLAIN || self.va == 1;
@@ -490,12 +609,36 @@ impl RouterCl {
         let mut low_iv = 0u64;
         // VCs whose head arrived this cycle are still in RC (see `eval`): not visited.
         let mut bits = self.va_set & !fresh;
+        if PLAIN && BF {
+            // As the loop below, two VCs per iteration (the second masked when there is only
+            // one) and without a branch (whether a VC is ready and its port has a free VC is
+            // random): a plain router decides in the cycle it asks (no decision is ever
+            // pending), and a VC that cannot request changes no state.
+            while bits != 0 {
+                let i1 = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let two = bits != 0;
+                let i2 = sel(two, bits.trailing_zeros() as usize, i1);
+                bits &= bits.wrapping_sub(1);
+                for (iv, en) in [(i1, true), (i2, two)] {
+                    let s = &mut self.ivc[iv];
+                    let ok = en & (s.ready <= now);
+                    s.state = sel(ok, VcState::VcAlloc, s.state);
+                    let o = s.out_port as usize;
+                    let free = self.ovc_free[o] != 0;
+                    self.stats.va_stalls += (ok & !free) as u64;
+                    let req = ok & free;
+                    req_by_port[o] |= (req as u64) << iv;
+                    ports_req |= (req as u32) << o;
+                    asked |= (req as u64) << iv;
+                }
+            }
+        }
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let s = &mut self.ivc[iv];
-            // (A plain router decides in the cycle it asks: no decision is ever pending.)
-            if (!PLAIN && s.va_apply != NEVER) || s.ready > now {
+            if s.va_apply != NEVER || s.ready > now {
                 continue;
             }
             s.state = VcState::VcAlloc;
@@ -525,6 +668,17 @@ impl RouterCl {
                 let o = ports_req.trailing_zeros() as usize;
                 ports_req &= ports_req - 1;
                 let r = req_by_port[o];
+                if PLAIN && BF {
+                    // Every VC of the port, the busy ones masked (a fixed loop: the number of
+                    // free VCs is random). `r` is not empty (the port was requested).
+                    let free = self.ovc_free[o];
+                    for vc in 0..v {
+                        let ov = o * v + vc;
+                        let g = rr_pick_nz(r, self.vt[ov].gptr as u32);
+                        self.va_grants_to[g] |= (free >> vc & 1) << ov;
+                    }
+                    continue;
+                }
                 let mut f = self.ovc_free[o];
                 while f != 0 {
                     let ov = o * v + f.trailing_zeros() as usize;
@@ -548,6 +702,29 @@ impl RouterCl {
                 let iv = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let m = std::mem::take(&mut self.va_grants_to[iv]);
+                if PLAIN && BF {
+                    // As below without a branch (whether a requester got a grant is random):
+                    // every change masked by `got` (`a` is 0 without a grant). In a plain
+                    // router every asked VC requested, so one without a grant stalled.
+                    let got = m != 0;
+                    let a = rr_pick_nz(m, self.vt[iv].aptr as u32) & 63;
+                    self.vt[a].gptr = sel(got, wrap_inc(iv, nv as usize) as u8, self.vt[a].gptr);
+                    self.vt[iv].aptr = sel(got, wrap_inc(a, nv as usize) as u8, self.vt[iv].aptr);
+                    self.stats.va_stalls += !got as u64;
+                    // `take_ovc(iv, a)`, masked.
+                    let (op, ovc) = (self.vt[a].port as usize, self.vt[a].vc);
+                    self.vt[a].owner = sel(got, iv as u8, self.vt[a].owner);
+                    self.ovc_free[op] &= !((got as u64) << ovc);
+                    let s = &mut self.ivc[iv];
+                    s.out_vc = sel(got, ovc, s.out_vc);
+                    s.state = sel(got, VcState::Active, s.state);
+                    s.ready = sel(got, now + self.tk, s.ready);
+                    self.va_set &= !((got as u64) << iv);
+                    self.sa_set |= (got as u64) << iv;
+                    self.stats.va_grants += got as u64;
+                    won |= (got as u64) << iv;
+                    continue;
+                }
                 let grant = if m != 0 {
                     let a = rr_pick(m, self.vt[iv].aptr as u32, nv).unwrap() as usize;
                     self.vt[a].gptr = wrap_inc(iv, nv as usize) as u8;
@@ -621,7 +798,7 @@ impl RouterCl {
     /// that won an output VC in this cycle's VA, not ready before the next cycle.
     #[inline(never)]
     #[allow(clippy::needless_range_loop)] // p/o index several per-port arrays
-    fn sw_alloc<const PLAIN: bool>(&mut self, now: Cycle, fresh: u64, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
+    fn sw_alloc<const PLAIN: bool, const BF: bool>(&mut self, now: Cycle, fresh: u64, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) -> u64 {
         let v = self.v;
         let fast = PLAIN || self.sa == 1;
         let mut chosen = [[0u8; NPORTS]; NPORTS];
@@ -633,7 +810,40 @@ impl RouterCl {
         let mut outs = 0u32;
         let mut asked = 0u64;
         let mut n_req = 0u64;
+        // Flits after a tail that are not heads (checked once, see `traverse`).
+        let mut bad = false;
         let mut bits = self.sa_set & !fresh;
+        if PLAIN && BF {
+            // The requests of two VCs per iteration (the second masked when there is only
+            // one), without a branch (whether a VC is ready and its downstream VC has a
+            // credit is random; as the loop below): half the iterations, and a loop whose
+            // trip count varies less, so its exit is mispredicted less often.
+            while bits != 0 {
+                let i1 = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let two = bits != 0;
+                let i2 = sel(two, bits.trailing_zeros() as usize, i1);
+                bits &= bits.wrapping_sub(1);
+                for (iv, en) in [(i1, true), (i2, two)] {
+                    let s = &self.ivc[iv];
+                    let rdy = en & (s.ready <= now);
+                    let o = s.out_port as usize;
+                    let cs = self.vt[o * v + s.out_vc as usize].credits.can_send();
+                    let can = rdy & cs;
+                    self.stats.sa_credit_stalls += (rdy & !cs) as u64;
+                    n_req += can as u64;
+                    let p = self.vt[iv].port as usize;
+                    let vc = self.vt[iv].vc;
+                    let off = self.sw_rr[p] as u8;
+                    let r = sel(vc >= off, vc.wrapping_sub(off), vc.wrapping_add(v as u8).wrapping_sub(off));
+                    let take = can & (r < rank[p][o]);
+                    rank[p][o] = sel(take, r, rank[p][o]);
+                    chosen[p][o] = sel(take, vc, chosen[p][o]);
+                    out_req[o] |= (can as u64) << p;
+                    outs |= (can as u32) << o;
+                }
+            }
+        }
         while bits != 0 {
             let iv = bits.trailing_zeros() as usize;
             bits &= bits - 1;
@@ -645,7 +855,8 @@ impl RouterCl {
                 asked |= 1 << iv;
             }
             let o = s.out_port as usize;
-            if !self.vt[o * v + s.out_vc as usize].credits.can_send() {
+            let can = self.vt[o * v + s.out_vc as usize].credits.can_send();
+            if !can {
                 self.stats.sa_credit_stalls += 1;
                 continue;
             }
@@ -680,9 +891,22 @@ impl RouterCl {
         let mut moved = 0;
         if n_req != 0 {
             // Grant phase over the requested outputs only, accept phase over granted inputs.
-            let mut grants_to = [0u64; NPORTS];
+            // (Eight entries: the fixed loop below writes an empty grant to entry 0.)
+            let mut grants_to = [0u64; 8];
             let mut ins = 0u32;
             let mut m = outs;
+            if PLAIN && BF {
+                // Every output, the unrequested ones masked (a fixed loop: the number of
+                // requested outputs is random).
+                for o in 0..NPORTS {
+                    let r = out_req[o];
+                    let b = (r != 0) as u64;
+                    let g = rr_pick_nz(r, self.sa_gptr[o]) & 7;
+                    grants_to[g] |= b << o;
+                    ins |= (b as u32) << g;
+                }
+                m = 0;
+            }
             while m != 0 {
                 let o = m.trailing_zeros() as usize;
                 m &= m - 1;
@@ -713,7 +937,7 @@ impl RouterCl {
                 let iv = p * v + vc;
                 moved += 1;
                 if fast {
-                    self.traverse::<PLAIN>(iv, now, flits, credits, sent);
+                    bad |= self.traverse::<PLAIN, BF>(iv, now, flits, credits, sent);
                 } else {
                     let s = &mut self.ivc[iv];
                     s.sa_apply = apply;
@@ -724,6 +948,7 @@ impl RouterCl {
             self.stats.sa_conflicts += n_req - moved;
         }
         if fast {
+            assert!(!bad, "router {}: flit after a tail is not a head", self.id);
             return moved;
         }
         // SA longer than one cycle: the attempts that got nothing also wait out the delay.
@@ -749,19 +974,25 @@ impl RouterCl {
             self.ivc[iv].sa_apply = NEVER;
             let ov = s.out_port as usize * v + s.out_vc as usize;
             if s.sa_grant && self.vt[ov].credits.can_send() {
-                self.traverse::<false>(iv, now, flits, credits, sent);
+                bad |= self.traverse::<false, false>(iv, now, flits, credits, sent);
                 moved += 1;
             } else {
                 self.ivc[iv].ready = now + self.tk;
             }
         }
+        assert!(!bad, "router {}: flit after a tail is not a head", self.id);
         moved
     }
 
     /// The front flit of `iv` leaves its buffer through the switch (SA decision taking
     /// effect): credit consumed downstream, credit returned upstream, crossbar entered.
+    ///
+    /// Returns whether the flit after a tail is not a head (the caller panics; as for
+    /// [`Self::buffer_write`], a check here was a branch on a random condition).
     #[inline]
-    fn traverse<const PLAIN: bool>(&mut self, iv: usize, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) {
+    #[must_use]
+    fn traverse<const PLAIN: bool, const BF: bool>(&mut self, iv: usize, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, sent: &mut bool) -> bool {
+        let mut bad = false;
         let v = self.v;
         let s = self.ivc[iv];
         let o = s.out_port as usize;
@@ -813,25 +1044,46 @@ impl RouterCl {
         self.stats.flits_switched += 1;
         let len = self.ivc[iv].len;
         let st = &mut self.ivc[iv];
-        if f.tail {
-            if len > 0 {
-                // Next packet's head: RC starts next cycle.
-                let nf = &self.buf[iv * self.depth + st.head as usize];
-                assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
-                st.state = VcState::Routing;
-                st.out_port = route_xy_fl(self.coord, nf.dest_coord()) as u8;
-                st.ready = now + (1 + self.rd) * self.tk;
-                self.va_set |= 1 << iv;
+        if !BF {
+            if f.tail {
+                if len > 0 {
+                    // Next packet's head: RC starts next cycle.
+                    let nf = &self.buf[iv * self.depth + st.head as usize];
+                    assert!(nf.head, "router {}: flit after a tail is not a head", self.id);
+                    st.state = VcState::Routing;
+                    st.out_port = route_xy_fl(self.coord, nf.dest_coord()) as u8;
+                    st.ready = now + (1 + self.rd) * self.tk;
+                    self.va_set |= 1 << iv;
+                } else {
+                    st.state = VcState::Idle;
+                }
+                self.sa_set &= !(1 << iv);
             } else {
-                st.state = VcState::Idle;
+                st.ready = now + self.tk;
+                if len == 0 {
+                    self.sa_set &= !(1 << iv);
+                }
             }
+            return false;
+        }
+        if f.tail {
+            // With a flit left it is the next packet's head: RC starts next cycle; else the
+            // VC goes idle. (Selects: whether a flit is left is random. An emptied ring's
+            // head is slot 0, whose stale flit is read and ignored.)
+            let more = len > 0;
+            let nf = &self.buf[iv * self.depth + st.head as usize];
+            bad = more & !nf.head;
+            let route = route_xy_bf(self.coord, nf.dest_coord());
+            st.state = sel(more, VcState::Routing, VcState::Idle);
+            st.out_port = sel(more, route, st.out_port);
+            st.ready = sel(more, now + (1 + self.rd) * self.tk, st.ready);
+            self.va_set |= (more as u64) << iv;
             self.sa_set &= !(1 << iv);
         } else {
             st.ready = now + self.tk;
-            if len == 0 {
-                self.sa_set &= !(1 << iv);
-            }
+            self.sa_set &= !(((len == 0) as u64) << iv);
         }
+        bad
     }
 
     /// Lines describing blocked buffers, for the watchdog diagnostic.

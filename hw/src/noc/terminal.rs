@@ -237,9 +237,13 @@ impl TerminalCl {
             sent = true;
             moved += 1;
         }
-        if let Some(c) = credits.recv(self.ports.inj_credit, now) {
-            self.inj_credits[c.vc as usize].on_credit();
-        }
+        // (`on_credit` masked by whether a credit landed: that is random, and this was a
+        // mispredicted branch.)
+        let (hit, c) = credits.lands_value(self.ports.inj_credit, now);
+        let cc = &mut self.inj_credits[core::hint::select_unpredictable(hit, c.vc as usize, 0)];
+        let room = cc.credits < cc.depth;
+        cc.credits += (hit & room) as u16;
+        cc.err |= hit & !room;
         // --- source: materialise the head of the implicit queue.
         if self.pkt.is_none() && ctx.inject && self.next_ctime <= now {
             let ctime = self.next_ctime;
