@@ -48,6 +48,13 @@ pub struct CreditCounterRtl<const W: usize> {
     depth: Constant<Bits<W>>,
     /// `1` at width W, so the `+1`/`-1` in the Verilog are width-matched.
     one: Constant<Bits<W>>,
+    /// The next count without a send and with one, formed from the register and `credit`
+    /// alone, and whether a send leaves the count as it is (a credit under depth cancels
+    /// it; a send at 0 is dropped), so `send` only selects (it is the late input: in the
+    /// router it is the end of the switch allocation).
+    cnt_n: Signal<Local, Bits<W>>,
+    cnt_s: Signal<Local, Bits<W>>,
+    keep: Signal<Local, Bit>,
 }
 
 impl<const W: usize> CreditCounterRtl<W> {
@@ -75,6 +82,9 @@ impl<const W: usize> CreditCounterRtl<W> {
             err_q: Default::default(),
             depth: Constant::new(depth.into()),
             one: Constant::new(1u64.into()),
+            cnt_n: Default::default(),
+            cnt_s: Default::default(),
+            keep: Default::default(),
         }
     }
 
@@ -93,27 +103,31 @@ impl<const W: usize> Logic for CreditCounterRtl<W> {
         self.credits.next = self.credit_cnt.q.val();
         self.can_send.next = self.credit_cnt.q.val().any();
         self.err.next = self.err_q.q.val();
-        // 3. Next state: the credit first, then the send, each guarded (saturate + err).
-        if self.send.val() & !self.credit.val() {
-            if self.credit_cnt.q.val().any() {
-                self.credit_cnt.d.next = self.credit_cnt.q.val() - self.one.val();
-            } else {
-                // Send without credit: not counted (no wrap to 2^W - 1).
-                self.err_q.d.next = true;
-            }
+        // 3. Next state: the credit first, then the send, each guarded (saturate + err). Both
+        //    outcomes are formed first and `send` selects the count last: without a send a
+        //    credit under depth counts; with one the count drops unless a credit under depth
+        //    cancels it or it is 0 (a send without credit is not counted: no wrap to
+        //    2^W - 1; a credit beyond depth is dropped and the send still counts).
+        self.cnt_n.next = self.credit_cnt.q.val();
+        if self.credit.val() & (self.credit_cnt.q.val() != self.depth.val()) {
+            self.cnt_n.next = self.credit_cnt.q.val() + self.one.val();
         }
-        if self.credit.val() {
-            if self.credit_cnt.q.val() == self.depth.val() {
-                // Credit beyond depth: dropped; a send in the same cycle still counts.
-                self.err_q.d.next = true;
-                if self.send.val() {
-                    self.credit_cnt.d.next = self.credit_cnt.q.val() - self.one.val();
-                }
-            } else {
-                if !self.send.val() {
-                    self.credit_cnt.d.next = self.credit_cnt.q.val() + self.one.val();
-                }
-            }
+        self.keep.next = (self.credit.val() & (self.credit_cnt.q.val() != self.depth.val()))
+            | !self.credit_cnt.q.val().any();
+        self.cnt_s.next = self.credit_cnt.q.val() - self.one.val();
+        if self.keep.val() {
+            self.cnt_s.next = self.credit_cnt.q.val();
+        }
+        if self.send.val() {
+            self.credit_cnt.d.next = self.cnt_s.val();
+        } else {
+            self.credit_cnt.d.next = self.cnt_n.val();
+        }
+        if self.send.val() & !self.credit.val() & !self.credit_cnt.q.val().any() {
+            self.err_q.d.next = true;
+        }
+        if self.credit.val() & (self.credit_cnt.q.val() == self.depth.val()) {
+            self.err_q.d.next = true;
         }
         if self.reset.val() {
             self.credit_cnt.d.next = self.depth.val();

@@ -221,6 +221,11 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     /// Output VCs a flit is sent on, and those a tail releases.
     send: Signal<Local, Bits<NV>>,
     freed: Signal<Local, Bits<NV>>,
+    /// The same if output o's grant is accepted (the VC its granted input port chose), and
+    /// the output VCs of the accepted outputs.
+    send_c: Signal<Local, Bits<NV>>,
+    freed_c: Signal<Local, Bits<NV>>,
+    acc_ov: Signal<Local, Bits<NV>>,
     /// A body flit at the front of a VC that waits for a head.
     proto_err: Signal<Local, Bit>,
     /// Any credit counter's sticky error.
@@ -232,9 +237,8 @@ pub struct RouterCtrlRtl<const V: usize, const NV: usize, const CW: usize, const
     va_cls: [Signal<Local, Bits<NV>>; NV],
     /// Outputs a low-priority flit may not request this cycle (`hi_wait` running).
     lo_block: Signal<Local, Bits<5>>,
-    /// Per VC number w: output ports with a credit arriving now for their VC w.
-    ci_w: [Signal<Local, Bits<5>>; V],
-    /// Per input VC: output ports with a credit arriving now for its output VC number.
+    /// Per input VC: output ports with a credit arriving now for its output VC number (read
+    /// where it holds an output VC on that port).
     cio: [Signal<Local, Bits<5>>; NV],
     /// Per output port o: input VCs that may ask for it (Active, routed to o, a flit at the
     /// front, a credit for their output VC, which is on port o), written per output so the
@@ -406,12 +410,14 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize>
             sa_go: Default::default(),
             send: Default::default(),
             freed: Default::default(),
+            send_c: Default::default(),
+            freed_c: Default::default(),
+            acc_ov: Default::default(),
             proto_err: Default::default(),
             cc_err: Default::default(),
             low: Default::default(),
             va_cls: std::array::from_fn(|_| Default::default()),
             lo_block: Default::default(),
-            ci_w: std::array::from_fn(|_| Default::default()),
             cio: std::array::from_fn(|_| Default::default()),
             eo: std::array::from_fn(|_| Default::default()),
             eo_hi: std::array::from_fn(|_| Default::default()),
@@ -647,8 +653,8 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 self.sel_ci.next = self.sel_ci.val() | self.bit_nv[i].val();
             }
         }
-        // Credits arriving now, per VC number and output port, and per input VC over the
-        // output ports (its output VC number's).
+        // The output VC number as one-hot (the chosen VC's, `cand_ovc`), and the credits
+        // arriving now per input VC over the output ports.
         for i in 0..NV {
             self.out_vc_oh[i].next = self.zero_v.val();
             for w in 0..V {
@@ -657,26 +663,19 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
                 }
             }
         }
-        for w in 0..V {
-            self.ci_w[w].next = self.zero5.val();
-        }
-        for j in 0..NV {
-            for o in 0..5 {
-                for w in 0..V {
-                    if (self.idx_port[j].val().index() == o)
-                        & (self.idx_vc[j].val().index() == w)
-                        & self.credit_in.val().get_bit(j)
-                    {
-                        self.ci_w[w].next = self.ci_w[w].val() | self.bit5[o].val();
-                    }
-                }
-            }
-        }
+        // Read from the held output VC's bits on port o (`ovc_oh`, a register) rather than
+        // from `out_vc` decoded: equal where it is used (an Active VC routed to o holds
+        // (o, out_vc)), one compare shallower.
         for i in 0..NV {
             self.cio[i].next = self.zero5.val();
-            for w in 0..V {
-                if self.out_vc_oh[i].val().get_bit(w) {
-                    self.cio[i].next = self.cio[i].val() | self.ci_w[w].val();
+            for j in 0..NV {
+                for o in 0..5 {
+                    if (self.idx_port[j].val().index() == o)
+                        & self.ovc_oh[i].q.val().get_bit(j)
+                        & self.credit_in.val().get_bit(j)
+                    {
+                        self.cio[i].next = self.cio[i].val() | self.bit5[o].val();
+                    }
                 }
             }
         }
@@ -861,22 +860,32 @@ impl<const V: usize, const NV: usize, const CW: usize, const DW: usize> Logic
         // Sends and releases per output VC j = (port o, VC w): output o accepted input port p
         // whose chosen VC holds w. The same as OR-ing the ovc_oh of the VCs in sa_go (an
         // Active VC holds exactly one output VC, on its route's port, numbered out_vc), one
-        // VC selection shallower.
+        // VC selection shallower. The input port is the one o granted (`sa_out[o].grant`,
+        // one-hot; an accepted grant is that one), so the chosen VC is selected by the output
+        // pick, beside the input pick, and the input pick enters once, as `sa_acc[o]`.
+        self.send_c.next = self.zero_nv.val();
+        self.freed_c.next = self.zero_nv.val();
+        self.acc_ov.next = self.zero_nv.val();
         for j in 0..NV {
-            for p in 0..5 {
-                for o in 0..5 {
+            for o in 0..5 {
+                if (self.idx_port[j].val().index() == o) & self.sa_acc.val().get_bit(o) {
+                    self.acc_ov.next = self.acc_ov.val() | self.bit_nv[j].val();
+                }
+                for p in 0..5 {
                     if (self.idx_port[j].val().index() == o)
-                        & self.sa_in[p].grant.val().get_bit(o)
+                        & self.sa_out[o].grant.val().get_bit(p)
                         & (self.cand_ovc[p * 5 + o].val() & self.idx_vc_oh[j].val()).any()
                     {
-                        self.send.next = self.send.val() | self.bit_nv[j].val();
+                        self.send_c.next = self.send_c.val() | self.bit_nv[j].val();
                         if self.cand_tail[p * 5 + o].val() {
-                            self.freed.next = self.freed.val() | self.bit_nv[j].val();
+                            self.freed_c.next = self.freed_c.val() | self.bit_nv[j].val();
                         }
                     }
                 }
             }
         }
+        self.send.next = self.send_c.val() & self.acc_ov.val();
+        self.freed.next = self.freed_c.val() & self.acc_ov.val();
         self.cc_err.next = false;
         for j in 0..NV {
             self.cc[j].send.next = self.send.val().get_bit(j);
