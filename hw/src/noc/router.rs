@@ -408,6 +408,20 @@ impl RouterCl {
         if self.branch_free {
             return self.eval_branch_free(now, flits, credits, lands);
         }
+        self.eval_in::<false>(now, flits, credits, lands)
+    }
+
+    /// [`Self::eval_if`] of a router with branch-free allocators ([`Self::set_branch_free`]),
+    /// kept out of line so the package, which inlines `eval_if`, keeps the code it had.
+    #[inline(never)]
+    unsafe fn eval_branch_free(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, lands: bool) -> (u64, bool) {
+        self.eval_in::<true>(now, flits, credits, lands)
+    }
+
+    /// The cycle of [`Self::eval_if`]; `BF`: the branch-free input stage and allocators
+    /// (the mesh's, [`Self::set_branch_free`]) or the branching ones (the package's).
+    #[inline(always)]
+    unsafe fn eval_in<const BF: bool>(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, lands: bool) -> (u64, bool) {
         let mut sent = false;
         self.last_eval = now;
         if self.traced_send {
@@ -425,7 +439,24 @@ impl RouterCl {
         if lands {
             for p in 0..NPORTS {
                 fa |= (flits.lands(self.ports.in_flit[p], now) as u32) << p;
-                ca |= (credits.lands(self.ports.in_credit[p], now) as u32) << p;
+            }
+            if BF {
+                // A credit is one byte and a group's credit values of one cycle share a line,
+                // so every input's credit is applied masked by whether it landed (a fixed
+                // loop: the number of credits landing is random, and a loop over them
+                // mispredicted its exit almost every cycle). `CreditCounterCl::on_credit`
+                // without a branch.
+                for p in 0..NPORTS {
+                    let (hit, cr) = credits.lands_value(self.ports.in_credit[p], now);
+                    let c = &mut self.vt[p * self.v + sel(hit, cr.vc as usize, 0)].credits;
+                    let room = c.credits < c.depth;
+                    c.credits += (hit & room) as u16;
+                    c.err |= hit & !room;
+                }
+            } else {
+                for p in 0..NPORTS {
+                    ca |= (credits.lands(self.ports.in_credit[p], now) as u32) << p;
+                }
             }
         }
         while ca != 0 {
@@ -434,12 +465,17 @@ impl RouterCl {
             let cr = credits.landed(self.ports.in_credit[p], now);
             self.vt[p * self.v + cr.vc as usize].credits.on_credit();
         }
+        // (Branch-free, a lost head is reported once for all arrivals; otherwise
+        // `buffer_write` checks it.)
+        let mut lost = false;
         while fa != 0 {
             let p = fa.trailing_zeros() as usize;
             fa &= fa - 1;
             let f = flits.landed(self.ports.in_flit[p], now);
-            // (Checks inside: never a lost head to report.)
-            let _ = self.buffer_write::<false>(p, f, now);
+            lost |= self.buffer_write::<BF>(p, f, now);
+        }
+        if BF {
+            assert!(!lost, "router {}: body flit at an idle VC (lost head)", self.id);
         }
         if self.buffered == 0 {
             return (0, false);
@@ -451,71 +487,12 @@ impl RouterCl {
         let plain = self.plain();
         let mut won = 0;
         if self.va_set != 0 {
-            won = if plain { self.vc_alloc::<true, false>(now, fresh) } else { self.vc_alloc::<false, false>(now, fresh) };
+            won = if plain { self.vc_alloc::<true, BF>(now, fresh) } else { self.vc_alloc::<false, false>(now, fresh) };
         }
         let mut moved = 0;
         if self.sa_set != 0 {
             moved = if plain {
-                self.sw_alloc::<true, false>(now, won, flits, credits, &mut sent)
-            } else {
-                self.sw_alloc::<false, false>(now, won, flits, credits, &mut sent)
-            };
-        }
-        (moved, sent)
-    }
-
-    /// [`Self::eval_if`] of a router with branch-free allocators ([`Self::set_branch_free`]),
-    /// kept out of line so the package, which inlines `eval_if`, keeps the code it had.
-    #[inline(never)]
-    unsafe fn eval_branch_free(&mut self, now: Cycle, flits: &LinkArena<Flit>, credits: &LinkArena<Credit>, lands: bool) -> (u64, bool) {
-        let mut sent = false;
-        self.last_eval = now;
-        if self.traced_send {
-            self.out_trace = [0; NPORTS];
-            self.out_class = [0; NPORTS];
-            self.traced_send = false;
-        }
-        // --- input queuing: flits into VC buffers, credits into counters
-        let waiting = self.va_set;
-        // As in `eval_if`; credits without a loop over the landed ones.
-        let mut fa = 0u32;
-        if lands {
-            for p in 0..NPORTS {
-                fa |= (flits.lands(self.ports.in_flit[p], now) as u32) << p;
-            }
-            // A credit is one byte and a group's credit values of one cycle share a line, so
-            // every input's credit is applied masked by whether it landed (a fixed loop: the
-            // number of credits landing is random, and a loop over them mispredicted its exit
-            // almost every cycle). `CreditCounterCl::on_credit` without a branch.
-            for p in 0..NPORTS {
-                let (hit, cr) = credits.lands_value(self.ports.in_credit[p], now);
-                let c = &mut self.vt[p * self.v + sel(hit, cr.vc as usize, 0)].credits;
-                let room = c.credits < c.depth;
-                c.credits += (hit & room) as u16;
-                c.err |= hit & !room;
-            }
-        }
-        let mut lost = false;
-        while fa != 0 {
-            let p = fa.trailing_zeros() as usize;
-            fa &= fa - 1;
-            let f = flits.landed(self.ports.in_flit[p], now);
-            lost |= self.buffer_write::<true>(p, f, now);
-        }
-        assert!(!lost, "router {}: body flit at an idle VC (lost head)", self.id);
-        if self.buffered == 0 {
-            return (0, false);
-        }
-        let fresh = if self.rd > 0 { self.va_set & !waiting } else { 0 };
-        let plain = self.plain();
-        let mut won = 0;
-        if self.va_set != 0 {
-            won = if plain { self.vc_alloc::<true, true>(now, fresh) } else { self.vc_alloc::<false, false>(now, fresh) };
-        }
-        let mut moved = 0;
-        if self.sa_set != 0 {
-            moved = if plain {
-                self.sw_alloc::<true, true>(now, won, flits, credits, &mut sent)
+                self.sw_alloc::<true, BF>(now, won, flits, credits, &mut sent)
             } else {
                 self.sw_alloc::<false, false>(now, won, flits, credits, &mut sent)
             };
