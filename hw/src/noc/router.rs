@@ -192,6 +192,19 @@ fn rr_pick_nz(req: u64, ptr: u32) -> usize {
     sel(hi != 0, hi.trailing_zeros(), req.trailing_zeros()) as usize
 }
 
+/// The two lowest set bits of a non-empty `bits`, cleared from it, each with whether it was
+/// set: the second is the first again, disabled, when only one was (the branch-free
+/// allocators' request loops visit two VCs per iteration, so the trip count varies less).
+#[inline(always)]
+fn pop_two(bits: &mut u64) -> [(usize, bool); 2] {
+    let i1 = bits.trailing_zeros() as usize;
+    *bits &= *bits - 1;
+    let two = *bits != 0;
+    let i2 = sel(two, bits.trailing_zeros() as usize, i1);
+    *bits &= bits.wrapping_sub(1);
+    [(i1, true), (i2, two)]
+}
+
 /// [`route_xy_fl`] with a select where that function's `if` is compiled to a branch (the
 /// destinations of dense uniform traffic are random, and it was often mispredicted). Kept
 /// here, for the branch-free router only: the package routes through `route_xy_fl`.
@@ -592,12 +605,7 @@ impl RouterCl {
             // random): a plain router decides in the cycle it asks (no decision is ever
             // pending), and a VC that cannot request changes no state.
             while bits != 0 {
-                let i1 = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let two = bits != 0;
-                let i2 = sel(two, bits.trailing_zeros() as usize, i1);
-                bits &= bits.wrapping_sub(1);
-                for (iv, en) in [(i1, true), (i2, two)] {
+                for (iv, en) in pop_two(&mut bits) {
                     let s = &mut self.ivc[iv];
                     let ok = en & (s.ready <= now);
                     s.state = sel(ok, VcState::VcAlloc, s.state);
@@ -796,12 +804,7 @@ impl RouterCl {
             // credit is random; as the loop below): half the iterations, and a loop whose
             // trip count varies less, so its exit is mispredicted less often.
             while bits != 0 {
-                let i1 = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let two = bits != 0;
-                let i2 = sel(two, bits.trailing_zeros() as usize, i1);
-                bits &= bits.wrapping_sub(1);
-                for (iv, en) in [(i1, true), (i2, two)] {
+                for (iv, en) in pop_two(&mut bits) {
                     let s = &self.ivc[iv];
                     let rdy = en & (s.ready <= now);
                     let o = s.out_port as usize;
