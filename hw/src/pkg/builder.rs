@@ -86,7 +86,7 @@ impl Package {
         // Rule 5 (A4): the load arbiter; a claim waits for the status that reflects the
         // previous one (load link + status link + 1 cycle).
         let rule5 = (strategy == Strategy::A4).then(|| LoadArbiterCl::new(n, m_of.clone(), PkgTraj::new(rows, cols), core, ArbiterPorts { status_in: &links.status_l, load_out: &links.load_l }, 5));
-        let parts = partitions(cfg, tiles, IoDieTile { sched: io, rule5, wake: WakeSet::default() }, &links.core_wake);
+        let parts = partitions(cfg, tiles, IoDieTile { sched: io, rule5, wake: WakeSet::default(), done_in: links.done_in.clone() }, &links.core_wake);
         let func = functional.then(|| func_data(cfg, layer, m));
         let pools = if functional {
             // Every flit that can be in flight from one sender: all buffers of the package.

@@ -220,6 +220,9 @@ pub struct DdrChannelCl {
     /// Requests queued (for the queue-depth check and the probe).
     queued: u32,
     banks: Vec<Bank>,
+    /// Banks with an open row, bit per bank (the traced `open_banks`; `banks[b].row` is the
+    /// truth, this its summary, kept by ACT and PRE).
+    open: u64,
     /// Last RD and ACT cycles, the last four ACTs (tFAW), data bus free cycle.
     last_rd: u64,
     last_act: u64,
@@ -252,6 +255,7 @@ impl DdrChannelCl {
             bursts: VecDeque::new(),
             queued: 0,
             banks: vec![bank; cfg.banks as usize],
+            open: 0,
             last_rd: NO,
             last_act: NO,
             faw: VecDeque::with_capacity(4),
@@ -428,6 +432,7 @@ impl DdrChannelCl {
                 bank.row = Some(row);
                 bank.act = c;
                 bank.fresh = true;
+                self.open |= 1 << b;
                 self.last_act = c;
                 if self.faw.len() == 4 {
                     self.faw.pop_front();
@@ -466,6 +471,7 @@ impl DdrChannelCl {
         k.row = None;
         k.pre = c;
         k.fresh = false;
+        self.open &= !(1 << b);
         self.stats.precharges += 1;
         self.cmd = 2;
     }
@@ -569,7 +575,7 @@ impl Probe for DdrChannelCl {
         }
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        let open = self.banks.iter().enumerate().fold(0u64, |m, (i, b)| m | (b.row.is_some() as u64) << i);
-        out.extend([self.queued as u64, (self.queued > 0) as u64, self.cmd as u64, open, (self.ref_end > self.cycle) as u64]);
+        debug_assert_eq!(self.open, self.banks.iter().enumerate().fold(0u64, |m, (i, b)| m | (b.row.is_some() as u64) << i));
+        out.extend([self.queued as u64, (self.queued > 0) as u64, self.cmd as u64, self.open, (self.ref_end > self.cycle) as u64]);
     }
 }

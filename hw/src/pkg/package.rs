@@ -48,7 +48,7 @@ use super::rule5::LoadArbiterCl;
 use super::timeline::{CycleBreakdown, TimelineRec};
 use crate::cfg::CfgError;
 use crate::harness::{
-    run_partitions, ChangeLog, ClockSet, ClockedControl, Cycle, PartStatus, Partition, Probe, SignalDecl, SignalSink, WakeOffsets, WakeSet, WatchdogReport,
+    run_partitions, ChangeLog, ClockSet, ClockedControl, Cycle, LinkId, PartStatus, Partition, Probe, SignalDecl, SignalSink, WakeOffsets, WakeSet, WatchdogReport,
     C_FINISHED,
 };
 
@@ -108,6 +108,9 @@ pub struct IoDieTile {
     pub rule5: Option<LoadArbiterCl>,
     /// Ticks at which the scheduler's messages land.
     pub(super) wake: WakeSet,
+    /// The chiplets' done links, the scheduler's only inputs: an idle scheduler is evaluated
+    /// only at the edges where a pulse lands on one.
+    pub(super) done_in: Vec<LinkId>,
 }
 
 /// A band of chiplets (and the IO die in the first band).
@@ -143,8 +146,14 @@ impl Partition for PkgPart {
         if let Some(io) = self.iodie.as_mut() {
             if core {
                 io_touched = io.sched.busy();
+                // An idle scheduler (waiting in Idle or Done, no done pulse queued, no output
+                // pulse to clear) changes nothing at an edge where no done pulse lands: it is
+                // not evaluated there, as fast-forward skips such edges when the whole package
+                // waits on it. (Without fast-forward every block runs at every tick.)
+                // SAFETY: engine protocol (sole receiver of done links).
+                let quiet = self.sleep && !io_touched && !io.done_in.iter().any(|&l| unsafe { w.done.arrives(l, now) });
                 // SAFETY: engine protocol (sole sender of msg links, receiver of done links).
-                let mut sent = unsafe { io.sched.eval(now, &w.msgs, &w.done) };
+                let mut sent = !quiet && unsafe { io.sched.eval(now, &w.msgs, &w.done) };
                 if let Some(a) = io.rule5.as_mut() {
                     // SAFETY: engine protocol (sole receiver of status, sender of loads).
                     sent |= unsafe { a.eval(now, io.sched.sent_msg(), &w.status, &w.loads) };
@@ -307,8 +316,10 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
     if t.touched.ucie != 0 || !t.status.valid {
         t.ucie_sum = UcieSummary::of(&t.ucie);
     }
-    if t.touched.any() || !t.status.valid {
+    if core || !t.status.valid {
         t.status = TileStatus::of(t, traced);
+    } else if t.touched.any() {
+        t.status = t.status.with_edges(t, traced);
     }
     let c = &t.status;
     let core_work = active || c.core_due;

@@ -103,6 +103,9 @@ pub(super) struct TileStatus {
     /// Core-domain work at the next core edge: flits in the router, the D2D engine with
     /// more than a slot to wait for, or a DDR request or response on the crossing links.
     pub(super) core_due: bool,
+    /// The core-domain blocks' part of `core_due` (the router's flits, the D2D engine's
+    /// work): they change only at core edges, so it is kept from the last one.
+    pub(super) core_work: bool,
     /// An adapter hands one flit per edge to the router (its other work is announced by its
     /// next event); the DDR channel's work at the next tick.
     pub(super) busy: bool,
@@ -119,25 +122,38 @@ pub(super) struct TileStatus {
 }
 
 impl TileStatus {
-    /// Reads `t.ucie_sum`, which must be current (refreshed after the adapters' evaluation).
+    /// The whole status (at a core edge, or when the cache is not valid). Reads
+    /// `t.ucie_sum`, which must be current (refreshed after the adapters' evaluation).
     #[inline]
     pub(super) fn of(t: &ChipletTile, traced: bool) -> Self {
+        let s = TileStatus {
+            valid: true,
+            core_work: t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()),
+            finished: t.finished(),
+            pe_busy: t.pe.busy(),
+            ..Default::default()
+        };
+        s.with_edges(t, traced)
+    }
+
+    /// Between core edges only the DDR channel and the adapters are evaluated: the fields
+    /// they change, with the core-domain blocks' (`core_work`, `finished`, `pe_busy`) kept
+    /// from the last core edge — the same values, without reading the router, the D2D
+    /// engine and the controller again. Reads `t.ucie_sum` as [`Self::of`].
+    #[inline]
+    pub(super) fn with_edges(mut self, t: &ChipletTile, traced: bool) -> Self {
         let ddr_wait = t.glue.ddr_outstanding > 0 && !t.ddr.has_requests();
         let mut next_event = t.pe.next_event().min(t.ddr.next_event());
         if traced {
             next_event = next_event.min(t.pe.next_change()).min(t.ddr.traced_next_event());
         }
         let u = &t.ucie_sum;
-        TileStatus {
-            valid: true,
-            core_due: t.router.occupancy() > 0 || (t.ni.busy() && !t.ni.waiting_for_slot_only()) || ddr_wait,
-            busy: u.delivering || t.ddr.busy(),
-            next_event: next_event.min(u.next_event),
-            ddr_requests: t.ddr.has_requests(),
-            ucie_delivered: u.delivered,
-            finished: t.finished(),
-            pe_busy: t.pe.busy(),
-        }
+        self.core_due = self.core_work || ddr_wait;
+        self.busy = u.delivering || t.ddr.busy();
+        self.next_event = next_event.min(u.next_event);
+        self.ddr_requests = t.ddr.has_requests();
+        self.ucie_delivered = u.delivered;
+        self
     }
 }
 
