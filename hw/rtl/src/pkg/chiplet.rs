@@ -29,7 +29,10 @@
 //!   at/after the pointer: a [`super::ring::RingScanRtl`], the encoder
 //!   [`super::ring::RingBufferRtl`] uses (`rp`'s `sc_rx`, `sc_ld`; `sc_hd`, `sc_he` move the
 //!   head). `capacity` ≤ S slots exist (a constant mask), so one monomorphization serves every
-//!   ring size up to S.
+//!   ring size up to S. The DDR port's room test and the load sequencer's cap count their
+//!   slot masks with [`super::popcount::PopCountRtl`] (`pf`: free slots, `pu`: live slots
+//!   of ungranted experts), the adder tree that also counts `rp`'s `free` and the ring
+//!   buffer's `occ`.
 //! * **rx_ready / local_ready / local_wait / tx_q** — a slot is in at most one of them, so
 //!   each is a membership bit vector, and one S×S age matrix (`age[i]` bit j: i entered its
 //!   queue before j) orders them all: [`super::age_matrix::AgeMatrixRtl`] (`am`), whose
@@ -78,6 +81,7 @@ use super::free_report::FreeReportRtl;
 use super::load_seq::LoadSeqRtl;
 use super::nexthop::{NextHopParams, NextHopRtl};
 use super::picker::AgePickerRtl;
+use super::popcount::PopCountRtl;
 use super::reload_list::ReloadListRtl;
 use super::ring_alloc::RingAllocRtl;
 use super::slot_state::SlotStateRtl;
@@ -304,18 +308,19 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     // K: Rule 4 / 5 loads
     kc: Signal<Local, Bit>,
     k2: Signal<Local, Bit>,
-    /// Free slots after A..F (`exist & !live1`), as a balanced adder tree (`pf[126]`), and
-    /// whether there is one: the DDR port's room test (`kfree`: free slots beyond the
-    /// reserve after the D2D allocation) without the eviction and the allocation's scan.
-    pf: [Signal<Local, Bits<8>>; 127],
+    /// Free slots after A..F (`exist & !live1`), counted by the shared adder tree (`pf`,
+    /// [`PopCountRtl`]), and whether there is one: the DDR port's room test (`kfree`: free
+    /// slots beyond the reserve after the D2D allocation) without the eviction and the
+    /// allocation's scan.
+    pf: PopCountRtl<S>,
     f_any: Signal<Local, Bit>,
     kfree: Signal<Local, Bit>,
     /// Each slot's expert granted (`gs_tag`), the RX head's (`g_rx`); the live slots of
-    /// ungranted experts after A..F (`pu[126]`, an adder tree), less the victim (`d_v`), plus
+    /// ungranted experts after A..F (`pu`, the shared adder tree), less the victim (`d_v`), plus
     /// the D2D arrival's (`a_rx`, `rx_okf`: the allocation succeeds).
     gs_tag: Signal<Local, Bits<S>>,
     g_rx: Signal<Local, Bit>,
-    pu: [Signal<Local, Bits<8>>; 127],
+    pu: PopCountRtl<S>,
     rx_okf: Signal<Local, Bit>,
     d_v: Signal<Local, Bit>,
     a_rx: Signal<Local, Bit>,
@@ -338,7 +343,6 @@ pub struct ChipletCtrlRtl<const S: usize, const E: usize, const Q: usize> {
     um: Signal<Local, Bits<S>>,
 
     // --- constants
-    zero8: Constant<Bits<8>>,
     one8: Constant<Bits<8>>,
     /// The reserve plus the D2D arrival's slot; half the ring (rounded up) and one more.
     reserve1: Constant<Bits<8>>,
@@ -527,12 +531,12 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             tm: Default::default(),
             kc: Default::default(),
             k2: Default::default(),
-            pf: std::array::from_fn(|_| Default::default()),
+            pf: PopCountRtl::new(),
             f_any: Default::default(),
             kfree: Default::default(),
             gs_tag: Default::default(),
             g_rx: Default::default(),
-            pu: std::array::from_fn(|_| Default::default()),
+            pu: PopCountRtl::new(),
             rx_okf: Default::default(),
             d_v: Default::default(),
             a_rx: Default::default(),
@@ -551,7 +555,6 @@ impl<const S: usize, const E: usize, const Q: usize> ChipletCtrlRtl<S, E, Q> {
             v2_ld: Default::default(),
             te_n: Default::default(),
             um: Default::default(),
-            zero8: Constant::new(0u64.into()),
             one8: Constant::new(1u64.into()),
             reserve1: Constant::new((p.ddr_reserve as u64 + 1).into()),
             half: Constant::new((p.slots as u64).div_ceil(2).into()),
@@ -939,40 +942,16 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
 
         // ================= K: Rule 4 (reloads of granted experts first), Rule 5, load sequence
         // The free slots beyond the reserve after the D2D allocation (`rp.free`), from the
-        // free slots after A..F (`f1` = `pf[126]`): with one, there is no eviction and the
+        // free slots after A..F (`f1` = `pf.count`): with one, there is no eviction and the
         // arrival (if any) takes one, `f1 - rx_head_valid`; with none, an eviction frees at
         // most the slot the arrival then takes, 0. So `rp.free > reserve` is `f1 > reserve +
         // rx_head_valid`, equal for every input; the eviction choice and the allocation's scan
         // no longer sit in front of the DDR port's decision.
-        for i in 0..S {
-            self.pf[i].next = self.zero8.val();
-            if self.exist.val().get_bit(i) & !self.ss.live1.val().get_bit(i) {
-                self.pf[i].next = self.one8.val();
-            }
-        }
-        for i in S..64 {
-            self.pf[i].next = self.zero8.val();
-        }
-        for k in 0..32 {
-            self.pf[64 + k].next = self.pf[2 * k].val() + self.pf[2 * k + 1].val();
-        }
-        for k in 0..16 {
-            self.pf[96 + k].next = self.pf[64 + 2 * k].val() + self.pf[64 + 2 * k + 1].val();
-        }
-        for k in 0..8 {
-            self.pf[112 + k].next = self.pf[96 + 2 * k].val() + self.pf[96 + 2 * k + 1].val();
-        }
-        for k in 0..4 {
-            self.pf[120 + k].next = self.pf[112 + 2 * k].val() + self.pf[112 + 2 * k + 1].val();
-        }
-        for k in 0..2 {
-            self.pf[124 + k].next = self.pf[120 + 2 * k].val() + self.pf[120 + 2 * k + 1].val();
-        }
-        self.pf[126].next = self.pf[124].val() + self.pf[125].val();
+        self.pf.bits.next = self.exist.val() & !self.ss.live1.val();
         self.f_any.next = (self.exist.val() & !self.ss.live1.val()).any();
-        self.kfree.next = self.pf[126].val() > self.reserve.val();
+        self.kfree.next = self.pf.count.val() > self.reserve.val();
         if self.rx_head_valid.val() {
-            self.kfree.next = self.pf[126].val() > self.reserve1.val();
+            self.kfree.next = self.pf.count.val() > self.reserve1.val();
         }
         self.kc.next = self.ddr_ready.val() & self.kfree.val();
         // Rule 4 first: the reload list, as the CL holds it at this point (the hand-off
@@ -999,47 +978,27 @@ impl<const S: usize, const E: usize, const Q: usize> Logic for ChipletCtrlRtl<S,
         // The live slots of ungranted experts after H (`live3`, the D2D arrival's slot with
         // the head's expert), counted without the eviction and the allocation in front of
         // the count: `live3` is `live1` less the victim (one slot at most) plus the arrival's
-        // slot (free before it), so the count is `c0 = |live1 & !gs_tag|` (`pu[126]`), less one
+        // slot (free before it), so the count is `c0 = |live1 & !gs_tag|` (`pu.count`), less one
         // if the victim was such a slot (`d_v`), plus one if the arrival is allocated and of
         // an ungranted expert (`a_rx`). The allocation succeeds (`rx_okf`, equal to
         // `rp.rx_ok`) when the RX head is valid and a slot was free after A..F or the
         // victim's slot exists. `ung + ung >= slots` is `ung >= half` (⌈slots / 2⌉); the three
         // thresholds of `c0` are compared side by side and the victim and the arrival select.
         self.g_rx.next = self.xt.granted_a.val().get_bit(self.rx_head_expert.val().index());
-        for i in 0..S {
-            self.pu[i].next = self.zero8.val();
-            if self.ss.live1.val().get_bit(i) & !self.gs_tag.val().get_bit(i) {
-                self.pu[i].next = self.one8.val();
-            }
-        }
-        for i in S..64 {
-            self.pu[i].next = self.zero8.val();
-        }
-        for k in 0..32 {
-            self.pu[64 + k].next = self.pu[2 * k].val() + self.pu[2 * k + 1].val();
-        }
-        for k in 0..16 {
-            self.pu[96 + k].next = self.pu[64 + 2 * k].val() + self.pu[64 + 2 * k + 1].val();
-        }
-        for k in 0..8 {
-            self.pu[112 + k].next = self.pu[96 + 2 * k].val() + self.pu[96 + 2 * k + 1].val();
-        }
-        for k in 0..4 {
-            self.pu[120 + k].next = self.pu[112 + 2 * k].val() + self.pu[112 + 2 * k + 1].val();
-        }
-        for k in 0..2 {
-            self.pu[124 + k].next = self.pu[120 + 2 * k].val() + self.pu[120 + 2 * k + 1].val();
-        }
-        self.pu[126].next = self.pu[124].val() + self.pu[125].val();
+        self.pu.bits.next = self.ss.live1.val() & !self.gs_tag.val();
         self.rx_okf.next = self.rx_head_valid.val() & (self.f_any.val() | (self.vm.val() & self.exist.val()).any());
-        self.d_v.next = (self.vm.val() & self.ss.live1.val() & !self.gs_tag.val()).any();
+        // `vm` is the victim's one-hot (or 0) and `v_e` its slot's expert, so this is `(vm &
+        // live1 & !gs_tag).any()` for every input. It does not read `gs_tag`: a local read
+        // only by `pu.bits` keeps that statement out of the block's loop through `capf`
+        // (Verilator splits it off), so the count needs no UNOPTFLAT waiver.
+        self.d_v.next = (self.vm.val() & self.ss.live1.val()).any() & !self.xt.granted_a.val().get_bit(self.v_e.val().index());
         self.a_rx.next = self.rx_okf.val() & !self.g_rx.val();
-        self.capf.next = self.pu[126].val() >= self.half.val();
+        self.capf.next = self.pu.count.val() >= self.half.val();
         if self.a_rx.val() & !self.d_v.val() {
-            self.capf.next = (self.pu[126].val() + self.one8.val()) >= self.half.val();
+            self.capf.next = (self.pu.count.val() + self.one8.val()) >= self.half.val();
         }
         if self.d_v.val() & !self.a_rx.val() {
-            self.capf.next = self.pu[126].val() >= self.half1.val();
+            self.capf.next = self.pu.count.val() >= self.half1.val();
         }
         self.ls.cap_full.next = self.capf.val();
         self.ls.take.next = self.kc.val() & !self.rq.found.val() & !self.k2.val();

@@ -28,6 +28,8 @@
 //!   next-hop mask, granted); [`slot_state::SlotStateRtl`] — its per-slot state (live,
 //!   control and queue-membership bits, next station, the PE's slot);
 //!   [`ring_alloc::RingAllocRtl`] — its ring pointers (the two allocations, the head).
+//! * [`popcount::PopCountRtl`] — the slot-mask population count (a balanced adder tree)
+//!   of the ring buffer, the ring pointers and the chiplet controller.
 
 pub mod chiplet;
 pub mod chiplet_swap;
@@ -42,6 +44,7 @@ pub mod pe_array_swap;
 pub mod pe_array_twin;
 pub mod pe_cell;
 pub mod picker;
+pub mod popcount;
 pub mod qos;
 pub mod ring;
 pub mod sorter;

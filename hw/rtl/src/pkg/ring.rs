@@ -20,6 +20,8 @@
 
 use rust_hdl::prelude::*;
 
+use super::popcount::PopCountRtl;
+
 /// Ring-buffer controller with `S` slots (1 ≤ S ≤ 64).
 #[derive(LogicBlock)]
 pub struct RingBufferRtl<const S: usize> {
@@ -69,12 +71,9 @@ pub struct RingBufferRtl<const S: usize> {
     /// Live bits after the releases.
     live_r: Signal<Local, Bits<S>>,
     occ_r: Signal<Local, Bits<8>>,
-    /// Population count of `live_r` as a balanced adder tree (six levels over 64 leaves,
-    /// leaves S..64 zero): entries 0..64 the leaves, then the sums of each level (64.., 96..,
-    /// 112.., 120.., 124.., 126). A chain of S increments was the ring's critical path.
-    pc: [Signal<Local, Bits<8>>; 127],
-    one8: Constant<Bits<8>>,
-    zero8: Constant<Bits<8>>,
+    /// Population count of `live_r` (the shared adder tree, [`PopCountRtl`]): a chain of S
+    /// increments was the ring's critical path.
+    live_count: PopCountRtl<S>,
     slot: Signal<Local, Bits<8>>,
     /// First free slot at/after the tail (else the first free slot): the allocation.
     free_scan: RingScanRtl<S>,
@@ -127,9 +126,7 @@ impl<const S: usize> RingBufferRtl<S> {
             tag_loader: std::array::from_fn(|_| Default::default()),
             live_r: Default::default(),
             occ_r: Default::default(),
-            pc: std::array::from_fn(|_| Default::default()),
-            one8: Constant::new(1u64.into()),
-            zero8: Constant::new(0u64.into()),
+            live_count: PopCountRtl::new(),
             slot: Default::default(),
             free_scan: RingScanRtl::new(),
             live_scan: RingScanRtl::new(),
@@ -171,32 +168,11 @@ impl<const S: usize> Logic for RingBufferRtl<S> {
 
         // ---- releases (out of order), then the live count
         self.live_r.next = self.live_q.q.val() & !self.release_mask.val();
-        for i in 0..S {
-            self.pc[i].next = self.zero8.val();
-            if self.live_r.val().get_bit(i) {
-                self.pc[i].next = self.one8.val();
-            }
-        }
-        for i in S..64 {
-            self.pc[i].next = self.zero8.val();
-        }
-        for k in 0..32 {
-            self.pc[64 + k].next = self.pc[2 * k].val() + self.pc[2 * k + 1].val();
-        }
-        for k in 0..16 {
-            self.pc[96 + k].next = self.pc[64 + 2 * k].val() + self.pc[64 + 2 * k + 1].val();
-        }
-        for k in 0..8 {
-            self.pc[112 + k].next = self.pc[96 + 2 * k].val() + self.pc[96 + 2 * k + 1].val();
-        }
-        for k in 0..4 {
-            self.pc[120 + k].next = self.pc[112 + 2 * k].val() + self.pc[112 + 2 * k + 1].val();
-        }
-        for k in 0..2 {
-            self.pc[124 + k].next = self.pc[120 + 2 * k].val() + self.pc[120 + 2 * k + 1].val();
-        }
-        self.pc[126].next = self.pc[124].val() + self.pc[125].val();
-        self.occ_r.next = self.pc[126].val();
+        // The count's input is `live_r` written out from the register and the port, not read
+        // from the local: a statement that reads no local of this block is split off by
+        // Verilator, so the sub-block forms no loop at always-block granularity (UNOPTFLAT).
+        self.live_count.bits.next = self.live_q.q.val() & !self.release_mask.val();
+        self.occ_r.next = self.live_count.count.val();
 
         // ---- allocation: priority encoder over the free bits, starting at the tail
         self.free_scan.bits.next = !self.live_r.val();

@@ -27,6 +27,7 @@
 
 use rust_hdl::prelude::*;
 
+use super::popcount::PopCountRtl;
 use super::ring::RingScanRtl;
 use crate::cosim::{record, PortTrace};
 use crate::export::{boxed, BlockDef, ParamSet};
@@ -76,10 +77,10 @@ pub struct RingAllocRtl<const S: usize> {
     /// before the first reset scans as pointer 0).
     tail_ge_q: DFF<Bits<S>>,
     head_ge_q: DFF<Bits<S>>,
-    /// The free slots before the D2D allocation (`exist & !live2`) counted by a balanced
-    /// adder tree (`pc[126]`); `free` is that less the allocation. It was the count of
+    /// The free slots before the D2D allocation (`exist & !live2`) counted by the shared
+    /// adder tree ([`PopCountRtl`]); `free` is that less the allocation. It was the count of
     /// `free3` (after the allocation's scan), a chain of S conditional increments.
-    pc: [Signal<Local, Bits<8>>; 127],
+    free_count: PopCountRtl<S>,
     tail2: Signal<Local, Bits<8>>,
     tail_n: Signal<Local, Bits<8>>,
     hd_a: Signal<Local, Bits<8>>,
@@ -92,7 +93,6 @@ pub struct RingAllocRtl<const S: usize> {
     all: Constant<Bits<S>>,
     last_oh: Constant<Bits<S>>,
     exist: Constant<Bits<S>>,
-    zero8: Constant<Bits<8>>,
     one8: Constant<Bits<8>>,
 }
 
@@ -125,7 +125,7 @@ impl<const S: usize> RingAllocRtl<S> {
             head_q: Default::default(),
             tail_ge_q: Default::default(),
             head_ge_q: Default::default(),
-            pc: std::array::from_fn(|_| Default::default()),
+            free_count: PopCountRtl::new(),
             tail2: Default::default(),
             tail_n: Default::default(),
             hd_a: Default::default(),
@@ -135,7 +135,6 @@ impl<const S: usize> RingAllocRtl<S> {
             all: Constant::new((u64::MAX >> (64 - S)).into()),
             last_oh: Constant::new((1u64 << (slots - 1)).into()),
             exist: Constant::new(exist.into()),
-            zero8: Constant::new(0u64.into()),
             one8: Constant::new(1u64.into()),
         }
     }
@@ -171,34 +170,10 @@ impl<const S: usize> Logic for RingAllocRtl<S> {
         // K: free slots after it; the DDR load's slot from the moved pointer.
         // (`rx_m` is one of the free slots, so the count after it is the count before it
         // less `rx_ok`.)
-        for i in 0..S {
-            self.pc[i].next = self.zero8.val();
-            if self.exist.val().get_bit(i) & !self.live2.val().get_bit(i) {
-                self.pc[i].next = self.one8.val();
-            }
-        }
-        for i in S..64 {
-            self.pc[i].next = self.zero8.val();
-        }
-        for k in 0..32 {
-            self.pc[64 + k].next = self.pc[2 * k].val() + self.pc[2 * k + 1].val();
-        }
-        for k in 0..16 {
-            self.pc[96 + k].next = self.pc[64 + 2 * k].val() + self.pc[64 + 2 * k + 1].val();
-        }
-        for k in 0..8 {
-            self.pc[112 + k].next = self.pc[96 + 2 * k].val() + self.pc[96 + 2 * k + 1].val();
-        }
-        for k in 0..4 {
-            self.pc[120 + k].next = self.pc[112 + 2 * k].val() + self.pc[112 + 2 * k + 1].val();
-        }
-        for k in 0..2 {
-            self.pc[124 + k].next = self.pc[120 + 2 * k].val() + self.pc[120 + 2 * k + 1].val();
-        }
-        self.pc[126].next = self.pc[124].val() + self.pc[125].val();
-        self.free.next = self.pc[126].val();
+        self.free_count.bits.next = self.exist.val() & !self.live2.val();
+        self.free.next = self.free_count.count.val();
         if self.rx_ok.val() {
-            self.free.next = self.pc[126].val() - self.one8.val();
+            self.free.next = self.free_count.count.val() - self.one8.val();
         }
         self.sc_ld.bits.next = self.exist.val() & !(self.live2.val() | self.rx_m.val());
         self.sc_ld.from_ge.next = self.tail2_ge.val();
