@@ -245,6 +245,13 @@ pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
         None
     }
     fn sample_ring(&self, _out: &mut Vec<u64>) {}
+    /// `Some((ddr_ready, tx_ready))`: the last step had quiet inputs (every field `None`
+    /// but these two), gave no output and changed no state, so a step with the same inputs
+    /// would do the same — the package may skip it (it does, with fast-forward on). `None`
+    /// (the default, a stand-in that does not say): step every cycle.
+    fn settled(&self) -> Option<(bool, bool)> {
+        None
+    }
     fn sample_rest(&self, out: &mut Vec<u64>) {
         self.sample(out)
     }
@@ -259,6 +266,9 @@ pub type CtrlFactory = fn(id: ChipletId, rows: usize, cols: usize, experts: usiz
 impl ChipletCtrlModel for ChipletCtrlCl {
     fn ring_changes(&self) -> Option<u64> {
         Some(self.ring.changes)
+    }
+    fn settled(&self) -> Option<(bool, bool)> {
+        self.settled
     }
     fn sample_ring(&self, out: &mut Vec<u64>) {
         self.ring.sample(out);
@@ -328,6 +338,10 @@ pub struct ChipletCtrlCl {
     /// the model skips it (the hardware's priority encoder decides in one cycle anyway;
     /// no decision changes).
     load_idle_cap: Option<bool>,
+    /// The last step had quiet inputs (no message, completion, arrival or sideband request;
+    /// these `ddr_ready`, `tx_ready`), gave no output and changed no state: a step with the
+    /// same inputs again changes nothing either ([`ChipletCtrlModel::settled`]).
+    settled: Option<(bool, bool)>,
     /// Micro-slices of each expert this chiplet still has to load under Rule 4 (set at the
     /// pre-load), and their sum over granted experts: whether a granted expert waits for a
     /// load of ours is then one comparison (the load-side deadlock escape asks every cycle
@@ -391,6 +405,7 @@ impl ChipletCtrlCl {
             load_next: vec![0; experts],
             load_at_own: vec![false; experts],
             load_idle_cap: None,
+            settled: None,
             own_left: vec![0; experts],
             granted_own_left: 0,
             pending: 0,
@@ -435,6 +450,7 @@ impl ChipletCtrlCl {
         self.load_at_own.clear();
         self.load_at_own.resize(m_of.len(), false);
         self.load_idle_cap = None;
+        self.settled = None;
         self.own_left.clear();
         self.own_left.resize(m_of.len(), 0);
         self.granted_own_left = 0;
@@ -463,6 +479,13 @@ impl ChipletCtrlCl {
     /// One cycle of next-state logic.
     pub fn step(&mut self, inp: &CtrlIn, traj: &dyn Trajectory) -> CtrlOut {
         let mut out = CtrlOut::default();
+        // Whether this step changes nothing (`settled`): with quiet inputs, the only state a
+        // step can change without an output is the load sequence's scan (its pointers, the
+        // exhausted entries it drops, `load_idle_cap`) and a deadlock escape's drop (an
+        // eviction) — every other change comes with an output (see the stages below).
+        let quiet = *inp == CtrlIn { ddr_ready: inp.ddr_ready, tx_ready: inp.tx_ready, ..CtrlIn::default() };
+        let (evictions_before, idle_cap_before) = (self.stats.evictions, self.load_idle_cap);
+        let mut scanned = false;
         // --- scheduler messages: load sequence and next-hop table
         match inp.sched {
             Some(CtrlSched::Preload { expert, mask }) => {
@@ -729,6 +752,7 @@ impl ChipletCtrlCl {
             let mut passed_helper = false;
             let mut passed_granted_helper = false;
             let mut i = if self.load_idle_cap == Some(cap) { self.load_seq.len() } else { 0 };
+            scanned = i < self.load_seq.len();
             while i < self.load_seq.len() {
                 let e = self.load_seq[i];
                 let (mask, m) = (self.pre_mask[e.idx()], self.m_of[e.idx()]);
@@ -815,6 +839,8 @@ impl ChipletCtrlCl {
             out.done = true;
             self.stats.done_pulses += 1;
         }
+        let idle = quiet && out == CtrlOut::default() && !scanned && self.stats.evictions == evictions_before && self.load_idle_cap == idle_cap_before;
+        self.settled = idle.then_some((inp.ddr_ready, inp.tx_ready));
         self.out = out;
         out
     }

@@ -175,7 +175,7 @@ impl Partition for PkgPart {
         }
         // The event-driven blocks (UCIe adapters, DDR channels) are evaluated only at edges
         // where they are due (traced, also where a traced register changes on its own).
-        let edges = TickEdges { core, ucie: ctx.ucie.is_edge(now), ddr: ctx.ddr.is_edge(now), traced: self.log.is_some() };
+        let edges = TickEdges { core, ucie: ctx.ucie.is_edge(now), ddr: ctx.ddr.is_edge(now), traced: self.log.is_some(), gate: self.sleep };
         for t in self.tiles.iter_mut() {
             // A tile sleeps until the first tick it has something due (the fast-forward of
             // the engine, per tile: a tile whose blocks wait is not evaluated while the
@@ -239,6 +239,9 @@ struct TickEdges {
     ucie: bool,
     ddr: bool,
     traced: bool,
+    /// Fast-forward on: blocks whose evaluation would change nothing are skipped inside an
+    /// awake tile too (off: every block at every tick).
+    gate: bool,
 }
 
 /// One tick of an awake tile: its adapters and DDR channel where due, its core-domain blocks
@@ -254,7 +257,7 @@ struct TickEdges {
 /// Engine protocol: the tile's blocks are their links' sole endpoints, at tick `now`.
 #[inline(never)]
 unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets, edges: TickEdges, st: &mut PartStatus) -> (bool, bool) {
-    let TickEdges { core, ucie: ucie_edge, ddr: ddr_edge, traced } = edges;
+    let TickEdges { core, ucie: ucie_edge, ddr: ddr_edge, traced, gate } = edges;
     // A block that sends on a link wakes the tile when the value lands.
     t.wake.advance(now);
     // Which blocks were evaluated (the tile's status is re-read if any was; traced,
@@ -287,7 +290,7 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
     if core {
         t.integrate(now, ctx.slot_bytes);
         // SAFETY: engine protocol.
-        active = unsafe { t.core_edge(now, w, ctx, core_wake) };
+        active = unsafe { t.core_edge(now, w, ctx, core_wake, gate, traced) };
         // Traced, the D2D engine's flit pulses (`inj_valid`, `ej_valid`) fall at the
         // next edge: evaluated there, so the waveform does not depend on whether
         // anything else is due.

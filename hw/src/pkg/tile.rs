@@ -455,7 +455,14 @@ impl ChipletTile {
     /// # Safety
     /// Engine protocol: sole sender/receiver of this tile's links, at core edge `now`.
     #[inline]
-    pub(super) unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets) -> bool {
+    ///
+    /// `gate` (fast-forward on): the controller is not stepped at an edge where its inputs
+    /// are those of its last step and that step changed nothing ([`ChipletCtrlModel::settled`];
+    /// at most edges of a streaming layer it waits for the PE array or a whole micro-slice);
+    /// untraced, a PE array computing a job is not stepped before its done edge either (it
+    /// catches up there, as after a sleep: those cycles have no inputs and no outputs — only
+    /// its traced fold counters move).
+    pub(super) unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets, gate: bool, traced: bool) -> bool {
         let mut active = false;
         // --- registered inputs
         let sched = w.msgs.recv(self.links.msg_in, now).map(|m| to_ctrl(m.msg));
@@ -484,7 +491,8 @@ impl ChipletTile {
         // when something lands on the tile.
         let lands = w.inbox.lands(me, now);
         let (moved, sent) = self.router.eval_if(now, &w.flits, &w.credits, lands);
-        let pe_done = self.pe.eval(now, self.glue.pe_job.take());
+        let pe_job = self.glue.pe_job.take();
+        let pe_done = if gate && !traced && pe_job.is_none() && self.pe.busy() && now < self.pe.next_event() { None } else { self.pe.eval(now, pe_job) };
         if pe_done.is_some() {
             self.activity.compute_until = now + ctx.core.div;
             self.activity.done_rate = self.activity.mac_rate;
@@ -526,8 +534,9 @@ impl ChipletTile {
             fetch: self.glue.fetch_q.pop_front(),
             slot_req: self.glue.slot_req_q.pop_front(),
         };
+        let settled = gate && inp == CtrlIn { ddr_ready: inp.ddr_ready, tx_ready: inp.tx_ready, ..CtrlIn::default() } && self.ctrl.settled() == Some((inp.ddr_ready, inp.tx_ready));
         let (reloads_before, evictions_before) = (self.ctrl.stats().reloads, self.ctrl.stats().evictions);
-        let out = self.ctrl.step(&inp, &ctx.traj);
+        let out = if settled { CtrlOut::default() } else { self.ctrl.step(&inp, &ctx.traj) };
         // A deadlock escape drops a slice without an output (its reload issues at the next
         // edge): the one change of the controller's state that no output announces, so the
         // next edge is evaluated (the tile must not sleep through it).
