@@ -40,6 +40,13 @@ pub struct LinkId {
     shift: u8,
 }
 
+/// The slots of a group's first links in one cycle ([`LinkArena::row`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRow {
+    i: usize,
+    n: usize,
+}
+
 /// A link whose sends stamp no landing mark.
 const NO_GROUP: u16 = u16::MAX;
 
@@ -55,6 +62,11 @@ impl LinkId {
     #[inline]
     pub fn latency(self) -> u32 {
         self.lat as u32
+    }
+
+    /// Whether this is link `j` of the group whose first link is `first`.
+    pub fn is_in_group_at(self, first: LinkId, j: usize) -> bool {
+        !first.is_none() && self.base as usize == first.base as usize + j && self.shift == first.shift && self.mask == first.mask && j < 1 << first.shift
     }
 }
 
@@ -298,6 +310,60 @@ impl<T: Copy + Default> LinkArena<T> {
         let i = core::hint::select_unpredictable(inside, i, 0);
         let (s, v) = self.slot(i);
         (inside & (*s == now), *v)
+    }
+
+    /// The slots of a group's first `n` links in cycle `now` (`first`: the group's first
+    /// link, as [`Self::add_group`] returned it; `n` at most the group's size), for a receiver
+    /// that polls all of them in every cycle: one index computation for the row instead of one
+    /// per link, and no per-link id to load ([`Self::row_lands`], [`Self::row_value`]).
+    #[inline]
+    pub fn row(&self, first: LinkId, now: Cycle, n: usize) -> LinkRow {
+        let i = self.index(first, now);
+        // (Checked once here, so the accesses of the row's slots need no bound check.)
+        assert!(first.shift as u32 >= usize::BITS - (n.max(1) - 1).leading_zeros() && i + n <= self.vals.len(), "row of {n} links outside its group");
+        LinkRow { i, n }
+    }
+
+    /// [`Self::lands_value`] of link `j` of `row`: whether a value lands on it now, and the
+    /// value (arbitrary when none does), without a branch. `j < row.n`.
+    ///
+    /// # Safety
+    /// As [`Self::recv`], for every link of the row; `row` from this arena's [`Self::row`].
+    #[inline]
+    pub unsafe fn row_lands_value(&self, row: LinkRow, j: usize, now: Cycle) -> (bool, T) {
+        assert!(j < row.n);
+        let (s, v) = self.slot_unchecked(row.i + j);
+        (*s == now, *v)
+    }
+
+    /// [`Self::lands`] of link `j` of `row`. `j < row.n`.
+    ///
+    /// # Safety
+    /// As [`Self::recv`], for every link of the row; `row` from this arena's [`Self::row`].
+    #[inline]
+    pub unsafe fn row_lands(&self, row: LinkRow, j: usize, now: Cycle) -> bool {
+        assert!(j < row.n);
+        *self.slot_unchecked(row.i + j).0 == now
+    }
+
+    /// The value landing on link `j` of `row` (only valid when [`Self::row_lands`]).
+    ///
+    /// # Safety
+    /// As [`Self::recv`], for every link of the row; `row` from this arena's [`Self::row`].
+    #[inline]
+    pub unsafe fn row_value(&self, row: LinkRow, j: usize) -> T {
+        assert!(j < row.n);
+        *self.slot_unchecked(row.i + j).1
+    }
+
+    /// [`Self::slot`] without the bound check, for an index below `vals.len()` ([`Self::row`]
+    /// checked its row).
+    #[inline]
+    unsafe fn slot_unchecked(&self, i: usize) -> (*mut Cycle, *mut T) {
+        debug_assert!(i < self.vals.len());
+        let v = (*self.vals.as_ptr().add(i)).get();
+        let s = (*(self.stamps.as_ptr() as *const UnsafeCell<Cycle>).add(i)).get();
+        (s, v)
     }
 
     /// The value that [`Self::lands`] on `id` in cycle `now` (only valid when it does).

@@ -32,7 +32,7 @@ pub use barrier::PostBarrier;
 pub use clock::{ClockDomain, ClockSet, DomainClock};
 pub use control::{ClockedControl, C_FINISHED};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
-pub use link::{AllToAll, LandingMarks, Link, LinkArena, LinkId};
+pub use link::{AllToAll, LandingMarks, Link, LinkArena, LinkId, LinkRow};
 pub use trace::{trace_to_end, ChangeLog, Probe, SignalDecl, SignalSink};
 pub use wake::{WakeOffsets, WakeSet};
 pub use watchdog::{Watchdog, WatchdogReport};

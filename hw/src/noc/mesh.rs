@@ -112,6 +112,9 @@ pub struct MeshWiring {
     /// Longest link latency, cycles: a tile that sent within this many cycles may still have
     /// something arriving somewhere.
     pub max_lat: u64,
+    /// Each tile's first flit and first credit input link (the heads of its two link groups,
+    /// router input port p at position p: see [`RouterCl::set_input_rows`]).
+    pub rows: Vec<[LinkId; 2]>,
 }
 
 /// Wires the mesh. `link(i, d)` gives the router-to-router link leaving node i in direction
@@ -127,11 +130,15 @@ pub fn wire(cols: u32, rows: u32, st: u32, cd: u32, link: &dyn Fn(u32, Dir) -> (
     let mut ej = vec![LinkId::NONE; n];
     let mut inj_credit = vec![LinkId::NONE; n];
     let mut max_lat = (2 + cd).max(st + 2) as u64;
+    let mut heads = Vec::with_capacity(n);
     for i in 0..n {
         // The tile's inputs (the router's, then the NI's) form one link group per arena: the
         // stamps the tile polls each cycle share a cache line (see `LinkArena::add_group`).
+        // Router input port p is link p of the group (a port on the mesh edge gets a link that
+        // is never sent on), so the router polls the group's row at once; the NI's is link 5.
         let (mut ports, mut flit_lat, mut credit_lat) = (Vec::new(), Vec::new(), Vec::new());
         for d in Dir::ALL {
+            debug_assert_eq!(d.idx(), flit_lat.len());
             if d == Dir::Local {
                 flit_lat.push(2); // NI injection channel
                 credit_lat.push(2 + cd); // NI ejection credits
@@ -142,6 +149,8 @@ pub fn wire(cols: u32, rows: u32, st: u32, cd: u32, link: &dyn Fn(u32, Dir) -> (
                 credit_lat.push(l + 1 + cd);
                 max_lat = max_lat.max((l + 1 + cd).max(st + l + ser) as u64);
             } else {
+                flit_lat.push(1);
+                credit_lat.push(1);
                 continue;
             }
             ports.push(d.idx());
@@ -149,12 +158,13 @@ pub fn wire(cols: u32, rows: u32, st: u32, cd: u32, link: &dyn Fn(u32, Dir) -> (
         flit_lat.push(st + 2); // ejection channel
         credit_lat.push(2); // injection credits
         let (f, c) = (flits.add_group(&flit_lat), credits.add_group(&credit_lat));
-        for (j, &p) in ports.iter().enumerate() {
-            flit_in[i][p] = f[j];
-            credit_in[i][p] = c[j];
+        for &p in &ports {
+            flit_in[i][p] = f[p];
+            credit_in[i][p] = c[p];
         }
-        ej[i] = f[ports.len()];
-        inj_credit[i] = c[ports.len()];
+        ej[i] = f[NPORTS];
+        inj_credit[i] = c[NPORTS];
+        heads.push([f[0], c[0]]);
     }
     let mut routers = Vec::with_capacity(n);
     let mut nis = Vec::with_capacity(n);
@@ -176,7 +186,7 @@ pub fn wire(cols: u32, rows: u32, st: u32, cd: u32, link: &dyn Fn(u32, Dir) -> (
         routers.push(ports);
         nis.push(NiPorts { inj_flit: flit_in[i][Dir::Local.idx()], inj_credit: inj_credit[i], ej_flit: ej[i], ej_credit: credit_in[i][Dir::Local.idx()] });
     }
-    MeshWiring { flits, credits, routers, nis, max_lat }
+    MeshWiring { flits, credits, routers, nis, max_lat, rows: heads }
 }
 
 impl Partition for MeshPart {
@@ -334,10 +344,11 @@ impl Mesh {
         let max_lat = w.max_lat;
         let mut tiles = Vec::with_capacity(n);
         for (i, (ports, np)) in w.routers.into_iter().zip(w.nis).enumerate() {
-            let i = i as u32;
-            let mut router = RouterCl::new(i, k, r, ser, ports);
+            let mut router = RouterCl::new(i as u32, k, r, ser, ports);
             // Dense traffic (BookSim's reference point): the branch-free allocators.
             router.set_branch_free(true);
+            router.set_input_rows(w.rows[i][0], w.rows[i][1]);
+            let i = i as u32;
             let rtl = match rtl.router {
                 Some(f) => Some(f(i, k, r, ser, ports)?),
                 None => None,

@@ -131,6 +131,9 @@ pub struct RouterCl {
     plain_cfg: bool,
     /// Branch-free allocators (see [`RouterCl::set_branch_free`]).
     branch_free: bool,
+    /// First links of the groups holding the flit and credit inputs, port p at position p
+    /// (`LinkId::NONE`: not so laid out); see [`RouterCl::set_input_rows`].
+    in_rows: [LinkId; 2],
     /// Flits of class `>= low_class` are a low-priority stream (the wafer's migration, which
     /// must not delay regular traffic): they travel only in the last VC of each port, which
     /// regular packets are never allocated (so neither ever queues behind the other), and an
@@ -275,6 +278,7 @@ impl RouterCl {
             last_eval: 0,
             plain_cfg: Self::plain_cfg_of(cfg.va_delay as u64, cfg.sa_delay as u64, &ser),
             branch_free: false,
+            in_rows: [LinkId::NONE; 2],
             ser,
             out_free_at: [0; NPORTS],
             tk: 1,
@@ -316,6 +320,18 @@ impl RouterCl {
     /// (docs/results-noc.md, eighth session); the mesh turns it on.
     pub fn set_branch_free(&mut self, on: bool) {
         self.branch_free = on;
+    }
+
+    /// The router's flit inputs are links 0..5 of one link group, input port p at position p,
+    /// and likewise its credit inputs (`mesh::wire` lays a tile's inputs out so, with a link
+    /// that is never sent on for a port on the mesh edge): the branch-free evaluation then
+    /// polls each group's row at once ([`LinkArena::row`]) instead of port by port.
+    pub fn set_input_rows(&mut self, flit: LinkId, credit: LinkId) {
+        for p in 0..NPORTS {
+            let (f, c) = (self.ports.in_flit[p], self.ports.in_credit[p]);
+            assert!((f.is_none() || f.is_in_group_at(flit, p)) && (c.is_none() || c.is_in_group_at(credit, p)), "router {}: input {p} is not at its place in the input groups", self.id);
+        }
+        self.in_rows = [flit, credit];
     }
 
     /// Puts the router in a clock domain of `tk` harness ticks per cycle (see the `tk` field);
@@ -449,7 +465,23 @@ impl RouterCl {
         // read. Credits and flits touch disjoint state, so taking all credits first leaves
         // the same state as taking them port by port.
         let (mut fa, mut ca) = (0u32, 0u32);
-        if lands {
+        // The flit inputs' row, when polled as one (see `set_input_rows`).
+        let mut frow = None;
+        if BF && lands && !self.in_rows[0].is_none() {
+            // As below, the slots of the five inputs found from one index per arena.
+            let (fr, cr) = (flits.row(self.in_rows[0], now, NPORTS), credits.row(self.in_rows[1], now, NPORTS));
+            for p in 0..NPORTS {
+                fa |= (flits.row_lands(fr, p, now) as u32) << p;
+            }
+            for p in 0..NPORTS {
+                let (hit, cr) = credits.row_lands_value(cr, p, now);
+                let c = &mut self.vt[p * self.v + sel(hit, cr.vc as usize, 0)].credits;
+                let room = c.credits < c.depth;
+                c.credits += (hit & room) as u16;
+                c.err |= hit & !room;
+            }
+            frow = Some(fr);
+        } else if lands {
             for p in 0..NPORTS {
                 fa |= (flits.lands(self.ports.in_flit[p], now) as u32) << p;
             }
@@ -484,7 +516,10 @@ impl RouterCl {
         while fa != 0 {
             let p = fa.trailing_zeros() as usize;
             fa &= fa - 1;
-            let f = flits.landed(self.ports.in_flit[p], now);
+            let f = match frow {
+                Some(fr) if BF => flits.row_value(fr, p),
+                _ => flits.landed(self.ports.in_flit[p], now),
+            };
             lost |= self.buffer_write::<BF>(p, f, now);
         }
         if BF {
