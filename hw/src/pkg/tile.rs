@@ -459,9 +459,9 @@ impl ChipletTile {
     /// `gate` (fast-forward on): the controller is not stepped at an edge where its inputs
     /// are those of its last step and that step changed nothing ([`ChipletCtrlModel::settled`];
     /// at most edges of a streaming layer it waits for the PE array or a whole micro-slice);
-    /// untraced, a PE array computing a job is not stepped before its done edge either (it
-    /// catches up there, as after a sleep: those cycles have no inputs and no outputs — only
-    /// its traced fold counters move).
+    /// nor is the PE array before its next event (its done edge; traced, the end of the
+    /// current fold): it catches up there, as after a sleep — those cycles have no inputs and
+    /// no outputs, and only its untraced cycle-in-fold counter moves.
     pub(super) unsafe fn core_edge(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets, gate: bool, traced: bool) -> bool {
         let mut active = false;
         // --- registered inputs
@@ -492,7 +492,11 @@ impl ChipletTile {
         let lands = w.inbox.lands(me, now);
         let (moved, sent) = self.router.eval_if(now, &w.flits, &w.credits, lands);
         let pe_job = self.glue.pe_job.take();
-        let pe_done = if gate && !traced && pe_job.is_none() && self.pe.busy() && now < self.pe.next_event() { None } else { self.pe.eval(now, pe_job) };
+        // Until its next event (the done edge; traced, the next edge a traced register
+        // changes, the end of a fold) the PE array changes nothing the tile or the waveform
+        // reads: it is stepped there and catches up, as after a sleep.
+        let pe_next = if traced { self.pe.next_change() } else { self.pe.next_event() };
+        let pe_done = if gate && pe_job.is_none() && now < pe_next { None } else { self.pe.eval(now, pe_job) };
         if pe_done.is_some() {
             self.activity.compute_until = now + ctx.core.div;
             self.activity.done_rate = self.activity.mac_rate;
