@@ -262,7 +262,7 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
     t.wake.advance(now);
     // Which blocks were evaluated (the tile's status is re-read if any was; traced,
     // only those are sampled).
-    t.touched = Touched { core, router: core, ring: core, ddr: false, ucie: 0 };
+    t.touched = Touched { core, router: core, ring: core, ctrl: core, pe: core, ddr: false, ucie: 0 };
     if ucie_edge {
         for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
             // SAFETY: engine protocol; the adapter is its links' sole endpoint.

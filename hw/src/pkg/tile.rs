@@ -74,11 +74,16 @@ pub struct ChipletTile {
 /// engine, PE array, router), the DDR channel, the UCIe adapters (bit per adapter).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Touched {
+    /// A core edge: the D2D engine is evaluated (the other core-domain blocks may be
+    /// skipped, below).
     pub(super) core: bool,
     /// The router: evaluated at core edges, skipped too when at rest before and after.
     pub(super) router: bool,
     /// The controller's ring: at core edges where its change count moved.
     pub(super) ring: bool,
+    /// The controller stepped (not settled) and the PE array stepped (`core_edge`).
+    pub(super) ctrl: bool,
+    pub(super) pe: bool,
     pub(super) ddr: bool,
     pub(super) ucie: u32,
 }
@@ -496,7 +501,9 @@ impl ChipletTile {
         // changes, the end of a fold) the PE array changes nothing the tile or the waveform
         // reads: it is stepped there and catches up, as after a sleep.
         let pe_next = if traced { self.pe.next_change() } else { self.pe.next_event() };
-        let pe_done = if gate && pe_job.is_none() && now < pe_next { None } else { self.pe.eval(now, pe_job) };
+        let pe_idle = gate && pe_job.is_none() && now < pe_next;
+        self.touched.pe = !pe_idle;
+        let pe_done = if pe_idle { None } else { self.pe.eval(now, pe_job) };
         if pe_done.is_some() {
             self.activity.compute_until = now + ctx.core.div;
             self.activity.done_rate = self.activity.mac_rate;
@@ -541,6 +548,7 @@ impl ChipletTile {
         let settled = gate && inp == CtrlIn { ddr_ready: inp.ddr_ready, tx_ready: inp.tx_ready, ..CtrlIn::default() } && self.ctrl.settled() == Some((inp.ddr_ready, inp.tx_ready));
         let (reloads_before, evictions_before) = (self.ctrl.stats().reloads, self.ctrl.stats().evictions);
         let out = if settled { CtrlOut::default() } else { self.ctrl.step(&inp, &ctx.traj) };
+        self.touched.ctrl = !settled;
         // A deadlock escape drops a slice without an output (its reload issues at the next
         // edge): the one change of the controller's state that no output announces, so the
         // next edge is evaluated (the tile must not sleep through it).
@@ -668,13 +676,11 @@ impl ChipletTile {
     /// Samples the blocks evaluated at this tick ([`ChipletTile::touched`]) into `log`, in
     /// [`ChipletTile::declare`]'s order; the others are skipped (unchanged).
     pub(super) fn sample_blocks(&self, log: &mut ChangeLog) {
-        let Touched { core, router, ring, ddr, ucie } = self.touched;
+        let Touched { core, router, ring, ctrl, pe, ddr, ucie } = self.touched;
         log.block(ring, |b| self.ctrl.sample_ring(b));
-        log.block(core, |b| {
-            self.ctrl.sample_rest(b);
-            self.ni.sample(b);
-            self.pe.sample(b);
-        });
+        log.block(ctrl, |b| self.ctrl.sample_rest(b));
+        log.block(core, |b| self.ni.sample(b));
+        log.block(pe, |b| self.pe.sample(b));
         log.block(ddr, |b| self.ddr.sample(b));
         log.block(router, |b| self.router.sample(b));
         for (i, (_, a)) in self.ucie.iter().enumerate() {
