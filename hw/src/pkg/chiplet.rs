@@ -144,6 +144,14 @@ pub struct CtrlIn {
     pub slot_req: Option<SlotTag>,
 }
 
+impl CtrlIn {
+    /// Nothing arrives this cycle: no message, completion, arrival or sideband request —
+    /// every field `None` but the two ready levels.
+    pub fn is_quiet(&self) -> bool {
+        *self == CtrlIn { ddr_ready: self.ddr_ready, tx_ready: self.tx_ready, ..CtrlIn::default() }
+    }
+}
+
 /// Outputs of one cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CtrlOut {
@@ -245,8 +253,8 @@ pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
         None
     }
     fn sample_ring(&self, _out: &mut Vec<u64>) {}
-    /// `Some((ddr_ready, tx_ready))`: the last step had quiet inputs (every field `None`
-    /// but these two), gave no output and changed no state, so a step with the same inputs
+    /// `Some((ddr_ready, tx_ready))`: the last step had quiet inputs ([`CtrlIn::is_quiet`]),
+    /// gave no output and changed no state, so a step with the same inputs
     /// would do the same — the package may skip it (it does, with fast-forward on). `None`
     /// (the default, a stand-in that does not say): step every cycle.
     fn settled(&self) -> Option<(bool, bool)> {
@@ -314,6 +322,7 @@ impl ChipletCtrlModel for ChipletCtrlCl {
     }
 }
 
+#[derive(Clone, Debug)]
 pub struct ChipletCtrlCl {
     pub id: ChipletId,
     knobs: CtrlKnobs,
@@ -483,7 +492,7 @@ impl ChipletCtrlCl {
         // step can change without an output is the load sequence's scan (its pointers, the
         // exhausted entries it drops, `load_idle_cap`) and a deadlock escape's drop (an
         // eviction) — every other change comes with an output (see the stages below).
-        let quiet = *inp == CtrlIn { ddr_ready: inp.ddr_ready, tx_ready: inp.tx_ready, ..CtrlIn::default() };
+        let quiet = inp.is_quiet();
         let (evictions_before, idle_cap_before) = (self.stats.evictions, self.load_idle_cap);
         let mut scanned = false;
         // --- scheduler messages: load sequence and next-hop table
@@ -1135,6 +1144,21 @@ impl std::fmt::Display for ChipletCtrlCl {
 mod tests {
     use super::*;
 
+    /// Steps `c`, first checking what the package relies on when it skips a settled
+    /// controller (`ChipletCtrlModel::settled`): with the inputs of a settled step again, a
+    /// step gives no output and leaves every register as it was (compared on a clone, by
+    /// its whole `Debug` form, so no field is left out). Returns whether it was settled.
+    fn step_checked(c: &mut ChipletCtrlCl, x: &CtrlIn, traj: &dyn Trajectory) -> (CtrlOut, bool) {
+        let settled = x.is_quiet() && c.settled == Some((x.ddr_ready, x.tx_ready));
+        if settled {
+            let mut again = c.clone();
+            let o = again.step(x, traj);
+            assert_eq!(o, CtrlOut::default(), "chiplet {}: a settled controller gave an output", c.id);
+            assert_eq!(format!("{again:?}"), format!("{c:?}"), "chiplet {}: a settled controller changed state", c.id);
+        }
+        (c.step(x, traj), settled)
+    }
+
     /// Ring order by id; micro-slice k loaded by member k mod n; a slice visits every member.
     struct ById;
     impl ById {
@@ -1176,6 +1200,7 @@ mod tests {
         let mut heads: Vec<(usize, SlotTag, u64)> = Vec::new();
         let mut landing: Vec<(u64, usize, u32)> = Vec::new();
         let mut done = [0; 2];
+        let mut settled = 0;
         for t in 0..200u64 {
             if t == 1 {
                 for i in inp.iter_mut() {
@@ -1189,7 +1214,8 @@ mod tests {
                 x.tx_done = tx.iter().position(|d| d.0 == t && d.1 == i).map(|p| tx.remove(p).2);
                 x.rx_landed = landing.iter().position(|d| d.0 == t && d.1 == i).map(|p| landing.remove(p).2);
                 x.rx_head = heads.iter().find(|h| h.0 == i && h.2 <= t).map(|h| h.1);
-                let o = c[i].step(&x, &ById);
+                let (o, s) = step_checked(&mut c[i], &x, &ById);
+                settled += s as u32;
                 if let Some(s) = o.rx_slot {
                     heads.retain(|h| h.0 != i || h.1 != x.rx_head.unwrap());
                     landing.push((t + 1, i, s));
@@ -1215,6 +1241,7 @@ mod tests {
             assert_eq!(x.stats.releases, 4);
         }
         assert_eq!(done, [1, 1]);
+        assert!(settled > 100, "the controllers settle once their work is done ({settled} settled steps)");
     }
 
     /// An ungranted expert's preloaded micro-slices wait and are not computed; Rule 4 keeps
@@ -1319,7 +1346,7 @@ mod tests {
                     tx_busy[i] = false;
                     let _ = s;
                 }
-                let o = c[i].step(&inp, &traj);
+                let (o, _) = step_checked(&mut c[i], &inp, &traj);
                 if let Some(s) = o.rx_slot {
                     let (_, (from, _, ss, helper)) = heads[i].pop_front().expect("head given a slot");
                     rx_land_q[i].push_back((t + tx_lat, s));
