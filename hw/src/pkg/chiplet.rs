@@ -260,6 +260,11 @@ pub trait ChipletCtrlModel: Probe + Send + std::fmt::Display {
     fn settled(&self) -> Option<(bool, bool)> {
         None
     }
+    /// Whether a step with `inp` would change nothing, so the package may skip it: quiet
+    /// inputs with the ready levels of a settled last step ([`Self::settled`]).
+    fn settled_for(&self, inp: &CtrlIn) -> bool {
+        inp.is_quiet() && self.settled() == Some((inp.ddr_ready, inp.tx_ready))
+    }
     fn sample_rest(&self, out: &mut Vec<u64>) {
         self.sample(out)
     }
@@ -1145,11 +1150,11 @@ mod tests {
     use super::*;
 
     /// Steps `c`, first checking what the package relies on when it skips a settled
-    /// controller (`ChipletCtrlModel::settled`): with the inputs of a settled step again, a
-    /// step gives no output and leaves every register as it was (compared on a clone, by
+    /// controller (`ChipletCtrlModel::settled_for`, the package's own test): with the
+    /// inputs of a settled step again, a step gives no output and leaves every register as it was (compared on a clone, by
     /// its whole `Debug` form, so no field is left out). Returns whether it was settled.
     fn step_checked(c: &mut ChipletCtrlCl, x: &CtrlIn, traj: &dyn Trajectory) -> (CtrlOut, bool) {
-        let settled = x.is_quiet() && c.settled == Some((x.ddr_ready, x.tx_ready));
+        let settled = c.settled_for(x);
         if settled {
             let mut again = c.clone();
             let o = again.step(x, traj);

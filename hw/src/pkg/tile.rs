@@ -458,7 +458,7 @@ impl ChipletTile {
     /// One core edge of the chiplet's core-domain blocks.
     ///
     /// `gate` (fast-forward on): the controller is not stepped at an edge where its inputs
-    /// are those of its last step and that step changed nothing ([`ChipletCtrlModel::settled`];
+    /// are those of its last step and that step changed nothing ([`ChipletCtrlModel::settled_for`];
     /// at most edges of a streaming layer it waits for the PE array or a whole micro-slice);
     /// nor is the PE array before its next event (its done edge; traced, the end of the
     /// current fold): it catches up there, as after a sleep — those cycles have no inputs and
@@ -545,7 +545,7 @@ impl ChipletTile {
             fetch: self.glue.fetch_q.pop_front(),
             slot_req: self.glue.slot_req_q.pop_front(),
         };
-        let settled = gate && inp.is_quiet() && self.ctrl.settled() == Some((inp.ddr_ready, inp.tx_ready));
+        let settled = gate && self.ctrl.settled_for(&inp);
         let (reloads_before, evictions_before) = (self.ctrl.stats().reloads, self.ctrl.stats().evictions);
         let out = if settled { CtrlOut::default() } else { self.ctrl.step(&inp, &ctx.traj) };
         self.touched.ctrl = !settled;
