@@ -219,6 +219,17 @@ impl ChangeLog {
         }
     }
 
+    /// `n` blocks in a row that were all untouched (e.g. every block of a sleeping tile):
+    /// skipped at once when skips are not checked (returns true); otherwise returns false and
+    /// the caller goes through them with [`ChangeLog::block`].
+    #[inline(always)]
+    pub fn skip_blocks(&mut self, n: usize) -> bool {
+        if self.fast {
+            self.seg_i += n;
+        }
+        self.fast
+    }
+
     #[inline(never)]
     fn block_sampled(&mut self, touched: bool, sample: impl FnOnce(&mut Vec<u64>)) {
         let learning = !self.learned;
@@ -307,7 +318,18 @@ impl ChangeLog {
 /// Takes `cur` into `prev` (signals `base`.. of the log) and records, at `now`, each value that
 /// differs (of the signals `keep` selects, all without a filter) into `changes` (`None`:
 /// values only).
+#[inline(always)]
 fn diff_into(prev: &mut [u64], cur: &[u64], now: Cycle, base: usize, keep: Option<&[bool]>, mut changes: Option<&mut Vec<(Cycle, u32, u64)>>) {
+    if let (None, Some(ch)) = (keep, changes.as_deref_mut()) {
+        // Every signal recorded (a full trace): the loop without the filter's branch.
+        for (i, (p, &c)) in prev.iter_mut().zip(cur.iter()).enumerate() {
+            if *p != c {
+                *p = c;
+                ch.push((now, (base + i) as u32, c));
+            }
+        }
+        return;
+    }
     for (i, (p, &c)) in prev.iter_mut().zip(cur.iter()).enumerate() {
         if *p != c {
             *p = c;
