@@ -34,7 +34,7 @@ fn drive(cfg: &UcieCfg, seed: u64, n: u32, gap: u64, every_edge: bool) -> (Vec<(
             }
             let ask = every_edge || a.busy() || a.next_event() <= t || land == t;
             if ucie.is_edge(t) && ask {
-                a.eval(t, &flits, &pools);
+                a.eval(t, &flits, &pools, false);
                 last_eval = t;
             }
             if core.is_edge(t) && sent < n && t >= next_send {

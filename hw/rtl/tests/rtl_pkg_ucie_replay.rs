@@ -129,7 +129,7 @@ fn lockstep<const W: usize>(run: &Run) -> Result<Coverage, TestCaseError> {
         common::settle(&mut uut);
         // --- the CL's edge and its decisions (expected outputs)
         // SAFETY: as above; the adapter is the sole receiver of `inp` and sender of `out`.
-        unsafe { cl.eval(now, &flits, &pools) };
+        unsafe { cl.eval(now, &flits, &pools, false) };
         let v1 = cl.ctrl_view();
         let s1 = *cl.stats();
         let take = s1.flits - s0.flits;

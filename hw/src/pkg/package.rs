@@ -268,7 +268,7 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
             // SAFETY: engine protocol; the adapter is its links' sole endpoint.
             if unsafe { a.due(now, &w.flits) } {
                 t.touched.ucie |= 1 << i;
-                if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools) } {
+                if let Some(at) = unsafe { a.eval(now, &w.flits, &w.pools, gate && !traced) } {
                     t.wake.add(at);
                 }
             }

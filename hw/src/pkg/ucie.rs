@@ -202,6 +202,8 @@ pub struct UcieAdapterCl {
     wire: VecDeque<(Cycle, u64, Flit, bool)>,
     /// ACK/NAK in flight back to the transmitter: (arrival tick, message).
     back: VecDeque<(Cycle, Ack)>,
+    /// NAKs among them (a NAK is always taken at its own edge: see [`Self::eval`]).
+    naks_back: u32,
     // --- RX registers
     expect: u64,
     nak_sent: bool,
@@ -242,6 +244,7 @@ impl UcieAdapterCl {
             timeout: 3 * (2 * lat + flit_ticks.ceil() as u64 + 2 * clk.div),
             wire: VecDeque::new(),
             back: VecDeque::new(),
+            naks_back: 0,
             expect: 0,
             nak_sent: false,
             rx_q: VecDeque::new(),
@@ -254,11 +257,20 @@ impl UcieAdapterCl {
 
     /// One UCIe edge; the tick a flit sent to the router lands there, if one was sent.
     ///
+    /// `lazy_acks` (fast-forward on, untraced): an acknowledgement that only frees retry
+    /// entries is not an event of its own; it is taken at the adapter's next evaluation,
+    /// with the replay timer restarted from the acknowledgement's own edge, so every later
+    /// decision is the one the eager adapter makes. Until then only the retry buffer's
+    /// occupancy differs, which nothing reads but the trace (hence untraced only). It stays
+    /// an event when taking it changes what the adapter does next: a NAK (rewind), or a full
+    /// retry buffer with a flit waiting (the ack lets it go). About a sixth of the adapters'
+    /// evaluations on a streaming layer did nothing else.
+    ///
     /// # Safety
     /// At UCIe edges, sole receiver of `in_flit` and sender of `out_flit`.
-    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> Option<Cycle> {
+    pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools, lazy_acks: bool) -> Option<Cycle> {
         let sent = self.edge(now, flits, pools);
-        self.next_ev = self.compute_next_event();
+        self.next_ev = self.compute_next_event(lazy_acks);
         self.busy_reg = !self.rx_q.is_empty() || self.sendable();
         sent
     }
@@ -274,10 +286,13 @@ impl UcieAdapterCl {
                 break;
             }
             self.back.pop_front();
+            // The edge it reached the transmitter at (`now` unless it was taken lazily).
+            let at = self.clk.next_edge(t);
             match a {
-                Ack::Ack(s) => self.drop_acked(Some(s), now),
+                Ack::Ack(s) => self.drop_acked(Some(s), at),
                 Ack::Nak(s) => {
-                    self.drop_acked(s.checked_sub(1), now);
+                    self.naks_back -= 1;
+                    self.drop_acked(s.checked_sub(1), at);
                     if self.retry.front().is_some_and(|&(q, _)| q == s) {
                         self.send_idx = 0;
                         self.stats.replays += 1;
@@ -308,6 +323,7 @@ impl UcieAdapterCl {
                 if !self.nak_sent {
                     self.nak_sent = true;
                     self.back.push_back((now + self.lat, Ack::Nak(self.expect)));
+                    self.naks_back += 1;
                 }
             } else if seq == self.expect {
                 self.expect += 1;
@@ -370,7 +386,8 @@ impl UcieAdapterCl {
         None
     }
 
-    /// Frees the retry entries up to and including `s`; progress restarts the timer.
+    /// Frees the retry entries up to and including `s`; progress restarts the timer (from
+    /// `now`, the edge the acknowledgement arrived at).
     fn drop_acked(&mut self, s: Option<u64>, now: Cycle) {
         let Some(s) = s else { return };
         let mut freed = false;
@@ -460,7 +477,7 @@ impl UcieAdapterCl {
         self.next_ev
     }
 
-    fn compute_next_event(&self) -> Cycle {
+    fn compute_next_event(&self, lazy_acks: bool) -> Cycle {
         let mut t = self.timer;
         if self.sendable() {
             let start = self.waiting_since.map_or(self.wire_free, |w| w.max(self.wire_free));
@@ -471,7 +488,13 @@ impl UcieAdapterCl {
         }
         t = if t == NEVER { NEVER } else { self.clk.next_edge(t) };
         if let Some(&(a, _)) = self.back.front() {
-            t = t.min(self.clk.next_edge(a));
+            // Lazy: only a NAK, or an ack that lets a waiting flit into a full retry buffer
+            // (see `eval`). The front goes first in every case, so a NAK behind acks wakes
+            // the adapter at the front's edge.
+            let urgent = self.naks_back > 0 || (!self.tx_q.is_empty() && self.retry.len() >= self.retry_cap);
+            if !lazy_acks || urgent {
+                t = t.min(self.clk.next_edge(a));
+            }
         }
         t
     }
