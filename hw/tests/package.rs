@@ -199,6 +199,34 @@ fn bit_errors_on_the_links_are_replayed_and_outputs_stay_bit_exact() {
     }
 }
 
+/// Lazy acknowledgements (fast-forward on, untraced: an ack that only frees retry entries is
+/// taken at the adapter's next evaluation, `UcieAdapterCl::eval`) change no result: each run
+/// equals the one with fast-forward off (every adapter evaluated at every edge, each ack at
+/// its own), with bit errors (NAKs, replays, replay timeouts) and with retry buffers so small
+/// that acknowledgements gate the sending (the case that stays an event).
+#[test]
+fn lazy_acknowledgements_change_no_result() {
+    let l = layer(32, 16, 2, 64, 48, 9);
+    for (ber, retry) in [(0.0, 2), (1e-5, 2), (1e-4, 3), (1e-4, 64)] {
+        for s in [Strategy::Ep, Strategy::A3, Strategy::A4] {
+            let run = |ff: bool| {
+                let mut c = cfg(3);
+                c.ucie.ber = ber;
+                c.ucie.retry_buffer_flits = retry;
+                c.sim.fast_forward = ff;
+                let r = Package::new(&c, s, &l, true).unwrap().run(None).unwrap();
+                assert_eq!(r.outputs_match_reference, Some(true), "{} ber {ber} retry {retry}", s.name());
+                (key(&r), r.replays)
+            };
+            let (eager, lazy) = (run(false), run(true));
+            assert_eq!(eager, lazy, "{} ber {ber} retry {retry}", s.name());
+            if ber >= 1e-4 {
+                assert!(lazy.1 > 0, "{} ber {ber}: no replay", s.name());
+            }
+        }
+    }
+}
+
 mod random {
     use super::*;
     use proptest::prelude::{prop_assert_eq, proptest, ProptestConfig};
