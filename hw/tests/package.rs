@@ -285,6 +285,29 @@ fn cycle_breakdown_and_timeline_add_up() {
     }
 }
 
+/// The timeline is the same whichever edges were evaluated: fast-forward on (tiles sleep,
+/// the engine skips ticks, the adapters take acknowledgements lazily) or off, one thread or
+/// two, with bins merged (a run longer than `MAX_BINS` first-width bins). Its bins hold
+/// integers, and a DDR burst counts at the tick it is issued.
+#[test]
+fn timeline_identical_with_and_without_fast_forward() {
+    for (l, s, merged) in [(layer(48, 16, 2, 64, 48, 5), Strategy::A3, false), (layer(24, 16, 2, 64, 48, 7), Strategy::A4, false), (layer(120, 16, 2, 64, 96, 3), Strategy::A3, true)] {
+        let run = |ff: bool, threads: u32| {
+            let mut c = cfg(2);
+            c.sim.timeline = true;
+            c.sim.fast_forward = ff;
+            c.sim.threads = threads;
+            Package::new(&c, s, &l, true).unwrap().run(None).unwrap().timeline.expect("timeline recorded")
+        };
+        let slow = run(false, 1);
+        assert!(!merged || slow.bin_cycles >= 4 * hw::pkg::timeline::FIRST_BIN_CYCLES, "{}: bin width {}", s.name(), slow.bin_cycles);
+        assert!(slow.chiplets.iter().any(|c| c.ddr_bytes.iter().filter(|&&b| b > 0.0).count() > 2));
+        for (ff, threads) in [(true, 1), (true, 2)] {
+            assert!(run(ff, threads) == slow, "{}: timeline differs with fast-forward {ff}, {threads} threads", s.name());
+        }
+    }
+}
+
 /// Sharded loading: every chiplet loads its share of every expert (helpers off the
 /// trajectory forward without computing); outputs stay bit-exact for every strategy on 2x2
 /// and 3x3, helpers forward, and a one-token layer's DDR bytes spread over all channels.

@@ -189,14 +189,8 @@ impl Partition for PkgPart {
                 // A DDR channel holding requests serves them (event-driven, at its next
                 // event): progress at every tick, as if evaluated.
                 st.progress += (core && t.status.pe_busy) as u64 + t.status.ddr_requests as u64;
-                // The timeline's time bins add floating-point intervals: integrated at every
-                // core edge as before, so its sums round the same.
-                if core && t.activity.timeline.is_some() {
-                    t.integrate(now, ctx.slot_bytes);
-                    // The DDR's reads while the tile slept (it is evaluated at its own
-                    // edges), in this edge's bin as when the tile was awake.
-                    t.count_traffic(now, ctx);
-                }
+                // (The timeline integrates the sleep at the tile's next evaluated edge: its bins
+                // hold integers, so one long interval adds up to what edge-by-edge ones do.)
                 all_done &= t.status.finished;
                 continue;
             }
@@ -279,6 +273,11 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
         t.touched.ddr = true;
         if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
             t.wake.add(at);
+        }
+        if t.activity.timeline.is_some() {
+            // A burst goes into the bin of the tick it is issued at, not of the next core
+            // edge the tile happens to be evaluated at (which fast-forward moves).
+            t.count_traffic(now, ctx);
         }
     } else if traced && ddr_edge && t.ddr.traced_next_event() <= now {
         // Only a traced register changes on its own here (the `cmd` pulse falls, a

@@ -22,7 +22,7 @@ use super::ddr::{DdrChannelCl, DdrReq};
 use super::ni::{D2dEngineCl, PacketKind};
 use super::pe_array::{PeArrayCl, PeComputeModel, PeJob};
 use super::ring::SlotTag;
-use super::timeline::{BreakdownRec, PeState, TimelineRec};
+use super::timeline::{BreakdownRec, MacRate, PeState, TimelineRec};
 use super::ucie::UcieAdapterCl;
 use super::wires::{FuncData, PkgCtx, PkgWires};
 use crate::harness::{ChangeLog, Cycle, LinkId, Probe, SignalDecl, WakeOffsets, WakeSet};
@@ -267,11 +267,11 @@ pub(super) struct TileActivity {
     pub(super) pe_state: PeState,
     pub(super) breakdown: BreakdownRec,
     /// MACs per cycle of the job in (or entering) the PE array.
-    pub(super) mac_rate: f64,
+    pub(super) mac_rate: MacRate,
     /// A job's last busy cycle is the edge that reports it done: that cycle (until this
     /// tick, at that job's MAC rate) still computes whatever the state after the edge.
     pub(super) compute_until: Cycle,
-    pub(super) done_rate: f64,
+    pub(super) done_rate: MacRate,
     /// Activity per time bin (when asked for), and the traffic counters it last read.
     pub(super) timeline: Option<TimelineRec>,
     pub(super) seen: TrafficBytes,
@@ -419,7 +419,7 @@ impl ChipletTile {
         self.activity.breakdown.add(PeState::Compute, split - self.activity.last_t);
         self.activity.breakdown.add(self.activity.pe_state, now - split);
         if let Some(tl) = self.activity.timeline.as_mut() {
-            let w = live as f64 * slot_bytes as f64;
+            let w = live as u64 * slot_bytes as u64;
             tl.interval(0, self.activity.last_t, split, true, self.activity.done_rate, w);
             tl.interval(0, split, now, self.activity.pe_state == PeState::Compute, self.activity.mac_rate, w);
         }
@@ -558,7 +558,7 @@ impl ChipletTile {
         if let Some((s, tag)) = out.pe_start {
             let e = tag.expert.idx();
             let job = self.pe.cfg().micro_slice_job(s, self.work.m_here[e], ctx.d_model, ctx.slice_f[tag.k as usize]);
-            self.activity.mac_rate = job.macs() as f64 / self.pe.cfg().job_busy_cycles(&job).max(1) as f64;
+            self.activity.mac_rate = MacRate { macs: job.macs(), cycles: self.pe.cfg().job_busy_cycles(&job).max(1) };
             self.stats.macs += job.macs();
             self.glue.pe_job = Some(job);
         }

@@ -3,8 +3,11 @@
 //!
 //! Both are integrals of block state between evaluated edges: the package is stepped
 //! event by event, and between two evaluations of a tile nothing it reports changes, so
-//! `state × (now − last)` is exact whatever fast-forward skipped. Counters that advance in
-//! steps (DDR bursts, D2D flits) are attributed to the bin of the edge they are seen at.
+//! `state × (now − last)` is exact whatever fast-forward skipped. The bins hold integers
+//! (ticks, bytes, busy ticks per job rate) so their sums do not depend on where the
+//! intervals were cut; they become the reported values once, at the end. Counters that
+//! advance in steps are attributed to the bin of the tick they advance at: DDR bursts where
+//! the channel issues them, D2D flits at the core edge the D2D engine moves them.
 //!
 //! The timeline has at most [`MAX_BINS`] bins: when a run outgrows them, neighbouring bins
 //! are merged in pairs and the bin width doubles, so memory is bounded and the result does
@@ -144,39 +147,80 @@ pub struct Timeline {
     pub chiplets: Vec<ChipletTimeline>,
 }
 
+/// A job's MAC rate as the exact fraction `macs / busy_cycles` (its MACs spread evenly over
+/// its busy cycles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct MacRate {
+    pub macs: u64,
+    pub cycles: u64,
+}
+
+/// One bin of one chiplet, in integers: ticks, bytes, and busy ticks per job rate. Sums of
+/// integers do not depend on how an interval was cut — by the edges that happened to be
+/// evaluated, which fast-forward and sleeping tiles change — so the timeline is the same
+/// with fast-forward on or off; the conversion to the reported floating-point values is
+/// done once, at the end.
+#[derive(Debug, Clone, Default)]
+struct BinAcc {
+    busy_ticks: u64,
+    /// Busy ticks per MAC rate, in the order the rates first appear.
+    rated: Vec<(MacRate, u64)>,
+    ddr: u64,
+    tx: u64,
+    rx: u64,
+    /// Time integral of the on-chip weight bytes (bytes × ticks).
+    weight_ticks: u128,
+}
+
+impl BinAcc {
+    fn add_rated(&mut self, r: MacRate, ticks: u64) {
+        match self.rated.iter_mut().find(|(q, _)| *q == r) {
+            Some((_, t)) => *t += ticks,
+            None => self.rated.push((r, ticks)),
+        }
+    }
+
+    fn absorb(&mut self, o: BinAcc) {
+        self.busy_ticks += o.busy_ticks;
+        for (r, t) in o.rated {
+            self.add_rated(r, t);
+        }
+        self.ddr += o.ddr;
+        self.tx += o.tx;
+        self.rx += o.rx;
+        self.weight_ticks += o.weight_ticks;
+    }
+}
+
 /// Records a [`Timeline`] in ticks (`tk` ticks per core cycle).
 #[derive(Debug, Clone)]
 pub struct TimelineRec {
     tk: u64,
     /// Bin width, ticks.
     bin: u64,
-    t: Timeline,
+    pe_macs: u64,
+    /// Per chiplet, per bin.
+    chiplets: Vec<Vec<BinAcc>>,
 }
 
 impl TimelineRec {
     pub fn new(chiplets: usize, tk: u64, pe_macs: u64) -> Self {
-        let t = Timeline { bin_cycles: FIRST_BIN_CYCLES, bins: 0, pe_macs_per_cycle: pe_macs, chiplets: vec![ChipletTimeline::default(); chiplets] };
-        TimelineRec { tk, bin: FIRST_BIN_CYCLES * tk, t }
+        TimelineRec { tk, bin: FIRST_BIN_CYCLES * tk, pe_macs, chiplets: vec![Vec::new(); chiplets] }
     }
 
     /// Halves the resolution: neighbouring bins merge, the width doubles.
     fn merge_pairs(&mut self) {
-        {
-            for c in &mut self.t.chiplets {
-                for s in c.series() {
-                    let merged: Vec<f64> = s.chunks(2).map(|p| p.iter().sum()).collect();
-                    *s = merged;
+        for c in &mut self.chiplets {
+            let bins = std::mem::take(c);
+            let mut it = bins.into_iter();
+            while let Some(mut a) = it.next() {
+                if let Some(b) = it.next() {
+                    a.absorb(b);
                 }
+                c.push(a);
             }
-            // Weight bytes are a time mean over the bin, not a sum: a merged bin is the mean
-            // of its two halves (a half still to come adds its share later, at the new width).
-            for c in &mut self.t.chiplets {
-                c.weight_bytes.iter_mut().for_each(|w| *w /= 2.0);
-            }
-            self.bin *= 2;
-            self.t.bin_cycles *= 2;
-            self.t.bins = self.t.bins.div_ceil(2);
         }
+        self.bin *= 2;
     }
 
     /// The bin of tick `at`, merging bins until it fits.
@@ -185,33 +229,28 @@ impl TimelineRec {
             self.merge_pairs();
         }
         let b = (at / self.bin) as usize;
-        for c in &mut self.t.chiplets {
-            for s in c.series() {
-                if s.len() <= b {
-                    s.resize(b + 1, 0.0);
-                }
+        for c in &mut self.chiplets {
+            if c.len() <= b {
+                c.resize(b + 1, BinAcc::default());
             }
         }
-        self.t.bins = self.t.bins.max(b + 1);
         b
     }
 
-    /// Chiplet `c` held this state over ticks `[from, to)`: PE busy (at `mac_rate` MACs per
-    /// cycle) and `weight_bytes` on chip.
-    pub fn interval(&mut self, c: usize, from: u64, to: u64, pe_busy: bool, mac_rate: f64, weight_bytes: f64) {
+    /// Chiplet `c` held this state over ticks `[from, to)`: PE busy (at `rate`) and
+    /// `weight_bytes` on chip.
+    pub fn interval(&mut self, c: usize, from: u64, to: u64, pe_busy: bool, rate: MacRate, weight_bytes: u64) {
         let mut a = from;
         while a < to {
             let b = self.bin_of(a);
             let end = ((b as u64 + 1) * self.bin).min(to);
-            // bin_of may have widened the bins: recompute the end with the final width.
-            let cycles = (end - a) as f64 / self.tk as f64;
-            let bin_cycles = (self.bin / self.tk) as f64;
-            let ch = &mut self.t.chiplets[c];
+            let ticks = end - a;
+            let acc = &mut self.chiplets[c][b];
             if pe_busy {
-                ch.pe_busy[b] += cycles;
-                ch.macs[b] += mac_rate * cycles;
+                acc.busy_ticks += ticks;
+                acc.add_rated(rate, ticks);
             }
-            ch.weight_bytes[b] += weight_bytes * cycles / bin_cycles;
+            acc.weight_ticks += weight_bytes as u128 * ticks as u128;
             a = end;
         }
     }
@@ -222,21 +261,44 @@ impl TimelineRec {
             return;
         }
         let b = self.bin_of(at);
-        let ch = &mut self.t.chiplets[c];
-        ch.ddr_bytes[b] += ddr as f64;
-        ch.d2d_tx_bytes[b] += tx as f64;
-        ch.d2d_rx_bytes[b] += rx as f64;
+        let acc = &mut self.chiplets[c][b];
+        acc.ddr += ddr;
+        acc.tx += tx;
+        acc.rx += rx;
+    }
+
+    /// The reported values of one chiplet's bins, `bins` of them.
+    fn convert(&self, c: &[BinAcc], bins: usize) -> ChipletTimeline {
+        let tk = self.tk as f64;
+        let mut out = ChipletTimeline::default();
+        for s in out.series() {
+            s.resize(bins, 0.0);
+        }
+        for (b, acc) in c.iter().enumerate().take(bins) {
+            out.pe_busy[b] = acc.busy_ticks as f64 / tk;
+            // In rate order, so the floating-point sum has one order.
+            let mut rated = acc.rated.clone();
+            rated.sort_unstable();
+            out.macs[b] = rated.iter().map(|&(r, t)| (r.macs as u128 * t as u128) as f64 / (r.cycles.max(1) as u128 * self.tk as u128) as f64).sum();
+            out.ddr_bytes[b] = acc.ddr as f64;
+            out.d2d_tx_bytes[b] = acc.tx as f64;
+            out.d2d_rx_bytes[b] = acc.rx as f64;
+            out.weight_bytes[b] = acc.weight_ticks as f64 / self.bin as f64;
+        }
+        out
     }
 
     pub fn finish(self) -> Timeline {
-        self.t
+        let bins = self.chiplets.iter().map(Vec::len).max().unwrap_or(0);
+        let chiplets = self.chiplets.iter().map(|c| self.convert(c, bins)).collect();
+        Timeline { bin_cycles: self.bin / self.tk, bins, pe_macs_per_cycle: self.pe_macs, chiplets }
     }
 
     /// One timeline of several chiplets' recorders (each of one chiplet), at the coarsest
     /// bin width among them, over the run's `total_cycles`.
     pub fn join(mut recs: Vec<TimelineRec>, total_cycles: u64) -> Timeline {
         let Some(first) = recs.first() else { return Timeline::default() };
-        let (tk, pe) = (first.tk, first.t.pe_macs_per_cycle);
+        let (tk, pe) = (first.tk, first.pe_macs);
         let mut width = recs.iter().map(|r| r.bin).max().unwrap_or(1);
         while (total_cycles * tk).div_ceil(width) as usize > MAX_BINS {
             width *= 2;
@@ -246,11 +308,8 @@ impl TimelineRec {
             while r.bin < width {
                 r.merge_pairs();
             }
-            for c in &mut r.t.chiplets {
-                for s in c.series() {
-                    s.resize(out.bins, 0.0);
-                }
-                out.chiplets.push(std::mem::take(c));
+            for c in &r.chiplets {
+                out.chiplets.push(r.convert(c, out.bins));
             }
         }
         out
@@ -278,7 +337,7 @@ mod tests {
     fn bins_merge_and_keep_totals() {
         let mut r = TimelineRec::new(1, 2, 8);
         let span = 2 * FIRST_BIN_CYCLES * MAX_BINS as u64 * 3; // ticks: forces merging
-        r.interval(0, 0, span, true, 8.0, 100.0);
+        r.interval(0, 0, span, true, MacRate { macs: 8, cycles: 1 }, 100);
         r.count(0, span - 1, 64, 256, 0);
         let t = r.finish();
         assert!(t.bins <= MAX_BINS);
