@@ -286,8 +286,9 @@ impl UcieAdapterCl {
                 break;
             }
             self.back.pop_front();
-            // The edge it reached the transmitter at (`now` unless it was taken lazily).
-            let at = self.clk.next_edge(t);
+            // The edge it reached the transmitter at: `now` unless it was taken lazily (the
+            // first edge at or after `t`; edges are `div` ticks apart).
+            let at = if now - t < self.clk.div { now } else { self.clk.next_edge(t) };
             match a {
                 Ack::Ack(s) => self.drop_acked(Some(s), at),
                 Ack::Nak(s) => {
