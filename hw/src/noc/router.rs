@@ -458,6 +458,9 @@ impl RouterCl {
             self.out_class = [0; NPORTS];
             self.traced_send = false;
         }
+        if BF {
+            self.prefetch_state();
+        }
         // --- input queuing: flits into VC buffers, credits into counters
         let waiting = self.va_set;
         // Which inputs something lands on, as port masks gathered without a branch per port
@@ -546,6 +549,36 @@ impl RouterCl {
             };
         }
         (moved, sent)
+    }
+
+    /// Starts loading the lines of the router's state that this cycle's evaluation will read
+    /// further on: the input VCs' registers, the front flits of (up to) two VCs asking for the
+    /// switch, and the VA grant scratch. The 64 routers' state does not fit in L1, so each of
+    /// these is a miss in every cycle, and without the hints they were loaded only when the
+    /// allocators reached them, behind mispredicted loop exits that discard the loads issued
+    /// ahead. Hints only: no effect on any result.
+    #[inline(always)]
+    fn prefetch_state(&self) {
+        let n = self.ivc.len() * core::mem::size_of::<InVc>();
+        let ivc = self.ivc.as_ptr() as *const u8;
+        let mut off = 0;
+        while off < n {
+            prefetch(ivc.wrapping_add(off));
+            off += 64;
+        }
+        prefetch(ivc.wrapping_add(n - 1));
+        // The two lowest VCs of `sa_set` (VC 0 when there are fewer, a harmless extra hint).
+        let b = self.sa_set;
+        let b2 = b & b.wrapping_sub(1);
+        for iv in [(b.trailing_zeros() & 63) as usize, (b2.trailing_zeros() & 63) as usize] {
+            let iv = sel(iv < self.ivc.len(), iv, 0);
+            let f = self.buf.as_ptr().wrapping_add(iv * self.depth + self.ivc[iv].head as usize) as *const u8;
+            prefetch(f);
+            prefetch(f.wrapping_add(core::mem::size_of::<Flit>() - 1));
+        }
+        let g = self.va_grants_to.as_ptr();
+        prefetch(g);
+        prefetch(g.wrapping_add(self.ivc.len() - 1));
     }
 
     /// Returns whether the flit was a body flit at an idle VC (a lost head; the caller
@@ -1012,15 +1045,14 @@ impl RouterCl {
         let s = self.ivc[iv];
         let o = s.out_port as usize;
         let ov = o * v + s.out_vc as usize;
-        // The flit's new hop count and VC are written in its buffer slot (freed now), so the
-        // flit is copied out whole once, not field by field.
+        // The flit is copied out whole, then its new hop count and VC are set in the copy.
+        // (Setting them in the buffer slot first made the copy's 4-byte load of the bytes
+        // around them wait for those two byte stores to reach the cache: a failed store
+        // forwarding on a line that is usually not in L1, the largest stall of the mesh.)
         let at = iv * self.depth + s.head as usize;
-        {
-            let f = &mut self.buf[at];
-            f.hops = f.hops.saturating_add(1);
-            f.vc = s.out_vc;
-        }
-        let f = self.buf[at];
+        let mut f = self.buf[at];
+        f.hops = f.hops.saturating_add(1);
+        f.vc = s.out_vc;
         {
             let s = &mut self.ivc[iv];
             s.len -= 1;
@@ -1153,6 +1185,18 @@ impl RouterCl {
             )));
         }
     }
+}
+
+/// A hint to start loading the cache line holding `p` (any address: a prefetch never faults).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no architectural effect; SSE is part of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// (x + 1) mod n without a division.
