@@ -9,8 +9,10 @@
 #      carry, DFF), plus an Fmax estimate from nextpnr-ice40 (hx8k) when it is installed;
 #      the FPGA flow (docs/rtl.md "FPGA flow: ECP5-85F and Xilinx 7-series"): `synth_ecp5`
 #      (LUT4, CCU2C, TRELLIS_FF, DP16KD, MULT18X18D), nextpnr-ecp5 place-and-route of that
-#      netlist on an LFE5U-85F (`--85k --speed 6 --out-of-context`, target ECP5_FREQ_MHZ,
-#      default 100) for the post-route Fmax, the critical path and the placed cells, and
+#      netlist on an LFE5U-85F (`--85k --speed 6 --out-of-context`) at the module's prototype
+#      clock (the manifest's `ecp5_clock_mhz`, declared with the block's export: docs/rtl.md
+#      "Timing closure at the prototype clocks") for the post-route Fmax, the critical path
+#      and the placed cells; a module whose Fmax is below its clock fails the check. Then
 #      `synth_xilinx -flatten -family xc7` (LUT, FF, BRAM36, DSP48E1) against an XC7A100T.
 #      Full mode takes ~20 minutes on the standard export (one job on a shared 2-core machine;
 #      each top ~4-6 minutes of FPGA flow on top of its generic + iCE40 synthesis), so CI runs
@@ -20,6 +22,10 @@
 #
 #   scripts/verilog-check.sh DIR
 #   VERILOG_CHECK_SYNTH=quick scripts/verilog-check.sh DIR   (step 4 elaborates only: the CI test)
+#   VERILOG_CHECK_MODULES=chiplet_ctrl_s8_e16,iodie_scheduler_c4_e16 scripts/verilog-check.sh DIR
+#                                      (only these modules of the manifest; default: all)
+#   ECP5_FREQ_MHZ=100 scripts/verilog-check.sh DIR   (every module at this clock instead of its
+#                                      own: e.g. to see which reach 100 MHz; misses then fail)
 #
 # The wave diff uses ${CARGO_TARGET_DIR:-target}/release/waferstream when it exists, else
 # `cargo run --release --quiet --`. Scratch files (vvp images, logs, ice40/ecp5 netlists,
@@ -85,7 +91,12 @@ if SYNTH not in ("full", "quick"):
 # Xilinx: XC7A100T (63 400 LUT6, 126 800 FF, 135 BRAM36, 240 DSP48E1), from yosys's counts only.
 ECP5_PART = {"name": "LFE5U-85F", "lut4": 83640, "ff": 83640, "dp16kd": 208, "mult18": 156}
 XC7_PART = {"name": "XC7A100T", "lut": 63400, "ff": 126800, "bram36": 135, "dsp": 240}
-ECP5_FREQ_MHZ = float(os.environ.get("ECP5_FREQ_MHZ", "100"))
+# Each module closes timing at its own prototype clock (the manifest's ecp5_clock_mhz, from
+# the block's ParamSet); ECP5_FREQ_MHZ replaces it for every module. The row also says whether
+# the module reaches REF_MHZ, the clock of the leaves, which the slower blocks would reach only
+# pipelined (and so with other cycle counts than the CL model's).
+ECP5_FREQ_MHZ = float(os.environ["ECP5_FREQ_MHZ"]) if os.environ.get("ECP5_FREQ_MHZ") else None
+REF_MHZ = 100.0
 ECP5_NEXTPNR_SECONDS = int(os.environ.get("ECP5_NEXTPNR_SECONDS", "1200"))
 NO_ECP5 = "n/a (no nextpnr-ecp5)"
 
@@ -185,7 +196,7 @@ def check(m):
     # file, builds the hierarchy, lowers processes and `check -assert` fails on multiple
     # drivers, combinational loops or undriven wires; the counts and Fmax come from the full
     # flow (the default), which takes minutes on the tops.
-    row = {"module": name, "block": m["block"], "top": m["top"], "params": m["params"]}
+    row = {"module": name, "block": m["block"], "top": m["top"], "params": m["params"], "domain": m.get("domain")}
     if SYNTH == "quick":
         st, err = yosys_stat(name, f"read_verilog {f}; hierarchy -check -top {name}; proc; flatten; opt_clean; check -assert; "
                              f"tee -q -o build/{name}.elab.json stat -json", "elab")
@@ -277,6 +288,8 @@ def fpga(m, row, fail):
         # the ramw cell): the LUT4 sites the netlist needs before nextpnr packs it.
         row["ecp5_lut4_sites"] = row["ecp5_lut4"] + 2 * row["ecp5_ccu2c"] + 2 * row["ecp5_lutram"]
         fmax, note, crit = None, NO_ECP5, None
+        clock = ECP5_FREQ_MHZ or m.get("ecp5_clock_mhz") or REF_MHZ  # an export before the field: 100
+        clock = int(clock) if float(clock).is_integer() else clock
         if nextpnr_ecp5 and row["ecp5_lut4_sites"] > ECP5_PART["lut4"]:
             note = f"n/a ({row['ecp5_lut4_sites']} LUT4 sites > {ECP5_PART['name']}'s {ECP5_PART['lut4']})"
         elif nextpnr_ecp5:
@@ -286,7 +299,7 @@ def fpga(m, row, fail):
                 os.remove(os.path.join(dir_, report))
             t0 = time.time()
             rc, out = run([nextpnr_ecp5, "--85k", "--package", "CABGA381", "--speed", "6", "--out-of-context",
-                           "--seed", "1", "--freq", f"{ECP5_FREQ_MHZ:g}", "--timing-allow-fail", "--json", os.path.join("build", f"{name}.ecp5.netlist.json"),
+                           "--seed", "1", "--freq", f"{clock:g}", "--timing-allow-fail", "--json", os.path.join("build", f"{name}.ecp5.netlist.json"),
                            "--report", report], f"{name}.ecp5.nextpnr.log", ECP5_NEXTPNR_SECONDS)
             secs["ecp5_pnr"] = round(time.time() - t0, 1)
             rep = {}
@@ -308,7 +321,8 @@ def fpga(m, row, fail):
                 # (posedge -> negedge, e.g. a RAM read on ~clock) counted twice.
                 clk = min(fm, key=fm.get)
                 fmax = round(fm[clk], 1)
-                note = f"{fmax:.1f} MHz ({'meets' if fmax >= ECP5_FREQ_MHZ else 'misses'} {ECP5_FREQ_MHZ:g})"
+                meets = lambda f_: "meets" if fmax >= f_ else "misses"
+                note = (f"{fmax:.1f} MHz ({meets(clock)} {clock:g}" + (f"; {meets(REF_MHZ)} {REF_MHZ:g})" if clock != REF_MHZ else ")"))
                 worst = None
                 for cp in rep.get("critical_paths", []):
                     fr, to = cp.get("from", "").split(" ", 1), cp.get("to", "").split(" ", 1)
@@ -329,7 +343,18 @@ def fpga(m, row, fail):
                         "ecp5_pnr_ff": util.get("TRELLIS_FF", {}).get("used"),
                         "ecp5_pnr_dp16kd": util.get("DP16KD", {}).get("used", 0) if util else None,
                         "ecp5_pnr_mult18": util.get("MULT18X18D", {}).get("used", 0) if util else None})
-        row.update({"ecp5_fmax_mhz": fmax, "ecp5_fmax": note, "ecp5_freq_target_mhz": ECP5_FREQ_MHZ,
+        # The timing check: with nextpnr-ecp5 present, a module must reach its clock. A run that
+        # gives no Fmax (over budget, nextpnr error) has not shown it does; a module without a
+        # register-to-register path has nothing to close. Without nextpnr-ecp5 (not installable,
+        # VERILOG_CHECK_NO_INSTALL=1) the check is n/a, as the Fmax.
+        met = None if fmax is None else fmax >= clock
+        if met is False:
+            fail(f"ecp5 timing: {fmax:.1f} MHz misses the {clock:g} MHz prototype clock (nextpnr-ecp5 seed 1)")
+        elif nextpnr_ecp5 and fmax is None and note != "n/a (no clocked path)":
+            fail(f"ecp5 timing not shown at {clock:g} MHz: {note}")
+        row.update({"ecp5_fmax_mhz": fmax, "ecp5_fmax": note, "ecp5_freq_target_mhz": clock,
+                    "ecp5_clock_mhz": clock, "ecp5_timing_met": met,
+                    "ecp5_meets_100mhz": None if fmax is None else fmax >= REF_MHZ,
                     "ecp5_critical_path": crit})
         # Fit: nextpnr's placed logic cells (TRELLIS_COMB, which also counts the LUTs it adds to
         # feed flip-flops) when it ran, else yosys's LUT4 sites.
@@ -363,18 +388,44 @@ def fpga(m, row, fail):
                        f"{row['xc7_dsp']} DSP ({lut_pct:.0f}% of {XC7_PART['name']}'s LUTs)")
 
 
+# VERILOG_CHECK_MODULES: a comma-separated subset of the manifest's modules (an unknown name
+# is a usage error, so a typo does not pass by checking nothing).
+modules = manifest["modules"]
+only = [n.strip() for n in os.environ.get("VERILOG_CHECK_MODULES", "").split(",") if n.strip()]
+if only:
+    unknown = sorted(set(only) - {m["name"] for m in modules})
+    if unknown:
+        print(f"verilog-check: VERILOG_CHECK_MODULES names no module of the manifest: {', '.join(unknown)} "
+              f"(it has: {', '.join(m['name'] for m in modules)})")
+        sys.exit(2)
+    modules = [m for m in modules if m["name"] in only]
+
 # Modules are independent: check them in parallel (VERILOG_CHECK_JOBS, default one per core);
 # the lines print in manifest order.
 rows, failures = [], []
 jobs = int(os.environ.get("VERILOG_CHECK_JOBS", "0")) or os.cpu_count() or 1
 with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-    for line, row, fails in pool.map(check, manifest["modules"]):
+    for line, row, fails in pool.map(check, modules):
         print(line, flush=True)
         rows.append(row)
         failures += fails
 
-fpga_parts = {"ecp5": {**ECP5_PART, "freq_target_mhz": ECP5_FREQ_MHZ, "nextpnr": nextpnr_ecp5}, "xc7": XC7_PART} if SYNTH == "full" else None
-json.dump({"generator": manifest["generator"], "fpga_parts": fpga_parts, "modules": rows}, open(os.path.join(dir_, "yosys-report.json"), "w"), indent=2)
+# The prototype's clock per clock domain of the modelled hardware: one FPGA clock per domain,
+# so the slowest declared clock among the domain's checked modules, and the Fmax reached.
+domains = {}
+for r in rows:
+    if "ecp5_clock_mhz" in r and r.get("domain"):
+        d_ = domains.setdefault(r["domain"], {"clock_mhz": None, "set_by": None, "fmax_mhz": None, "fmax_of": None})
+        if d_["clock_mhz"] is None or r["ecp5_clock_mhz"] < d_["clock_mhz"]:
+            d_.update(clock_mhz=r["ecp5_clock_mhz"], set_by=r["module"])
+        if r["ecp5_fmax_mhz"] is not None and (d_["fmax_mhz"] is None or r["ecp5_fmax_mhz"] < d_["fmax_mhz"]):
+            d_.update(fmax_mhz=r["ecp5_fmax_mhz"], fmax_of=r["module"])
+# freq_target_mhz: the ECP5_FREQ_MHZ override, or null when each module has its own clock.
+fpga_parts = {"ecp5": {**ECP5_PART, "freq_target_mhz": ECP5_FREQ_MHZ, "reference_mhz": REF_MHZ, "nextpnr": nextpnr_ecp5},
+              "xc7": XC7_PART} if SYNTH == "full" else None
+json.dump({"generator": manifest["generator"], "fpga_parts": fpga_parts,
+           "prototype_clocks": domains if SYNTH == "full" else None, "modules": rows},
+          open(os.path.join(dir_, "yosys-report.json"), "w"), indent=2)
 hdr = ["module", "block", "params", "top", "generic cells", "generic FFs", "ice40 LUT4", "ice40 RAM40_4K",
        "ice40 carry", "ice40 DFF", "Fmax (ice40 hx8k)"]
 md = ["# Yosys report", "", f"Generated by scripts/verilog-check.sh from {manifest['generator']}.", "",
@@ -387,13 +438,14 @@ for r in rows:
 if SYNTH == "full":
     # The FPGA flow: one more table (docs/rtl.md "FPGA flow: ECP5-85F and Xilinx 7-series").
     e, x = ECP5_PART, XC7_PART
+    target = f"{ECP5_FREQ_MHZ:g} MHz" if ECP5_FREQ_MHZ else "each module's prototype clock"
     md += ["", f"## FPGA flow: {e['name']} (synth_ecp5 + nextpnr-ecp5 --85k --out-of-context, target "
-               f"{ECP5_FREQ_MHZ:g} MHz) and {x['name']} (synth_xilinx -flatten -family xc7)", "",
+               f"{target}) and {x['name']} (synth_xilinx -flatten -family xc7)", "",
            f"{e['name']}: {e['lut4']} LUT4, {e['ff']} FF, {e['dp16kd']} DP16KD, {e['mult18']} MULT18X18D. "
            f"{x['name']}: {x['lut']} LUT, {x['ff']} FF, {x['bram36']} BRAM36, {x['dsp']} DSP48E1. "
            "LUT4 sites = LUT4 + 2 x CCU2C + 2 x TRELLIS_DPR16X4; xc7 LUT = LUT1-6 + INV (+ the LUTs taken by LUTRAM/SRL).", ""]
     hdr2 = ["module", "ecp5 LUT4", "ecp5 CCU2C", "ecp5 LUT4 sites", "ecp5 FF", "DP16KD", "MULT18X18D",
-            "nextpnr comb / FF", "Fmax (ECP5-85F)", "critical path (from -> to (edges), ns, logic levels)", "fits 85F",
+            "nextpnr comb / FF", "clock (MHz)", "Fmax (ECP5-85F)", "meets clock", "meets 100 MHz", "critical path (from -> to (edges), ns, logic levels)", "fits 85F",
             "xc7 LUT (+LUTRAM)", "xc7 FF", "BRAM36", "DSP48E1", "fits A100T", "seconds (ecp5 synth / pnr / xc7 synth)"]
     md += ["| " + " | ".join(hdr2) + " |", "|" + "---|" * len(hdr2)]
     short = lambda c: (c or "?").split("_TRELLIS")[0]
@@ -403,20 +455,35 @@ if SYNTH == "full":
                if cp else "-")
         sec = r.get("seconds", {})
         yn = lambda k: "-" if k not in r else ("yes" if r[k] else "no")
+        yn3 = lambda v: {True: "yes", False: "no", None: "n/a"}.get(v, "-")
         pnr = f"{r['ecp5_pnr_comb']} / {r['ecp5_pnr_ff']}" if r.get("ecp5_pnr_comb") is not None else "-"
         vals = [r["module"], str(r.get("ecp5_lut4", "-")), str(r.get("ecp5_ccu2c", "-")), str(r.get("ecp5_lut4_sites", "-")),
                 str(r.get("ecp5_ff", "-")), str(r.get("ecp5_dp16kd", "-")), str(r.get("ecp5_mult18", "-")), pnr,
-                str(r.get("ecp5_fmax", "-")), cps, yn("ecp5_fits"),
+                str(r.get("ecp5_clock_mhz", "-")), str(r.get("ecp5_fmax", "-")),
+                yn3(r.get("ecp5_timing_met", "-")), yn3(r.get("ecp5_meets_100mhz", "-")), cps, yn("ecp5_fits"),
                 f"{r['xc7_lut']} (+{r['xc7_lutram_luts']})" if "xc7_lut" in r else "-", str(r.get("xc7_ff", "-")),
                 f"{r['xc7_bram36']:g}" if "xc7_bram36" in r else "-", str(r.get("xc7_dsp", "-")), yn("xc7_fits"),
                 " / ".join(str(sec.get(k, "-")) for k in ("ecp5_synth", "ecp5_pnr", "xc7_synth"))]
         md.append("| " + " | ".join(vals) + " |")
+    if domains:
+        md += ["", "Prototype clock per clock domain (one FPGA clock per domain: the slowest declared clock among "
+               "the checked modules; its Fmax, the slowest reached):", "",
+               "| domain | prototype clock (MHz) | set by | slowest Fmax (MHz) | of |", "|---|---|---|---|---|"]
+        for k in sorted(domains):
+            d_ = domains[k]
+            md.append(f"| {k} | {d_['clock_mhz']:g} | {d_['set_by']} | {d_['fmax_mhz'] if d_['fmax_mhz'] is not None else 'n/a'} "
+                      f"| {d_['fmax_of'] or '-'} |")
 open(os.path.join(dir_, "yosys-report.md"), "w").write("\n".join(md) + "\n")
 
+for k in sorted(domains):
+    d_ = domains[k]
+    print(f"verilog-check: prototype clock {k}: {d_['clock_mhz']:g} MHz (set by {d_['set_by']}; slowest Fmax "
+          f"{d_['fmax_mhz'] if d_['fmax_mhz'] is not None else 'n/a'} MHz, {d_['fmax_of'] or '-'})")
 if failures:
     print(f"verilog-check: FAILED {len(failures)} check(s) in {dir_}:")
     for f_ in failures:
         print(f"  {f_}")
     sys.exit(1)
-print(f"verilog-check: all {len(rows)} module(s) passed (lint, co-sim, wave diff, yosys); report in {dir_}/yosys-report.md")
+timing = ", ECP5 timing at each module's clock" if SYNTH == "full" and nextpnr_ecp5 else ""
+print(f"verilog-check: all {len(rows)} module(s) passed (lint, co-sim, wave diff, yosys{timing}); report in {dir_}/yosys-report.md")
 PY

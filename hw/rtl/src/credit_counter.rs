@@ -211,11 +211,13 @@ pub fn record_credit_counter<const W: usize>(
 pub const EXPORT: BlockDef = BlockDef {
     name: "credit_counter",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "credit_counter_8",
         rust_type: "CreditCounter4Rtl",
         params: &[("width", 4), ("depth", 8)],
+        ecp5_clock_mhz: 100,
         build: || boxed(CreditCounter4Rtl::new(8)),
         recorder: Some(|cycles, seed| {
             record_credit_counter::<4>("credit_counter_8", 8, cycles, seed)

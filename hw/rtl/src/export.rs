@@ -17,11 +17,13 @@
 //! pub const EXPORT: BlockDef = BlockDef {
 //!     name: "rr_arbiter",
 //!     top: false,
+//!     domain: ModelDomain::PkgCore,
 //!     cosim_cycles: 4096,
 //!     sets: &[ParamSet {
 //!         module: "rr_arbiter_5",
 //!         rust_type: "RrArbiter5Rtl",
 //!         params: &[("n", 5)],
+//!         ecp5_clock_mhz: 100,
 //!         build: || boxed(RrArbiter5Rtl::new(5)),
 //!         recorder: Some(|cycles, seed| record_rr_arbiter::<5>("rr_arbiter_5", cycles, seed)),
 //!     }],
@@ -51,6 +53,22 @@ pub enum PortDir {
     Inout,
 }
 
+/// Clock domain of the modelled hardware a block runs in. An FPGA prototype runs each domain
+/// on one clock, so the domain's prototype clock is the slowest `ecp5_clock_mhz` among its
+/// modules (scripts/verilog-check.sh prints it; docs/rtl.md, "Timing closure at the prototype
+/// clocks").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelDomain {
+    /// The package's core clock (`PkgCfg::core_mhz`): chiplet controller and its parts, IO-die
+    /// scheduler, PE array, die router.
+    PkgCore,
+    /// The package's UCIe adapter clock (`PkgCfg::ucie_mhz`): replay buffer, CRC.
+    PkgUcie,
+    /// The wafer's one clock: mapping controller, balancer, predictor, Sem-MoE look-up.
+    WaferCore,
+}
+
 /// One top-level port of an exported module.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +94,10 @@ pub struct BlockInfo {
     pub rust_type: String,
     /// Configuration values baked into the Verilog (widths, depth): the parameter set.
     pub params: BTreeMap<String, u64>,
+    /// Clock domain of the modelled hardware ([`BlockDef::domain`]).
+    pub domain: ModelDomain,
+    /// Prototype clock the module must close timing at on the ECP5-85F ([`ParamSet::ecp5_clock_mhz`]).
+    pub ecp5_clock_mhz: u32,
     /// Top-level ports in declaration order (S3: clock, reset, inputs, outputs).
     pub ports: Vec<PortInfo>,
     /// Co-simulation files, for blocks that registered a recorder.
@@ -412,6 +434,13 @@ pub struct ParamSet {
     pub rust_type: &'static str,
     /// Parameter values; every set of a block has the same keys.
     pub params: &'static [(&'static str, u64)],
+    /// Prototype clock, MHz, that this set must close timing at on an LFE5U-85F, speed grade 6
+    /// (`scripts/verilog-check.sh` full mode: nextpnr-ecp5 `--freq` and the pass criterion).
+    /// 100 where the block meets 100 MHz; below that, a multiple of 5 MHz the block meets
+    /// with margin at nextpnr seeds 1-3 (docs/rtl.md, "Timing closure at the prototype
+    /// clocks"). Reaching 100 MHz there needs pipelining, which would change the cycle counts
+    /// the RTL shares with the CL model.
+    pub ecp5_clock_mhz: u32,
     /// Fresh, unconnected instance.
     pub build: fn() -> Box<dyn Exportable>,
     /// Trace recorder; `None` exports the Verilog without co-simulation files.
@@ -425,6 +454,8 @@ pub struct BlockDef {
     pub name: &'static str,
     /// A composed top (see [`BlockInfo::top`]).
     pub top: bool,
+    /// Clock domain of the modelled hardware the block runs in.
+    pub domain: ModelDomain,
     /// Default co-simulation length; tops use at least [`TOP_COSIM_CYCLES`].
     pub cosim_cycles: usize,
     pub sets: &'static [ParamSet],
@@ -638,6 +669,8 @@ fn generate(
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
+            domain: block.domain,
+            ecp5_clock_mhz: set.ecp5_clock_mhz,
             ports: uut.ports(),
             cosim,
         },
@@ -792,6 +825,13 @@ mod tests {
             }
             let keys: Vec<&str> = b.sets[0].params.iter().map(|p| p.0).collect();
             for s in b.sets {
+                // A round prototype clock, at most the 100 MHz the leaves close at.
+                assert!(
+                    (5..=100).contains(&s.ecp5_clock_mhz) && s.ecp5_clock_mhz % 5 == 0,
+                    "{}: ecp5_clock_mhz {} is not a multiple of 5 MHz in 5..=100",
+                    s.module,
+                    s.ecp5_clock_mhz
+                );
                 assert!(
                     modules.insert(s.module),
                     "module {} registered twice",

@@ -88,7 +88,7 @@ pub mod prelude {
     pub use crate::credit_counter::{CreditCounter4Rtl, CreditCounter8Rtl, CreditCounterRtl};
     pub use crate::export::{
         blocks, boxed, export_all, select, verilog_of, BlockDef, BlockInfo, ExportFilter, Manifest,
-        ParamSet, PortDir, PortInfo, Recorder, REGISTRY,
+        ModelDomain, ParamSet, PortDir, PortInfo, Recorder, REGISTRY,
     };
     pub use crate::noc::route_compute::{RouteCompute3Rtl, RouteComputeRtl};
     pub use crate::noc::router_ctrl::{RouterCtrl2Rtl, RouterCtrl4Rtl, RouterCtrlParams, RouterCtrlRtl};

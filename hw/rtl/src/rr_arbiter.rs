@@ -339,12 +339,14 @@ pub fn record_rr_arbiter<const N: usize>(
 pub const EXPORT: BlockDef = BlockDef {
     name: "rr_arbiter",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[
         ParamSet {
             module: "rr_arbiter_5",
             rust_type: "RrArbiter5Rtl",
             params: &[("n", 5)],
+            ecp5_clock_mhz: 100,
             build: || boxed(RrArbiter5Rtl::new(5)),
             recorder: Some(|cycles, seed| record_rr_arbiter::<5>("rr_arbiter_5", cycles, seed)),
         },
@@ -352,6 +354,7 @@ pub const EXPORT: BlockDef = BlockDef {
             module: "rr_arbiter_10",
             rust_type: "RrArbiter10Rtl",
             params: &[("n", 10)],
+            ecp5_clock_mhz: 100,
             build: || boxed(RrArbiter10Rtl::new(10)),
             recorder: Some(|cycles, seed| record_rr_arbiter::<10>("rr_arbiter_10", cycles, seed)),
         },

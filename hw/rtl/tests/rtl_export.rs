@@ -30,6 +30,20 @@ fn export_all_writes_files_and_manifest() {
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
     let back: Manifest = serde_json::from_str(&text).unwrap();
     assert_eq!(back, manifest);
+    // Each module carries its prototype clock and its modelled clock domain (scripts/verilog-check.sh
+    // closes timing at the one and reports the slowest clock per the other).
+    let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (m, r) in manifest.modules.iter().zip(raw["modules"].as_array().unwrap()) {
+        assert_eq!(r["ecp5_clock_mhz"], m.ecp5_clock_mhz, "{}", m.name);
+        let want = if m.name.starts_with("ucie_") {
+            "pkg_ucie"
+        } else if ["mapping_ctrl", "ni_", "dist_only", "semmoe"].iter().any(|p| m.name.starts_with(p)) {
+            "wafer_core"
+        } else {
+            "pkg_core"
+        };
+        assert_eq!(r["domain"], want, "{}", m.name);
+    }
     assert!(dir.join(&manifest.verilator_waivers).is_file());
 
     for m in &manifest.modules {

@@ -134,6 +134,13 @@ fn edited_expectation_is_reported() {
     let word = u64::from_str_radix(&lines[200], 16).unwrap() ^ 0b10_0000;
     lines[200] = format!("{word:02x}");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // And a prototype clock the block cannot reach (it closes at ~360 MHz): the ECP5 timing
+    // check must fail too, naming the clock, while the row still says it meets 100 MHz.
+    let mpath = dir.join("manifest.json");
+    let mut mj: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+    assert_eq!(mj["modules"][0]["ecp5_clock_mhz"], 100, "the counter's declared clock");
+    mj["modules"][0]["ecp5_clock_mhz"] = 1000.into();
+    std::fs::write(&mpath, serde_json::to_string_pretty(&mj).unwrap()).unwrap();
     let (ok, out) = verilog_check(&dir, "full");
     assert!(!ok, "a wrong expectation passed:\n{out}");
     assert!(
@@ -151,4 +158,13 @@ fn edited_expectation_is_reported() {
     assert!(row["generic_cells"].as_u64().unwrap() > 0, "{row}");
     assert!(row["ice40_lut4"].as_u64().unwrap() > 0, "{row}");
     assert!(row["fmax"].is_string(), "{row}");
+    assert_eq!(row["ecp5_clock_mhz"], 1000, "{row}");
+    assert_eq!(row["domain"], "pkg_core", "{row}");
+    // nextpnr-ecp5 is installed by the script unless it cannot be (then the check is n/a).
+    if report["fpga_parts"]["ecp5"]["nextpnr"].is_string() {
+        assert_eq!(row["ecp5_timing_met"], false, "{row}");
+        assert_eq!(row["ecp5_meets_100mhz"], true, "{row}");
+        assert!(out.contains("FAIL ecp5 timing: ") && out.contains("misses the 1000 MHz prototype clock"), "{out}");
+        assert!(out.contains("verilog-check: prototype clock pkg_core: 1000 MHz (set by credit_counter_8"), "{out}");
+    }
 }

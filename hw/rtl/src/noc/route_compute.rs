@@ -166,11 +166,13 @@ pub fn record_route_compute<const CW: usize>(
 pub const EXPORT: BlockDef = BlockDef {
     name: "route_compute",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "route_compute_3",
         rust_type: "RouteCompute3Rtl",
         params: &[("coord_bits", 3)],
+        ecp5_clock_mhz: 100,
         build: || boxed(RouteCompute3Rtl::new(8)),
         recorder: Some(|cycles, seed| {
             record_route_compute::<3>("route_compute_3", 8, cycles, seed)

@@ -586,11 +586,14 @@ pub fn export_params() -> RouterParams {
 pub const EXPORT: BlockDef = BlockDef {
     name: "router",
     top: true,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: crate::export::TOP_COSIM_CYCLES,
     sets: &[ParamSet {
         module: "router_v2_d8",
         rust_type: "Router2Rtl",
         params: &[("vcs", 2), ("vc_buf", 8), ("routing_delay", 1), ("coord_bits", 3), ("payload_bits", 8)],
+        // ECP5-85F: 42.3 MHz at seed 1 (36.0 on 2026-11-26; 40 needs seeds 2-3); one cycle of credit check, allocation and traversal (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 30,
         build: || boxed(Router2Rtl::new(&export_params())),
         recorder: Some(|cycles, seed| record_router::<2, 10, 3, 4, 25, 8, 4>("router_v2_d8", export_params(), cycles, seed)),
     }],

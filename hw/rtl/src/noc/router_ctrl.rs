@@ -1286,11 +1286,14 @@ pub fn record_router_ctrl<const V: usize, const NV: usize, const CW: usize, cons
 pub const EXPORT: BlockDef = BlockDef {
     name: "router_ctrl",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "router_ctrl_v2",
         rust_type: "RouterCtrl2Rtl",
         params: &[("vcs", 2), ("vc_buf", 8), ("routing_delay", 1), ("coord_bits", 3)],
+        // ECP5-85F: 47.8 / 49.2 MHz at seeds 1 / 2; one cycle of credit check and VA/SA (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 45,
         build: || boxed(RouterCtrl2Rtl::new(&EXPORT_PARAMS)),
         recorder: Some(|cycles, seed| {
             record_router_ctrl::<2, 10, 3, 4>("router_ctrl_v2", EXPORT_PARAMS, cycles, seed)

@@ -203,11 +203,13 @@ pub fn record_age_matrix_8(module: &str, cycles: usize, seed: u64) -> Result<Por
 pub const EXPORT: BlockDef = BlockDef {
     name: "age_matrix",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "age_matrix_8",
         rust_type: "AgeMatrix8Rtl",
         params: &[("slots", 8)],
+        ecp5_clock_mhz: 100,
         build: || boxed(AgeMatrix8Rtl::new()),
         recorder: Some(|cycles, seed| record_age_matrix_8("age_matrix_8", cycles, seed)),
     }],

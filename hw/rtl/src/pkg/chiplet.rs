@@ -1206,11 +1206,14 @@ fn record_chiplet_ctrl<const S: usize, const E: usize, const Q: usize>(module: &
 pub const EXPORT: BlockDef = BlockDef {
     name: "chiplet_ctrl",
     top: true,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: crate::export::TOP_COSIM_CYCLES,
     sets: &[ParamSet {
         module: "chiplet_ctrl_s8_e16",
         rust_type: "ChipletCtrlRtl<8, 16, 16>",
         params: &[("slots", 8), ("experts", 16)],
+        // ECP5-85F: 17.3-18.6 MHz at seeds 1-3; the whole decision is one cycle (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 15,
         build: || boxed(ChipletCtrlRtl::<8, 16, 16>::new(&export_params())),
         recorder: Some(|cycles, seed| record_chiplet_ctrl::<8, 16, 16>("chiplet_ctrl_s8_e16", export_params(), cycles, seed)),
     }],

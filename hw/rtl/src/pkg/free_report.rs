@@ -203,11 +203,13 @@ pub fn record_free_report_8(module: &str, cycles: usize, seed: u64) -> Result<cr
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "free_report",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "free_report_s8",
         rust_type: "FreeReport8Rtl",
         params: &[("slots", 8), ("reserve", 1)],
+        ecp5_clock_mhz: 100,
         build: || crate::export::boxed(FreeReport8Rtl::new(8, 1)),
         recorder: Some(|cycles, seed| record_free_report_8("free_report_s8", cycles, seed)),
     }],

@@ -932,12 +932,15 @@ fn record_iodie<const N: usize, const P: usize>(module: &str, p: IoDieRtlParams,
 pub const EXPORT: BlockDef = BlockDef {
     name: "iodie_scheduler",
     top: true,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: crate::export::TOP_COSIM_CYCLES,
     sets: &[
         ParamSet {
             module: "iodie_scheduler_c4_e16",
             rust_type: "IoDieSchedulerRtl<4, 16, 4, 32>",
             params: &[("chiplets", 4), ("experts", 16)],
+            // ECP5-85F: 46.3 MHz at seed 1; the release decision is one cycle (docs/rtl.md, "Timing closure at the prototype clocks").
+            ecp5_clock_mhz: 40,
             build: || boxed(IoDieSchedulerRtl::<4, 16, 4, 32>::new(&export_params(2, 2, 16))),
             recorder: Some(|cycles, seed| record_iodie::<4, 16>("iodie_scheduler_c4_e16", export_params(2, 2, 16), cycles, seed)),
         },
@@ -953,6 +956,11 @@ macro_rules! sweep_set {
             module: $module,
             rust_type: concat!("IoDieSchedulerRtl<", $c, ", ", $e, ", 4, 32>"),
             params: &[("chiplets", $c), ("experts", $e)],
+            // The standard scheduler's clock, not measured here: the sweep is synthesized
+            // only (scripts/yosys-scaling.sh), and a full verilog-check of a point says
+            // whether it closes (the larger points will not: the 64-expert, 16-chiplet
+            // point's pre-route estimate was 12.75 MHz, docs/rtl.md).
+            ecp5_clock_mhz: EXPORT.sets[0].ecp5_clock_mhz,
             build: || boxed(IoDieSchedulerRtl::<$c, $e, 4, 32>::new(&export_params($rows, $cols, $e))),
             recorder: None,
         }
@@ -964,6 +972,7 @@ macro_rules! sweep_set {
 pub const SWEEP: BlockDef = BlockDef {
     name: "iodie_scheduler_sweep",
     top: true,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: crate::export::TOP_COSIM_CYCLES,
     sets: &[
         sweep_set!(2, 2, 4, 16, "iodie_sweep_c4_e16"),

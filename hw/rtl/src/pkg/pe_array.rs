@@ -666,12 +666,15 @@ pub fn record_pe_array<const R: usize, const C: usize>(module: &str, cycles: usi
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "pe_array",
     top: true,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: crate::export::TOP_COSIM_CYCLES,
     sets: &[
         crate::export::ParamSet {
             module: "pe_array_4x4",
             rust_type: "PeArray4x4Rtl",
             params: &[("rows", 4), ("cols", 4)],
+            // ECP5-85F: 64.1 MHz at seed 1; the fold sequencer's broadcast controls (docs/rtl.md, "Timing closure at the prototype clocks").
+            ecp5_clock_mhz: 55,
             build: || crate::export::boxed(PeArray4x4Rtl::new(4, 4)),
             recorder: Some(|cycles, seed| record_pe_array::<4, 4>("pe_array_4x4", cycles, seed, 9)),
         },
@@ -679,6 +682,8 @@ pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
             module: "pe_array_8x8",
             rust_type: "PeArray8x8Rtl",
             params: &[("rows", 8), ("cols", 8)],
+            // ECP5-85F: 51.3 MHz at seed 1; the fold sequencer's broadcast controls (docs/rtl.md, "Timing closure at the prototype clocks").
+            ecp5_clock_mhz: 45,
             build: || crate::export::boxed(PeArray8x8Rtl::new(8, 8)),
             recorder: Some(|cycles, seed| record_pe_array::<8, 8>("pe_array_8x8", cycles, seed, 17)),
         },

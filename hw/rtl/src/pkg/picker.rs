@@ -247,11 +247,13 @@ pub fn record_age_picker_8(module: &str, cycles: usize, seed: u64) -> Result<Por
 pub const EXPORT: BlockDef = BlockDef {
     name: "age_picker",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "age_picker_8",
         rust_type: "AgePicker8Rtl",
         params: &[("slots", 8)],
+        ecp5_clock_mhz: 100,
         build: || boxed(AgePicker8Rtl::default()),
         recorder: Some(|cycles, seed| record_age_picker_8("age_picker_8", cycles, seed)),
     }],

@@ -337,11 +337,14 @@ pub fn record_reload_list_16(module: &str, cycles: usize, seed: u64) -> Result<c
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "reload_list",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "reload_list_q16_e16",
         rust_type: "ReloadList16Rtl",
         params: &[("depth", 16), ("experts", 16)],
+        // ECP5-85F: 45.2 MHz at seed 1 (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 40,
         build: || crate::export::boxed(ReloadList16Rtl::new()),
         recorder: Some(|cycles, seed| record_reload_list_16("reload_list_q16_e16", cycles, seed)),
     }],

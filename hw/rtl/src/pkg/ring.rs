@@ -394,11 +394,13 @@ pub fn record_ring_buffer_8(module: &str, cycles: usize, seed: u64) -> Result<cr
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "ring_buffer",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "ring_buffer_s8",
         rust_type: "RingBuffer8Rtl",
         params: &[("slots", 8)],
+        ecp5_clock_mhz: 100,
         build: || crate::export::boxed(RingBuffer8Rtl::new()),
         recorder: Some(|cycles, seed| record_ring_buffer_8("ring_buffer_s8", cycles, seed)),
     }],

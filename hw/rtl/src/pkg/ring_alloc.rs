@@ -268,11 +268,14 @@ pub fn record_ring_alloc_8(module: &str, cycles: usize, seed: u64) -> Result<Por
 pub const EXPORT: BlockDef = BlockDef {
     name: "ring_alloc",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "ring_alloc_s8",
         rust_type: "RingAlloc8Rtl",
         params: &[("slots", 8)],
+        // ECP5-85F: 63.1-67.3 MHz at seeds 1-3 (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 60,
         build: || boxed(RingAlloc8Rtl::new(8)),
         recorder: Some(|cycles, seed| record_ring_alloc_8("ring_alloc_s8", cycles, seed)),
     }],

@@ -499,11 +499,13 @@ pub fn record_slot_state_8(module: &str, cycles: usize, seed: u64) -> Result<Por
 pub const EXPORT: BlockDef = BlockDef {
     name: "slot_state",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "slot_state_s8",
         rust_type: "SlotState8Rtl",
         params: &[("slots", 8)],
+        ecp5_clock_mhz: 100,
         build: || boxed(SlotState8Rtl::new(true)),
         recorder: Some(|cycles, seed| record_slot_state_8("slot_state_s8", cycles, seed)),
     }],

@@ -193,11 +193,13 @@ pub fn record_slot_tags_8(module: &str, cycles: usize, seed: u64) -> Result<Port
 pub const EXPORT: BlockDef = BlockDef {
     name: "slot_tags",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "slot_tags_8",
         rust_type: "SlotTags8Rtl",
         params: &[("slots", 8), ("read_ports", 6)],
+        ecp5_clock_mhz: 100,
         build: || boxed(SlotTags8Rtl::new()),
         recorder: Some(|cycles, seed| record_slot_tags_8("slot_tags_8", cycles, seed)),
     }],

@@ -260,12 +260,15 @@ sorter_logic!(
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "bitonic_sorter",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 0,
     sets: &[
         crate::export::ParamSet {
             module: "bitonic_sorter_16",
             rust_type: "BitonicSorterRtl<16>",
             params: &[("lanes", 16)],
+            // ECP5-85F: 64.0 MHz at seed 1; the 16-lane network is combinational (docs/rtl.md, "Timing closure at the prototype clocks").
+            ecp5_clock_mhz: 60,
             build: || crate::export::boxed(BitonicSorterRtl::<16>::new()),
             recorder: None,
         },

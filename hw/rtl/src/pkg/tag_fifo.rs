@@ -224,11 +224,13 @@ pub fn record_tag_fifo_16(module: &str, cycles: usize, seed: u64) -> Result<crat
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "tag_fifo",
     top: false,
+    domain: crate::export::ModelDomain::PkgCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "tag_fifo_q16_e16",
         rust_type: "TagFifo16Rtl",
         params: &[("depth", 16), ("experts", 16)],
+        ecp5_clock_mhz: 100,
         build: || crate::export::boxed(TagFifo16Rtl::new()),
         recorder: Some(|cycles, seed| record_tag_fifo_16("tag_fifo_q16_e16", cycles, seed)),
     }],

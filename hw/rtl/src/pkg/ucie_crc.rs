@@ -222,11 +222,13 @@ pub fn record_ucie_crc32_64(module: &str, cycles: usize, seed: u64) -> Result<cr
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "ucie_crc32",
     top: false,
+    domain: crate::export::ModelDomain::PkgUcie,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "ucie_crc32_64",
         rust_type: "UcieCrc32x64Rtl",
         params: &[("data_bits", 64)],
+        ecp5_clock_mhz: 100,
         build: || crate::export::boxed(UcieCrc32x64Rtl::new(64)),
         recorder: Some(|cycles, seed| record_ucie_crc32_64("ucie_crc32_64", cycles, seed)),
     }],

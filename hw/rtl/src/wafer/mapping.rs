@@ -1019,11 +1019,14 @@ pub fn record_mapping_ctrl<const D: usize>(module: &str, cycles: usize, seed: u6
 pub const EXPORT: BlockDef = BlockDef {
     name: "mapping_ctrl",
     top: false,
+    domain: crate::export::ModelDomain::WaferCore,
     cosim_cycles: 4096,
     sets: &[ParamSet {
         module: "mapping_ctrl_64",
         rust_type: "MappingCtrl64Rtl",
         params: &[("dies", 64)],
+        // ECP5-85F: 57.9 MHz at seed 1 (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 50,
         build: || boxed(MappingCtrl64Rtl::new()),
         recorder: Some(|cycles, seed| record_mapping_ctrl::<64>("mapping_ctrl_64", cycles, seed)),
     }],

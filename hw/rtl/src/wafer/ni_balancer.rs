@@ -983,11 +983,14 @@ pub fn record_ni_balancer_8(module: &str, cycles: usize, seed: u64) -> Result<cr
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "ni_balancer",
     top: false,
+    domain: crate::export::ModelDomain::WaferCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "ni_balancer_8",
         rust_type: "NiBalancer8Rtl",
         params: &[("devices", 8), ("experts", 8), ("replicas", 4)],
+        // ECP5-85F: 24.7-25.5 MHz at seeds 1-3 (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 20,
         build: || crate::export::boxed(NiBalancer8Rtl::new()),
         recorder: Some(|cycles, seed| record_ni_balancer_8("ni_balancer_8", cycles, seed)),
     }],

@@ -171,11 +171,14 @@ pub fn record_ni_trigger(module: &str, cycles: usize, seed: u64) -> Result<crate
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "ni_trigger",
     top: false,
+    domain: crate::export::ModelDomain::WaferCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "ni_trigger",
         rust_type: "NiTriggerRtl",
         params: &[("load_bits", 32)],
+        // ECP5-85F: 58.8-59.5 MHz at seeds 1-3 (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 55,
         build: || crate::export::boxed(NiTriggerRtl::default()),
         recorder: Some(|cycles, seed| record_ni_trigger("ni_trigger", cycles, seed)),
     }],

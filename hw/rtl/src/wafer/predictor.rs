@@ -372,11 +372,14 @@ pub fn record_dist_only_e8_w16(module: &str, cycles: usize, seed: u64) -> Result
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "dist_only_predictor",
     top: false,
+    domain: crate::export::ModelDomain::WaferCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "dist_only_predictor_e8_w16",
         rust_type: "DistOnlyPredictorE8W16Rtl",
         params: &[("experts", 8), ("sram_words", 128)],
+        // ECP5-85F: 35.2 MHz at seed 1; read-subtract-add of a sum in one cycle (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 30,
         build: || crate::export::boxed(DistOnlyPredictorE8W16Rtl::new()),
         recorder: Some(|cycles, seed| record_dist_only_e8_w16("dist_only_predictor_e8_w16", cycles, seed)),
     }],

@@ -1074,11 +1074,14 @@ pub fn record_semmoe_lut_n8_d4(module: &str, cycles: usize, seed: u64) -> Result
 pub const EXPORT: crate::export::BlockDef = crate::export::BlockDef {
     name: "semmoe_lut",
     top: false,
+    domain: crate::export::ModelDomain::WaferCore,
     cosim_cycles: 4096,
     sets: &[crate::export::ParamSet {
         module: "semmoe_lut_n8_d4",
         rust_type: "SemMoeLutN8D4Rtl",
         params: &[("devices", 4), ("ngram_rows", 32), ("table_rows", 16), ("tokens", 8)],
+        // ECP5-85F: 43.3 MHz at seed 1 (docs/rtl.md, "Timing closure at the prototype clocks").
+        ecp5_clock_mhz: 40,
         build: || crate::export::boxed(SemMoeLutN8D4Rtl::new()),
         recorder: Some(|cycles, seed| record_semmoe_lut_n8_d4("semmoe_lut_n8_d4", cycles, seed)),
     }],
