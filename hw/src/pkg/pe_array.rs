@@ -263,6 +263,18 @@ impl PeArrayCl {
         self.next_tick + (rem - 1) * self.clk.div
     }
 
+    /// The next edge the array must be stepped at when nothing is issued (fast-forward
+    /// steps it only there; in between it has no inputs and no outputs, and catches up
+    /// through [`Self::advance_to`]): its done edge, or, traced, the end of the current fold
+    /// (the next change of a traced register).
+    pub fn next_step(&self, traced: bool) -> Cycle {
+        if traced {
+            self.next_change()
+        } else {
+            self.next_event()
+        }
+    }
+
     /// One core edge at tick `now` (must be an edge of this block's clock, non-decreasing).
     /// `issue` is a job to start this edge (only when [`Self::ready`]; this edge is its first
     /// busy cycle). Returns the tag of a job whose last busy cycle is this edge.

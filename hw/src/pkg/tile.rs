@@ -500,8 +500,7 @@ impl ChipletTile {
         // Until its next event (the done edge; traced, the next edge a traced register
         // changes, the end of a fold) the PE array changes nothing the tile or the waveform
         // reads: it is stepped there and catches up, as after a sleep.
-        let pe_next = if traced { self.pe.next_change() } else { self.pe.next_event() };
-        let pe_idle = gate && pe_job.is_none() && now < pe_next;
+        let pe_idle = gate && pe_job.is_none() && now < self.pe.next_step(traced);
         self.touched.pe = !pe_idle;
         let pe_done = if pe_idle { None } else { self.pe.eval(now, pe_job) };
         if pe_done.is_some() {
