@@ -29,6 +29,9 @@
 //! command can issue, a response leaves or a refresh falls due (each eligibility test is a
 //! threshold on the cycle, so the earliest is exact); idle, it is woken at the next refresh
 //! (every 6240 cycles). Results do not depend on the edges the engine skips (proptest).
+//! Untraced, it also runs its command bus ahead from one arrival or departure to the next
+//! (`DdrChannelCl::run_ahead`): a stream of reads is then a few evaluations per request,
+//! not one per burst.
 
 use std::collections::VecDeque;
 
@@ -217,6 +220,9 @@ pub struct DdrChannelCl {
     ports: DdrPorts,
     // --- registers
     bursts: VecDeque<Burst>,
+    /// Bursts queued (the sum of the runs' `n`): what decides whether a request landing now
+    /// can change a command the bus issues (see [`Self::run_ahead`]).
+    queued_bursts: u64,
     /// Requests queued (for the queue-depth check and the probe).
     queued: u32,
     banks: Vec<Bank>,
@@ -241,6 +247,9 @@ pub struct DdrChannelCl {
     /// The next cycle to evaluate, computed at the end of each evaluation (the state only
     /// changes there).
     next_c: u64,
+    /// The command bus has run ahead of the engine through `cycle` ([`Self::run_ahead`]):
+    /// an edge at or before it is one a request lands at, and only queues it.
+    ahead: bool,
     stats: DdrStats,
 }
 
@@ -253,6 +262,7 @@ impl DdrChannelCl {
             resp_clk,
             ports,
             bursts: VecDeque::new(),
+            queued_bursts: 0,
             queued: 0,
             banks: vec![bank; cfg.banks as usize],
             open: 0,
@@ -267,16 +277,39 @@ impl DdrChannelCl {
             cmd: 0,
             cycle: 0,
             next_c: if cfg.t_refi == 0 { NO } else { cfg.t_refi as u64 },
+            ahead: false,
             stats: DdrStats::default(),
         }
     }
 
     /// One DDR edge; the tick a response sent to the chiplet lands there, if one was sent.
     ///
+    /// `run_ahead` (fast-forward on, untraced, no timeline): afterwards the command bus runs
+    /// on through the edges at which it only issues commands, up to the next edge a response
+    /// leaves at ([`Self::run_ahead`]), so the engine visits the channel at its arrivals and
+    /// departures instead of at every command. A request landing in between is queued at its
+    /// edge and changes none of the commands run ahead. Off, every command is an evaluation
+    /// of its own (traced: the `cmd` pulse and the bank registers are sampled at their edge).
+    ///
     /// # Safety
     /// At DDR edges, sole receiver of `req_in` and sender of `resp_out`.
-    pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>) -> Option<Cycle> {
+    pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>, run_ahead: bool) -> Option<Cycle> {
         let c = self.clk.cycle_of(now);
+        if self.ahead && c <= self.cycle {
+            // The bus has already issued this edge's command (if any): the request that
+            // lands here only joins the queue, behind at least `lookahead` bursts, so no
+            // command issued from here to `cycle` would have looked at it. The next command
+            // may (the queue can be shorter after `cycle`'s): asked again, with it queued.
+            if let Some(r) = reqs.recv(self.ports.req_in, now) {
+                self.accept(r);
+            }
+            self.next_c = self.next_cycle();
+            if run_ahead {
+                self.run_ahead();
+            }
+            return None;
+        }
+        self.ahead = false;
         self.cycle = c;
         self.cmd = 0;
         if let Some(r) = reqs.recv(self.ports.req_in, now) {
@@ -300,7 +333,39 @@ impl DdrChannelCl {
             }
         }
         self.next_c = self.next_cycle();
+        if run_ahead {
+            self.run_ahead();
+        }
         sent
+    }
+
+    /// Issues the commands of the edges to come, as evaluations there would, while nothing
+    /// outside the channel can change them: it stops at the first edge a response leaves
+    /// at (the engine's edge: it sends), and once fewer than `lookahead` bursts are queued
+    /// (from there a request landing would be among the bursts the bank preparation looks
+    /// at; with at least that many queued its bursts are behind all it looks at, and the
+    /// head burst and refresh do not look at the queue's tail). The stop is the next event.
+    /// A streaming channel issues hundreds of commands between two requests or responses,
+    /// each of which was an evaluation of the tile and a tick of the engine.
+    ///
+    /// [`Self::stats`] then include the commands run ahead.
+    fn run_ahead(&mut self) {
+        let deep = self.cfg.lookahead.max(1) as u64;
+        while self.next_c != NO && self.queued_bursts >= deep {
+            let x = self.next_c;
+            if let Some(&(done, _)) = self.resp.front() {
+                // `eval`'s departure test at edge x (the command of x cannot change it: a
+                // response it queues leaves after tCL).
+                if x >= done && self.resp_clk.next_edge(self.clk.edge(x) + 1) >= self.resp_free_at {
+                    break;
+                }
+            }
+            self.cycle = x;
+            self.cmd = 0;
+            self.command(x);
+            self.ahead = true;
+            self.next_c = self.next_cycle();
+        }
     }
 
     fn accept(&mut self, r: DdrReq) {
@@ -314,20 +379,16 @@ impl DdrChannelCl {
         let bb = self.cfg.burst_bytes() as u64;
         let first = r.addr / bb;
         let last = (r.addr + r.bytes.max(1) as u64 - 1) / bb;
-        let mut runs = 0;
-        for b in first..=last {
+        self.queued_bursts += last - first + 1;
+        // One run per page the request touches (the map is row : bank : column, so the
+        // bursts of a page share bank and row, and two pages never do).
+        let per_page = (self.cfg.page_bytes / self.cfg.burst_bytes()) as u64;
+        let mut b = first;
+        while b <= last {
+            let end = (b / per_page * per_page + per_page - 1).min(last);
             let (bank, row) = self.cfg.map(b * bb);
-            match self.bursts.back_mut() {
-                // The next burst of this request's last run.
-                Some(q) if runs > 0 && q.bank == bank && q.row == row => {
-                    q.n += 1;
-                    q.last = b == last;
-                }
-                _ => {
-                    self.bursts.push_back(Burst { id: r.id, bank, row, n: 1, last: b == last });
-                    runs += 1;
-                }
-            }
+            self.bursts.push_back(Burst { id: r.id, bank, row, n: (end - b + 1) as u32, last: end == last });
+            b = end + 1;
         }
     }
 
@@ -444,6 +505,7 @@ impl DdrChannelCl {
             Some(Cmd::Rd) => {
                 let q = self.bursts.front_mut().expect("RD is a candidate only with a head burst");
                 q.n -= 1;
+                self.queued_bursts -= 1;
                 let h = Burst { last: q.last && q.n == 0, ..*q };
                 if q.n == 0 {
                     self.bursts.pop_front();
@@ -556,6 +618,8 @@ impl DdrChannelCl {
         }
     }
 
+    /// Counters of the commands issued so far: with the bus run ahead ([`Self::eval`]),
+    /// up to the next response's edge.
     pub fn stats(&self) -> &DdrStats {
         &self.stats
     }

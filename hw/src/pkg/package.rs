@@ -271,7 +271,10 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
     // SAFETY: engine protocol.
     if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
         t.touched.ddr = true;
-        if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp) } {
+        // Run ahead (see `DdrChannelCl::eval`) except where the commands are observed at
+        // their edge: traced (`cmd`, bank registers) and the timeline (bursts per bin).
+        let run_ahead = gate && !traced && t.activity.timeline.is_none();
+        if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp, run_ahead) } {
             t.wake.add(at);
         }
         if t.activity.timeline.is_some() {
