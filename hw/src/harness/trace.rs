@@ -20,6 +20,60 @@ pub trait Probe {
     fn sample(&self, out: &mut Vec<u64>);
 }
 
+/// Where a block's sampled values go, in declaration order: a vector ([`Probe::sample`]) or,
+/// in a traced run, straight into the log's diff ([`BlockDiff`]), which compares each value
+/// with the last one as it is given instead of writing it to a buffer and reading it back.
+pub trait SampleOut {
+    fn put_slice(&mut self, vs: &[u64]);
+    #[inline(always)]
+    fn put_all<const N: usize>(&mut self, vs: [u64; N]) {
+        self.put_slice(&vs);
+    }
+}
+
+impl SampleOut for Vec<u64> {
+    #[inline(always)]
+    fn put_slice(&mut self, vs: &[u64]) {
+        self.extend_from_slice(vs);
+    }
+}
+
+/// A block whose values can be sampled into any [`SampleOut`] (the hot blocks of a traced
+/// package: [`ChangeLog::block_of`] diffs them without a buffer). Its [`Probe::sample`] is
+/// `sample_to` into the vector, so both give the same values in the same order.
+pub trait SampleBlock {
+    fn sample_to<O: SampleOut>(&self, out: &mut O);
+}
+
+/// One block's diff, as it is sampled: each value given is compared with the block's last
+/// one (`prev`, the block's slice of the log's values) and, if it differs, taken and recorded
+/// as a change of signal `id + i` at `at`.
+pub struct BlockDiff<'a> {
+    prev: &'a mut [u64],
+    i: usize,
+    at: Cycle,
+    id: u32,
+    changes: &'a mut Vec<(Cycle, u32, u64)>,
+}
+
+impl SampleOut for BlockDiff<'_> {
+    /// One tight loop per slice: compare, and on a difference take the value and record it.
+    #[inline(always)]
+    fn put_slice(&mut self, vs: &[u64]) {
+        let i = self.i;
+        // Past the block's declared values this panics (a probe out of step with its
+        // declaration), as the buffered path's count check does.
+        let prev = &mut self.prev[i..i + vs.len()];
+        for (k, (p, &v)) in prev.iter_mut().zip(vs).enumerate() {
+            if *p != v {
+                *p = v;
+                self.changes.push((self.at, self.id + (i + k) as u32, v));
+            }
+        }
+        self.i = i + vs.len();
+    }
+}
+
 /// Where merged value changes go (a waveform writer, or a test's vector).
 pub trait SignalSink {
     /// Takes one value change; a sink that cannot (a waveform write that failed) says why
@@ -129,6 +183,9 @@ pub struct ChangeLog {
     /// The blocks are learned and skips are not checked: an untouched block costs only its
     /// ordinal's increment.
     fast: bool,
+    /// Blocks given by [`ChangeLog::block_of`] are diffed as they are sampled (`fast`, in the
+    /// window, no filter: every value is recorded).
+    direct: bool,
     /// The tick being sampled block by block, the next block's ordinal and first signal
     /// (`pos` counted while learning; afterwards it is `seg_start[seg_i]`).
     at: Cycle,
@@ -201,7 +258,54 @@ impl ChangeLog {
         }
         (self.at, self.seg_i, self.pos) = (now, 0, 0);
         self.fast = self.learned && !self.check_skips;
+        self.direct = self.fast && now >= self.window.0 && self.keep.is_none();
         true
+    }
+
+    /// [`ChangeLog::block`] for a [`SampleBlock`]: the same changes, without the sample
+    /// buffer when the block is diffed directly (a full trace in its window).
+    #[inline(always)]
+    pub fn block_of<B: SampleBlock>(&mut self, touched: bool, b: &B) {
+        if !touched && self.fast {
+            self.seg_i += 1;
+        } else if self.direct {
+            self.block_diffed(b);
+        } else {
+            self.block_sampled(touched, |o| b.sample_to(o));
+        }
+    }
+
+    /// The next `n` blocks, of which those whose bit is set in `touched` were evaluated:
+    /// `f(log, k, touched)` gives block `k` with [`ChangeLog::block`] or
+    /// [`ChangeLog::block_of`]. With skips not checked, only the touched blocks are visited
+    /// (a tile at a DDR or UCIe edge has one or two of its eight); otherwise every block, in
+    /// order, with its bit.
+    #[inline(always)]
+    pub fn blocks(&mut self, n: usize, touched: u64, mut f: impl FnMut(&mut Self, usize, bool)) {
+        if self.fast {
+            let start = self.seg_i;
+            let mut m = touched;
+            while m != 0 {
+                let k = m.trailing_zeros() as usize;
+                self.seg_i = start + k;
+                f(self, k, true);
+                m &= m - 1;
+            }
+            self.seg_i = start + n;
+        } else {
+            for k in 0..n {
+                f(self, k, touched >> k & 1 == 1);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn block_diffed<B: SampleBlock>(&mut self, b: &B) {
+        let (s, e) = (self.seg_start[self.seg_i] as usize, self.seg_start[self.seg_i + 1] as usize);
+        let mut d = BlockDiff { prev: &mut self.prev[s..e], i: 0, at: self.at, id: (self.base + s) as u32, changes: &mut self.changes };
+        b.sample_to(&mut d);
+        assert_eq!(d.i, e - s, "block {} sampled a different signal count", self.seg_i);
+        self.seg_i += 1;
     }
 
     /// One block's values. `touched` false says nothing has changed the block's state since
@@ -425,6 +529,82 @@ mod tests {
         }
         assert!(full.pending() > 20);
         assert_eq!(full.changes, blocks.changes);
+    }
+
+    /// Touched blocks visited by mask ([`ChangeLog::blocks`]) and given as [`SampleBlock`]s
+    /// ([`ChangeLog::block_of`]: diffed as sampled in a full trace, through the buffer with a
+    /// window and a filter) record exactly the changes of sampling everything.
+    #[test]
+    fn masked_blocks_diffed_as_sampled_record_the_same_changes() {
+        struct Win;
+        impl SignalSink for Win {
+            fn change(&mut self, _: Cycle, _: usize, _: u64) -> Result<(), Error> {
+                Ok(())
+            }
+            fn window(&self) -> (Cycle, Cycle) {
+                (3, 40)
+            }
+            fn wants(&self, s: usize) -> bool {
+                s % 5 != 2
+            }
+        }
+        /// One value on its own, the rest as a slice (as the router gives them).
+        struct Vals<'a>(&'a [u64]);
+        impl SampleBlock for Vals<'_> {
+            fn sample_to<O: SampleOut>(&self, out: &mut O) {
+                let (first, rest) = self.0.split_first().unwrap();
+                out.put_all([*first]);
+                out.put_slice(rest);
+            }
+        }
+        let lens = [3usize, 1, 4, 2, 6];
+        let n: usize = lens.iter().sum();
+        for windowed in [false, true] {
+            let (mut full, mut masked) = if windowed { (ChangeLog::for_sink(10, n, &Win), ChangeLog::for_sink(10, n, &Win)) } else { (ChangeLog::new(10, n), ChangeLog::new(10, n)) };
+            let mut vals = vec![7u64; n];
+            let mut x = 99991u64;
+            let mut rnd = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for t in 0..60u64 {
+                let mut mask = 0u64;
+                let mut at = 0;
+                for (b, &len) in lens.iter().enumerate() {
+                    if t == 0 || rnd() % 3 == 0 {
+                        mask |= 1 << b;
+                        if t > 0 {
+                            for v in &mut vals[at..at + len] {
+                                if rnd() % 2 == 0 {
+                                    *v = rnd() % 3;
+                                }
+                            }
+                        }
+                    }
+                    at += len;
+                }
+                if full.active(t) {
+                    full.begin().extend(&vals);
+                    full.commit(t);
+                }
+                if masked.begin_blocks(t) {
+                    // The first tick says "untouched" for block 1: sampled anyway.
+                    let said = if t == 0 { mask & !2 } else { mask };
+                    masked.blocks(lens.len(), said, |log, b, touched| {
+                        let at: usize = lens[..b].iter().sum();
+                        log.block_of(touched, &Vals(&vals[at..at + lens[b]]));
+                    });
+                    masked.end_blocks();
+                }
+            }
+            for l in [&mut full, &mut masked] {
+                l.flush_pre();
+            }
+            assert!(full.pending() > 20);
+            assert_eq!(full.changes, masked.changes, "windowed: {windowed}");
+        }
     }
 
     /// The check mode samples an untouched block anyway and names a signal that changed.

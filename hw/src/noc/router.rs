@@ -26,6 +26,7 @@ use super::config::RouterCfg;
 use super::credit::CreditCounterCl;
 use super::flit::{Credit, Flit, N_CLASSES};
 use crate::harness::{Cycle, LinkArena, LinkId, Probe, SignalDecl, NEVER};
+use crate::harness::trace::{SampleBlock, SampleOut};
 
 pub const NPORTS: usize = 5;
 const NONE8: u8 = u8::MAX;
@@ -1254,6 +1255,13 @@ impl Probe for RouterCl {
     }
 
     fn sample(&self, out: &mut Vec<u64>) {
+        self.sample_to(out);
+    }
+}
+
+impl SampleBlock for RouterCl {
+    #[inline(always)]
+    fn sample_to<O: SampleOut>(&self, out: &mut O) {
         sample_signals(
             &self.ports,
             self.v,
@@ -1269,26 +1277,44 @@ impl Probe for RouterCl {
 /// `iv`'s (occupancy, state), `out_vc(ov)` output VC `ov`'s (credits, busy); `out_trace` is the
 /// flit id sent per output this cycle (0: none). Shared by the CL router and any stand-in, so
 /// the sample order follows the declaration in one place.
-pub fn sample_signals(ports: &RouterPorts, v: usize, out_trace: &[u64; NPORTS], in_vc: impl Fn(usize) -> (u64, u64), out_vc: impl Fn(usize) -> (u64, u64), out: &mut Vec<u64>) {
+#[inline(always)]
+pub fn sample_signals(ports: &RouterPorts, v: usize, out_trace: &[u64; NPORTS], in_vc: impl Fn(usize) -> (u64, u64), out_vc: impl Fn(usize) -> (u64, u64), out: &mut impl SampleOut) {
+    // Gathered on the stack and given as slices of up to 32 values (a 2×2 package's router
+    // has 30): a traced run compares each slice in one tight loop, rather than a call and a
+    // capacity or bounds check per value.
+    let mut buf = [0u64; 32];
+    let mut n = 0;
+    let mut put = |x: u64, out: &mut _| {
+        buf[n] = x;
+        n += 1;
+        if n == buf.len() {
+            SampleOut::put_slice(out, &buf);
+            n = 0;
+        }
+    };
     for p in 0..NPORTS {
         if ports.in_flit[p].is_none() {
             continue;
         }
         for vc in 0..v {
             let (occ, state) = in_vc(p * v + vc);
-            out.extend([occ, state]);
+            put(occ, out);
+            put(state, out);
         }
     }
     for p in 0..NPORTS {
         if ports.out_flit[p].is_none() {
             continue;
         }
-        out.extend([(out_trace[p] != 0) as u64, out_trace[p]]);
+        put((out_trace[p] != 0) as u64, out);
+        put(out_trace[p], out);
         for vc in 0..v {
             let (credits, busy) = out_vc(p * v + vc);
-            out.extend([credits, busy]);
+            put(credits, out);
+            put(busy, out);
         }
     }
+    out.put_slice(&buf[..n]);
 }
 
 /// One-line trace of the router's state after a cycle (DESIGN-NOTES S4, PyMTL symbols):

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cfg::{err, CfgError};
 use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl};
+use crate::harness::trace::{SampleBlock, SampleOut};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -639,7 +640,14 @@ impl Probe for DdrChannelCl {
         }
     }
     fn sample(&self, out: &mut Vec<u64>) {
+        self.sample_to(out);
+    }
+}
+
+impl SampleBlock for DdrChannelCl {
+    #[inline(always)]
+    fn sample_to<O: SampleOut>(&self, out: &mut O) {
         debug_assert_eq!(self.open, self.banks.iter().enumerate().fold(0u64, |m, (i, b)| m | (b.row.is_some() as u64) << i));
-        out.extend([self.queued as u64, (self.queued > 0) as u64, self.cmd as u64, self.open, (self.ref_end > self.cycle) as u64]);
+        out.put_all([self.queued as u64, (self.queued > 0) as u64, self.cmd as u64, self.open, (self.ref_end > self.cycle) as u64]);
     }
 }

@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use super::chiplet::{ChipletId, ExpertId};
 use super::ring::SlotTag;
 use crate::harness::{Cycle, LinkArena, Probe, SignalDecl};
+use crate::harness::trace::{SampleBlock, SampleOut};
 use crate::noc::credit::CreditCounterCl;
 use crate::noc::flit::{make_pid, Credit, Flit};
 
@@ -483,7 +484,14 @@ impl Probe for D2dEngineCl {
         }
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        out.extend([self.tx.is_some() as u64, self.inj_valid as u64, self.ej_valid as u64, self.rx_asking.is_some() as u64]);
+        self.sample_to(out);
+    }
+}
+
+impl SampleBlock for D2dEngineCl {
+    #[inline(always)]
+    fn sample_to<O: SampleOut>(&self, out: &mut O) {
+        out.put_all([self.tx.is_some() as u64, self.inj_valid as u64, self.ej_valid as u64, self.rx_asking.is_some() as u64]);
     }
 }
 

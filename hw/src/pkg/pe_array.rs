@@ -33,6 +33,7 @@ use sched::pkg::pe_array::fold_plan_fl;
 pub use crate::cfg::CfgError;
 use crate::cfg::err;
 use crate::harness::{Cycle, DomainClock, Probe, SignalDecl, NEVER};
+use crate::harness::trace::{SampleBlock, SampleOut};
 
 /// Largest array side accepted (a 4096×4096 array is already far beyond any chiplet).
 pub const MAX_SIDE: u32 = 4096;
@@ -402,7 +403,14 @@ impl Probe for PeArrayCl {
         d("fold_col", 32);
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        out.extend([self.busy as u64, if self.busy { self.job.tag as u64 } else { 0 }, self.gemm_idx as u64, self.fold_row, self.fold_col]);
+        self.sample_to(out);
+    }
+}
+
+impl SampleBlock for PeArrayCl {
+    #[inline(always)]
+    fn sample_to<O: SampleOut>(&self, out: &mut O) {
+        out.put_all([self.busy as u64, if self.busy { self.job.tag as u64 } else { 0 }, self.gemm_idx as u64, self.fold_row, self.fold_col]);
     }
 }
 

@@ -674,21 +674,31 @@ impl ChipletTile {
     }
     /// Samples the blocks evaluated at this tick ([`ChipletTile::touched`]) into `log`, in
     /// [`ChipletTile::declare`]'s order; the others are skipped (unchanged).
+    #[inline(always)]
     pub(super) fn sample_blocks(&self, log: &mut ChangeLog) {
         let Touched { core, router, ring, ctrl, pe, ddr, ucie } = self.touched;
+        // Bit k: block k of `declare` (ring, controller, D2D engine, PE array, DDR, router,
+        // the adapters) was evaluated.
+        let mask = ring as u64 | (ctrl as u64) << 1 | (core as u64) << 2 | (pe as u64) << 3 | (ddr as u64) << 4 | (router as u64) << 5 | (ucie as u64) << 6;
         // A tile not evaluated at this tick (asleep, or awake on an edge none of its blocks
-        // has) is skipped as a whole: about half of the tile samples of a traced layer.
-        if !(core | router | ring | ctrl | pe | ddr | (ucie != 0)) && log.skip_blocks(6 + self.ucie.len()) {
+        // has) is skipped as a whole, without a call: about half of the tile samples of a
+        // traced layer.
+        if mask == 0 && log.skip_blocks(6 + self.ucie.len()) {
             return;
         }
-        log.block(ring, |b| self.ctrl.sample_ring(b));
-        log.block(ctrl, |b| self.ctrl.sample_rest(b));
-        log.block(core, |b| self.ni.sample(b));
-        log.block(pe, |b| self.pe.sample(b));
-        log.block(ddr, |b| self.ddr.sample(b));
-        log.block(router, |b| self.router.sample(b));
-        for (i, (_, a)) in self.ucie.iter().enumerate() {
-            log.block(ucie >> i & 1 == 1, |b| a.sample(b));
-        }
+        self.sample_touched(log, mask);
+    }
+
+    #[inline(never)]
+    fn sample_touched(&self, log: &mut ChangeLog, mask: u64) {
+        log.blocks(6 + self.ucie.len(), mask, |log, k, touched| match k {
+            0 => log.block(touched, |b| self.ctrl.sample_ring(b)),
+            1 => log.block(touched, |b| self.ctrl.sample_rest(b)),
+            2 => log.block_of(touched, &self.ni),
+            3 => log.block_of(touched, &self.pe),
+            4 => log.block_of(touched, &self.ddr),
+            5 => log.block_of(touched, &self.router),
+            _ => log.block_of(touched, &self.ucie[k - 6].1),
+        });
     }
 }

@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::ni::PayloadPools;
 use crate::cfg::{err, CfgError};
 use crate::harness::{Cycle, DomainClock, LinkArena, LinkId, Probe, SignalDecl, NEVER};
+use crate::harness::trace::{SampleBlock, SampleOut};
 use crate::noc::flit::Flit;
 
 /// Data bytes of a flit (the package's `flit_bytes`).
@@ -654,7 +655,14 @@ impl Probe for UcieAdapterCl {
         }
     }
     fn sample(&self, out: &mut Vec<u64>) {
-        out.extend([
+        self.sample_to(out);
+    }
+}
+
+impl SampleBlock for UcieAdapterCl {
+    #[inline(always)]
+    fn sample_to<O: SampleOut>(&self, out: &mut O) {
+        out.put_all([
             self.tx_q.len() as u64,
             self.retry.len() as u64,
             self.rx_q.len() as u64 + self.wire.len() as u64,
