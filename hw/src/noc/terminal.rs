@@ -194,8 +194,11 @@ impl TerminalCl {
             return from;
         }
         // Failures before the first success ~ Geometric(p): floor(ln U / ln(1 − p)), U in (0,1].
+        // (Without `floor`, a libm call here, for the same result: the bound is a whole
+        // number, so `x >= bound` iff `floor(x) >= bound`, and below it `x as u64` truncates,
+        // which is floor for x >= 0 and 0 for both when x < 0 or NaN.)
         let u: f64 = 1.0 - self.rng.gen::<f64>();
-        let gap = (u.ln() / self.ln_q).floor();
+        let gap = u.ln() / self.ln_q;
         if gap >= (NEVER - from) as f64 {
             NEVER
         } else {
@@ -267,8 +270,10 @@ impl TerminalCl {
         if let Some(pkt) = self.pkt.as_mut() {
             let nvc = self.inj_credits.len();
             if pkt.vc.is_none() {
-                for i in 1..=nvc {
-                    let vc = (self.last_vc as usize + i) % nvc;
+                // VC (last_vc + i) mod nvc for i = 1..=nvc, stepped without a division.
+                let mut vc = self.last_vc as usize;
+                for _ in 0..nvc {
+                    vc = if vc + 1 >= nvc { 0 } else { vc + 1 };
                     if self.inj_owned >> vc & 1 == 0 && self.inj_credits[vc].can_send() {
                         pkt.vc = Some(vc as u8);
                         break;
