@@ -126,6 +126,17 @@ pub struct PkgPart {
     /// Tiles with nothing due sleep (fast-forward inside the partition; off with
     /// `sim.fast_forward = false`, which evaluates every tile at every tick).
     pub(super) sleep: bool,
+    /// The IO die's scheduler as of the last core edge: it changes only there, so between
+    /// core edges (the adapters' and the DDR's ticks) its summary stands (None: read it).
+    pub(super) io_seen: Option<IoSeen>,
+}
+
+/// What the partition reads of the IO die's scheduler at every tick.
+#[derive(Clone, Copy)]
+pub(super) struct IoSeen {
+    busy: bool,
+    next_event: Cycle,
+    finished: bool,
 }
 
 impl Partition for PkgPart {
@@ -164,14 +175,18 @@ impl Partition for PkgPart {
                     io.wake.add_offsets(&self.core_wake);
                 }
             }
-            core_due |= io.sched.busy();
-            io_touched = core && (io_touched || io.sched.busy());
-            st.next_event = st.next_event.min(io.sched.next_event()).min(io.wake.next());
+            let seen = match self.io_seen {
+                Some(s) if !core => s,
+                _ => *self.io_seen.insert(IoSeen { busy: io.sched.busy(), next_event: io.sched.next_event(), finished: io.sched.is_finished() }),
+            };
+            core_due |= seen.busy;
+            io_touched = core && (io_touched || seen.busy);
+            st.next_event = st.next_event.min(seen.next_event).min(io.wake.next());
             if let Some(a) = &io.rule5 {
                 core_due |= a.busy(now);
                 st.next_event = st.next_event.min(a.next_event());
             }
-            all_done &= io.sched.is_finished() && !io.sched.busy();
+            all_done &= seen.finished && !seen.busy;
         }
         // The event-driven blocks (UCIe adapters, DDR channels) are evaluated only at edges
         // where they are due (traced, also where a traced register changes on its own).
@@ -459,6 +474,7 @@ impl Package {
         ctl.watch_unfinished = true;
         for p in self.parts.iter_mut() {
             p.sleep = self.cfg.sim.fast_forward;
+            p.io_seen = None;
             p.tiles.iter_mut().for_each(|t| {
                 t.status.valid = false;
                 t.need_at = 0;

@@ -545,13 +545,14 @@ impl ChipletTile {
             slot_req: self.glue.slot_req_q.pop_front(),
         };
         let settled = gate && self.ctrl.settled_for(&inp);
-        let (reloads_before, evictions_before) = (self.ctrl.stats().reloads, self.ctrl.stats().evictions);
+        // (A settled controller is not stepped: its counters stay, and are not read.)
+        let (reloads_before, evictions_before) = if settled { (0, 0) } else { (self.ctrl.stats().reloads, self.ctrl.stats().evictions) };
         let out = if settled { CtrlOut::default() } else { self.ctrl.step(&inp, &ctx.traj) };
         self.touched.ctrl = !settled;
         // A deadlock escape drops a slice without an output (its reload issues at the next
         // edge): the one change of the controller's state that no output announces, so the
         // next edge is evaluated (the tile must not sleep through it).
-        let dropped = self.ctrl.stats().evictions != evictions_before;
+        let dropped = !settled && self.ctrl.stats().evictions != evictions_before;
         // --- outputs to the neighbours
         self.glue.rx_slot_reg = out.rx_slot;
         if let Some((s, tag)) = out.pe_start {
