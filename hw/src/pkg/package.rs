@@ -143,6 +143,11 @@ impl Partition for PkgPart {
     type Shared = PkgWires;
     type Ctx = PkgCtx;
 
+    // Inlined into the stepper's loops: its status, built field by field across the tile
+    // evaluations, is then merged field by field; returned out of line it was copied in
+    // 16-byte moves that waited on those 8-byte stores (failed store forwarding, a fifth of
+    // this function's samples).
+    #[inline(always)]
     fn eval(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx) -> PartStatus {
         let mut st = PartStatus::default();
         let core = ctx.core.is_edge(now);
