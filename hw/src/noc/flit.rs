@@ -4,7 +4,12 @@ use crate::harness::Cycle;
 
 /// One flit. Timing mode carries no payload; `data` is a handle into the sender's payload
 /// store for functional-mode blocks that move real bytes (e.g. a micro-slice's int8 weights).
-/// Flits carry their creation/injection cycles and a `watch` bit for per-flit traces (S8).
+/// Flits carry their creation/injection cycles (per-flit latency).
+///
+/// 40 bytes: three words and eight bytes of small fields after them. (A `watch` bit that
+/// nothing set or read made it 41, padded to 48, and the copies of its odd 7-byte tail went
+/// through overlapping 4-byte stack slots that stalled on store forwarding: 2 % of a
+/// package layer's samples, in the UCIe adapter's queues.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flit {
     /// Packet id: source node in the top bits, per-source sequence number below.
@@ -28,7 +33,6 @@ pub struct Flit {
     pub tail: bool,
     /// Counted in the measurement (BookSim's `record`).
     pub record: bool,
-    pub watch: bool,
     /// Traffic class (0..N_CLASSES): which stream the flit belongs to — on the wafer the
     /// phase (all-reduce, dispatch, combine, migration Local, migration Global), counted per router output so links
     /// can be classified hot or cold per phase. 0 in the mesh and the package.
@@ -37,6 +41,8 @@ pub struct Flit {
     /// belongs to, for the receiving collective engine.
     pub data: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Flit>() == 40, "a flit is five whole words (see its doc)");
 
 /// Traffic classes a router counts separately per output port.
 pub const N_CLASSES: usize = 5;

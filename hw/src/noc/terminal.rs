@@ -295,7 +295,6 @@ impl TerminalCl {
                         head: pkt.next == 0,
                         tail: pkt.next + 1 == pkt.size,
                         record: pkt.record,
-                        watch: false,
                         class: 0,
                         data: 0,
                     };

@@ -427,7 +427,6 @@ impl D2dEngineCl {
                         head,
                         tail: job.next + 1 == job.flits,
                         record: true,
-                        watch: false,
                         class: 0,
                         data: match (head, job.kind) {
                             (true, PacketKind::Slice) => pack_tag(job.tag),

@@ -162,8 +162,8 @@ pub struct MacRate {
 /// done once, at the end.
 #[derive(Debug, Clone, Default)]
 struct BinAcc {
-    busy_ticks: u64,
-    /// Busy ticks per MAC rate, in the order the rates first appear.
+    /// Busy ticks per MAC rate, in the order the rates first appear (their sum is the bin's
+    /// busy ticks).
     rated: Vec<(MacRate, u64)>,
     ddr: u64,
     tx: u64,
@@ -181,7 +181,6 @@ impl BinAcc {
     }
 
     fn absorb(&mut self, o: BinAcc) {
-        self.busy_ticks += o.busy_ticks;
         for (r, t) in o.rated {
             self.add_rated(r, t);
         }
@@ -247,7 +246,6 @@ impl TimelineRec {
             let ticks = end - a;
             let acc = &mut self.chiplets[c][b];
             if pe_busy {
-                acc.busy_ticks += ticks;
                 acc.add_rated(rate, ticks);
             }
             acc.weight_ticks += weight_bytes as u128 * ticks as u128;
@@ -275,7 +273,7 @@ impl TimelineRec {
             s.resize(bins, 0.0);
         }
         for (b, acc) in c.iter().enumerate().take(bins) {
-            out.pe_busy[b] = acc.busy_ticks as f64 / tk;
+            out.pe_busy[b] = acc.rated.iter().map(|&(_, t)| t).sum::<u64>() as f64 / tk;
             // In rate order, so the floating-point sum has one order.
             let mut rated = acc.rated.clone();
             rated.sort_unstable();
