@@ -222,7 +222,12 @@ impl Partition for PkgPart {
         if core_due {
             st.next_event = st.next_event.min(ctx.core.edge_after(now));
         }
-        st.counters[C_FINISHED] = all_done as u64;
+        // Stored only when set (it starts at 0): a store into the counters at every step was
+        // read back at once by the merge's 16-byte loads, which waited on it (failed store
+        // forwarding, 2 % of a layer's samples).
+        if all_done {
+            st.counters[C_FINISHED] = 1;
+        }
         // Tracing samples only the blocks evaluated at this tick: a block's values are its
         // registers, which change only when it is evaluated (the IO die and the core-domain
         // blocks at core edges, the adapters and the DDR where due; a sleeping tile not at
