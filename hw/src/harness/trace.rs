@@ -450,6 +450,48 @@ fn diff_into(prev: &mut [u64], cur: &[u64], now: Cycle, base: usize, keep: Optio
 mod tests {
     use super::*;
 
+    /// A sink with a window (ticks 3..40) and a filter (every fifth signal left out).
+    struct Win;
+    impl SignalSink for Win {
+        fn change(&mut self, _: Cycle, _: usize, _: u64) -> Result<(), Error> {
+            Ok(())
+        }
+        fn window(&self) -> (Cycle, Cycle) {
+            (3, 40)
+        }
+        fn wants(&self, s: usize) -> bool {
+            s % 5 != 2
+        }
+    }
+
+    /// Tick `t` of a random trace of blocks of `lens` values: the blocks touched at random
+    /// (all at tick 0), as a bit mask; only a touched block's values may change after tick 0
+    /// (and do, at random, sometimes back to an earlier value). `x`: the xorshift state.
+    fn touch_at_random(t: Cycle, lens: &[usize], vals: &mut [u64], x: &mut u64) -> u64 {
+        let mut rnd = || {
+            *x ^= *x << 13;
+            *x ^= *x >> 7;
+            *x ^= *x << 17;
+            *x
+        };
+        let mut mask = 0u64;
+        let mut at = 0;
+        for (b, &len) in lens.iter().enumerate() {
+            if t == 0 || rnd() % 3 == 0 {
+                mask |= 1 << b;
+                if t > 0 {
+                    for v in &mut vals[at..at + len] {
+                        if rnd() % 2 == 0 {
+                            *v = rnd() % 3;
+                        }
+                    }
+                }
+            }
+            at += len;
+        }
+        mask
+    }
+
     #[test]
     fn merge_is_by_cycle_then_partition() {
         let mut a = ChangeLog::new(0, 2);
@@ -471,44 +513,13 @@ mod tests {
     /// with a filter; a block is sampled at the first tick whatever `touched` says.
     #[test]
     fn blocks_skipped_when_untouched_record_the_same_changes() {
-        struct Win;
-        impl SignalSink for Win {
-            fn change(&mut self, _: Cycle, _: usize, _: u64) -> Result<(), Error> {
-                Ok(())
-            }
-            fn window(&self) -> (Cycle, Cycle) {
-                (3, 40)
-            }
-            fn wants(&self, s: usize) -> bool {
-                s % 5 != 2
-            }
-        }
         let lens = [3usize, 1, 4, 2];
         let n: usize = lens.iter().sum();
         let mut vals = vec![7u64; n];
         let (mut full, mut blocks) = (ChangeLog::for_sink(10, n, &Win), ChangeLog::for_sink(10, n, &Win));
         let mut x = 12345u64;
-        let mut rnd = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
         for t in 0..50u64 {
-            // Blocks touched at random; only a touched block's values may change (and do, at
-            // random, sometimes back to an earlier value).
-            let touched: Vec<bool> = lens.iter().map(|_| t == 0 || rnd() % 3 == 0).collect();
-            let mut at = 0;
-            for (b, &len) in lens.iter().enumerate() {
-                if touched[b] && t > 0 {
-                    for v in &mut vals[at..at + len] {
-                        if rnd() % 2 == 0 {
-                            *v = rnd() % 3;
-                        }
-                    }
-                }
-                at += len;
-            }
+            let touched = touch_at_random(t, &lens, &mut vals, &mut x);
             if full.active(t) {
                 full.begin().extend(&vals);
                 full.commit(t);
@@ -517,7 +528,7 @@ mod tests {
                 let mut at = 0;
                 for (b, &len) in lens.iter().enumerate() {
                     // The first tick says "untouched" for block 1: sampled anyway.
-                    let said = if t == 0 { b != 1 } else { touched[b] };
+                    let said = if t == 0 { b != 1 } else { touched >> b & 1 == 1 };
                     blocks.block(said, |o| o.extend(&vals[at..at + len]));
                     at += len;
                 }
@@ -536,18 +547,6 @@ mod tests {
     /// window and a filter) record exactly the changes of sampling everything.
     #[test]
     fn masked_blocks_diffed_as_sampled_record_the_same_changes() {
-        struct Win;
-        impl SignalSink for Win {
-            fn change(&mut self, _: Cycle, _: usize, _: u64) -> Result<(), Error> {
-                Ok(())
-            }
-            fn window(&self) -> (Cycle, Cycle) {
-                (3, 40)
-            }
-            fn wants(&self, s: usize) -> bool {
-                s % 5 != 2
-            }
-        }
         /// One value on its own, the rest as a slice (as the router gives them).
         struct Vals<'a>(&'a [u64]);
         impl SampleBlock for Vals<'_> {
@@ -563,28 +562,8 @@ mod tests {
             let (mut full, mut masked) = if windowed { (ChangeLog::for_sink(10, n, &Win), ChangeLog::for_sink(10, n, &Win)) } else { (ChangeLog::new(10, n), ChangeLog::new(10, n)) };
             let mut vals = vec![7u64; n];
             let mut x = 99991u64;
-            let mut rnd = || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
             for t in 0..60u64 {
-                let mut mask = 0u64;
-                let mut at = 0;
-                for (b, &len) in lens.iter().enumerate() {
-                    if t == 0 || rnd() % 3 == 0 {
-                        mask |= 1 << b;
-                        if t > 0 {
-                            for v in &mut vals[at..at + len] {
-                                if rnd() % 2 == 0 {
-                                    *v = rnd() % 3;
-                                }
-                            }
-                        }
-                    }
-                    at += len;
-                }
+                let mask = touch_at_random(t, &lens, &mut vals, &mut x);
                 if full.active(t) {
                     full.begin().extend(&vals);
                     full.commit(t);
