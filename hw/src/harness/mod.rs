@@ -30,7 +30,7 @@ pub const NEVER: Cycle = u64::MAX;
 
 pub use barrier::PostBarrier;
 pub use clock::{ClockDomain, ClockSet, DomainClock};
-pub use control::{ClockedControl, C_FINISHED};
+pub use control::{ClockedControl, C_AHEAD_PROGRESS, C_AHEAD_VISIT, C_FINISHED, C_STEADY_PROGRESS};
 pub use engine::{run_partitions, Control, PartStatus, Partition, Step, N_COUNTERS};
 pub use link::{AllToAll, LandingMarks, Link, LinkArena, LinkId, LinkRow};
 pub use trace::{trace_to_end, ChangeLog, Probe, SignalDecl, SignalSink};

@@ -101,6 +101,7 @@ impl Package {
             core,
             ucie,
             ddr,
+            ucie_ahead: timing.ucie_runs_ahead() && cfg.ucie.ber == 0.0,
             d_model: layer.d_model,
             micro_slices: m as u16,
             slice_f: slices.slice_f,

@@ -295,6 +295,22 @@ pub struct PkgTiming {
 }
 
 impl PkgTiming {
+    /// Whether the adapters' one edge between two core edges may be run at the first of them
+    /// (`UcieAdapterCl::eval_ahead`): a UCIe clock at twice the core clock, both in phase, and
+    /// no edge of any clock between a core edge and that UCIe edge — which is then the next
+    /// tick the engine would visit, the tick the watchdog observes in its stead
+    /// ([`crate::harness::control::C_AHEAD_VISIT`]). True for the defaults (800 MHz core,
+    /// 1600 MHz UCIe, DDR at 800 MHz on the odd ticks).
+    pub fn ucie_runs_ahead(&self) -> bool {
+        let (core, ucie) = (self.core, self.ucie);
+        if core.ph != 0 || ucie.ph != 0 || 2 * ucie.div != core.div {
+            return false;
+        }
+        // The DDR's edges relative to the core's repeat after `ddr.div` core edges.
+        let n = self.ddr.div.min(1 << 16);
+        n == self.ddr.div && (0..n).all(|k| self.clocks.next_edge(k * core.div + 1) == k * core.div + ucie.div)
+    }
+
     /// `c` core cycles in ticks.
     pub fn cl(&self, c: u64) -> u64 {
         c * self.tk

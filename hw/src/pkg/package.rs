@@ -49,7 +49,7 @@ use super::timeline::{CycleBreakdown, TimelineRec};
 use crate::cfg::CfgError;
 use crate::harness::{
     run_partitions, ChangeLog, ClockSet, ClockedControl, Cycle, LinkId, PartStatus, Partition, Probe, SignalDecl, SignalSink, WakeOffsets, WakeSet, WatchdogReport,
-    C_FINISHED,
+    C_AHEAD_PROGRESS, C_AHEAD_VISIT, C_FINISHED, C_STEADY_PROGRESS,
 };
 
 // The package's parts under the paths they have always had.
@@ -195,7 +195,9 @@ impl Partition for PkgPart {
         }
         // The event-driven blocks (UCIe adapters, DDR channels) are evaluated only at edges
         // where they are due (traced, also where a traced register changes on its own).
-        let edges = TickEdges { core, ucie: ctx.ucie.is_edge(now), ddr: ctx.ddr.is_edge(now), traced: self.log.is_some(), gate: self.sleep };
+        let traced = self.log.is_some();
+        let ahead = core && self.sleep && !traced && ctx.ucie_ahead;
+        let edges = TickEdges { core, ucie: ctx.ucie.is_edge(now), ddr: ctx.ddr.is_edge(now), traced, gate: self.sleep, ahead };
         for t in self.tiles.iter_mut() {
             // A tile sleeps until the first tick it has something due (the fast-forward of
             // the engine, per tile: a tile whose blocks wait is not evaluated while the
@@ -209,6 +211,9 @@ impl Partition for PkgPart {
                 // A DDR channel holding requests serves them (event-driven, at its next
                 // event): progress at every tick, as if evaluated.
                 st.progress += (core && t.status.pe_busy) as u64 + t.status.ddr_requests as u64;
+                if ahead {
+                    st.counters[C_STEADY_PROGRESS] += t.status.ddr_requests as u64;
+                }
                 // (The timeline integrates the sleep at the tile's next evaluated edge: its bins
                 // hold integers, so one long interval adds up to what edge-by-edge ones do.)
                 all_done &= t.status.finished;
@@ -261,6 +266,9 @@ struct TickEdges {
     /// Fast-forward on: blocks whose evaluation would change nothing are skipped inside an
     /// awake tile too (off: every block at every tick).
     gate: bool,
+    /// A core edge at which the adapters run their next edge ahead (fast-forward on,
+    /// untraced, clocks that allow it: `PkgCtx::ucie_ahead`).
+    ahead: bool,
 }
 
 /// One tick of an awake tile: its adapters and DDR channel where due, its core-domain blocks
@@ -276,13 +284,15 @@ struct TickEdges {
 /// Engine protocol: the tile's blocks are their links' sole endpoints, at tick `now`.
 #[inline(never)]
 unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx, core_wake: &WakeOffsets, edges: TickEdges, st: &mut PartStatus) -> (bool, bool) {
-    let TickEdges { core, ucie: ucie_edge, ddr: ddr_edge, traced, gate } = edges;
+    let TickEdges { core, ucie: ucie_edge, ddr: ddr_edge, traced, gate, ahead } = edges;
     // A block that sends on a link wakes the tile when the value lands.
     t.wake.advance(now);
     // Which blocks were evaluated (the tile's status is re-read if any was; traced,
     // only those are sampled).
     t.touched = Touched { core, router: core, ring: core, ctrl: core, pe: core, ddr: false, ucie: 0 };
-    if ucie_edge {
+    // (Between core edges, adapters already run through this edge at the last core edge
+    // are not evaluated again.)
+    if ucie_edge && now > t.ucie_ahead_to {
         for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
             // SAFETY: engine protocol; the adapter is its links' sole endpoint.
             if unsafe { a.due(now, &w.flits) } {
@@ -314,6 +324,8 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
         t.ddr.settle(now);
     }
     let mut active;
+    // Flits the adapters handed to the router at the edge run ahead (progress of that tick).
+    let mut ahead_delivered = 0;
     if core {
         t.integrate(now, ctx.slot_bytes);
         // SAFETY: engine protocol.
@@ -337,6 +349,24 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
             t.count_traffic(now, ctx);
         }
         t.core_active = active;
+        if ahead {
+            // The adapters' edge before the next core edge, run now (`eval_ahead`): the
+            // router has sent what lands on them by then, and nothing else reaches them. The
+            // engine need not visit that tick for them; the watchdog observes it as visited.
+            let at = now + ctx.ucie.div;
+            for (i, (_, a)) in t.ucie.iter_mut().enumerate() {
+                if a.due_ahead(at) {
+                    t.touched.ucie |= 1 << i;
+                    st.counters[C_AHEAD_VISIT] += 1;
+                    // SAFETY: engine protocol, after the router's evaluation.
+                    if let Some(land) = unsafe { a.eval_ahead(now, at, &w.flits, &w.pools) } {
+                        t.wake.add(land);
+                        ahead_delivered += 1;
+                    }
+                }
+            }
+            t.ucie_ahead_to = at;
+        }
     } else {
         // Between core edges the last edge's answer stands: its work is due at the next
         // one (a tile woken here by an adapter or the DDR must not forget it, e.g. the
@@ -344,7 +374,7 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
         active = t.core_active;
     }
     if t.touched.ucie != 0 || !t.status.valid {
-        t.ucie_sum = UcieSummary::of(&t.ucie);
+        t.ucie_sum = UcieSummary::of(&t.ucie, (now < t.ucie_ahead_to).then(|| ctx.core.edge_after(now)));
     }
     if core || !t.status.valid {
         t.status = TileStatus::of(t, traced);
@@ -370,7 +400,11 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
     // Progress: a link that only replays (bit-error rate too high for a flit to get
     // through) is not progress, so such a run ends in the watchdog.
     // (a DDR woken only for refresh is not progress either)
-    st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered);
+    st.progress += std::mem::take(&mut t.stats.progress) + c.ddr_requests as u64 + (c.ucie_delivered - t.stats.ucie_delivered - ahead_delivered);
+    if ahead {
+        st.counters[C_AHEAD_PROGRESS] += ahead_delivered;
+        st.counters[C_STEADY_PROGRESS] += c.ddr_requests as u64;
+    }
     t.stats.ucie_delivered = c.ucie_delivered;
     (core_work, c.finished)
 }

@@ -68,6 +68,10 @@ pub struct ChipletTile {
     pub(super) core_active: bool,
     /// The ring's change count at its last sample (`None`: sample at every core edge).
     pub(super) ring_seen: Option<u64>,
+    /// The adapters have been evaluated through this tick: the UCIe edge after a core edge,
+    /// run at the core edge (`UcieAdapterCl::eval_ahead`; untraced, fast-forward on). Not
+    /// reset between runs: the adapters' registers are past it.
+    pub(super) ucie_ahead_to: Cycle,
 }
 
 /// Which of a tile's blocks were evaluated at a tick: the core-domain blocks (controller, D2D
@@ -175,13 +179,20 @@ pub(super) struct UcieSummary {
 }
 
 impl UcieSummary {
+    /// `next_core`: the adapters have been run through the UCIe edge before this core edge
+    /// (`UcieAdapterCl::eval_ahead`), so one that holds flits for the router delivers the
+    /// next at that core edge, not at the next tick.
     #[inline]
-    pub(super) fn of(ucie: &[(&'static str, UcieAdapterCl)]) -> Self {
+    pub(super) fn of(ucie: &[(&'static str, UcieAdapterCl)], next_core: Option<Cycle>) -> Self {
         let mut u = UcieSummary { next_event: crate::harness::NEVER, delivering: false, delivered: 0 };
         for (_, a) in ucie {
             u.next_event = u.next_event.min(a.next_event());
             u.delivering |= a.delivering();
             u.delivered += a.stats().delivered;
+        }
+        if let (true, Some(c)) = (u.delivering, next_core) {
+            u.delivering = false;
+            u.next_event = u.next_event.min(c);
         }
         u
     }
@@ -357,6 +368,7 @@ impl ChipletTile {
             router_rest: false,
             core_active: false,
             ring_seen: None,
+            ucie_ahead_to: 0,
         }
     }
 

@@ -270,17 +270,45 @@ impl UcieAdapterCl {
     /// # Safety
     /// At UCIe edges, sole receiver of `in_flit` and sender of `out_flit`.
     pub unsafe fn eval(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools, lazy_acks: bool) -> Option<Cycle> {
-        let sent = self.edge(now, flits, pools);
+        if let Some(f) = flits.recv(self.ports.in_flit, now) {
+            self.tx_q.push_back(f);
+        }
+        let sent = self.edge(now, now, flits, pools);
         self.next_ev = self.compute_next_event(lazy_acks);
         self.busy_reg = !self.rx_q.is_empty() || self.sendable();
         sent
     }
 
-    /// The edge's logic ([`Self::eval`] without the cached summaries).
-    unsafe fn edge(&mut self, now: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> Option<Cycle> {
-        if let Some(f) = flits.recv(self.ports.in_flit, now) {
-            self.tx_q.push_back(f);
-        }
+    /// Whether the adapter has work at its edge `at` between two core edges, asked at the
+    /// first of them ([`Self::eval_ahead`]): an event due or a flit for the router (nothing
+    /// lands from the router there).
+    pub fn due_ahead(&self, at: Cycle) -> bool {
+        self.next_ev <= at || !self.rx_q.is_empty()
+    }
+
+    /// Evaluates the adapter's edge `at`, the UCIe edge after core edge `now` and before the
+    /// next core edge, at `now` (lazy acknowledgements, as untraced). Exact there: the
+    /// router's sends land on `in_flit` at core edges only (its latency is whole core
+    /// cycles), the wire, the sideband and the timer are the adapter's own, and a flit for
+    /// the router is due at the next core edge either way — sent at `now` instead of `at`,
+    /// as the adapter's core-edge sends already are. Only an error-free wire: with bit errors
+    /// a replay or a discard at `at` after the last core edge of a run would be counted.
+    ///
+    /// # Safety
+    /// At core edge `now`, after the router's evaluation: sole sender of `out_flit`.
+    pub unsafe fn eval_ahead(&mut self, now: Cycle, at: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> Option<Cycle> {
+        debug_assert!(self.ber == 0.0 && at > now && !self.out_clk.is_edge(at));
+        debug_assert!(!flits.arrives(self.ports.in_flit, at), "a flit from the router lands between core edges");
+        let sent = self.edge(at, now, flits, pools);
+        self.next_ev = self.compute_next_event(true);
+        self.busy_reg = !self.rx_q.is_empty() || self.sendable();
+        sent
+    }
+
+    /// The edge's logic at edge `now` ([`Self::eval`] without the input from the router and
+    /// the cached summaries), its sends made at tick `sent_at` (`now`, or the core edge
+    /// before it when run ahead).
+    unsafe fn edge(&mut self, now: Cycle, sent_at: Cycle, flits: &LinkArena<Flit>, pools: &PayloadPools) -> Option<Cycle> {
         // --- TX: acknowledgements that reached the transmitter
         while let Some(&(t, a)) = self.back.front() {
             if t > now {
@@ -380,7 +408,7 @@ impl UcieAdapterCl {
         if next_rx >= self.out_free_at && !self.rx_q.is_empty() {
             let f = self.rx_q.pop_front().expect("non-empty");
             let due = next_rx;
-            flits.send_at(self.ports.out_flit, now, due, f);
+            flits.send_at(self.ports.out_flit, sent_at, due, f);
             self.out_free_at = due + 1;
             self.stats.delivered += 1;
             return Some(due);

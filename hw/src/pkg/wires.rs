@@ -44,6 +44,9 @@ pub struct PkgCtx {
     pub core: DomainClock,
     pub ucie: DomainClock,
     pub ddr: DomainClock,
+    /// The clocks let the adapters run their edge between two core edges at the first
+    /// ([`crate::pkg::config::PkgTiming::ucie_runs_ahead`]).
+    pub ucie_ahead: bool,
     pub d_model: u32,
     pub micro_slices: u16,
     /// FFN columns of micro-slice k.
