@@ -241,17 +241,18 @@ fn watchdog_names_a_replaying_link() {
 /// chiplet stops returning credits; the rest of the package runs on until it waits on it):
 /// the watchdog ends the run at the same cycle, after the same stall, naming the same
 /// buffers, whether fast-forward skips ticks (and the adapters run their edge between two
-/// core edges ahead, untraced) or every tick is evaluated.
+/// core edges ahead, untraced) or every tick is evaluated, on one thread or two.
 #[test]
 fn watchdog_report_is_the_same_with_and_without_fast_forward() {
     let mut reports = Vec::new();
     for (tile, port) in [(0usize, 0usize), (1, 2), (3, 1), (2, 3)] {
         for s in [Strategy::Ep, Strategy::A3] {
             let mut got = Vec::new();
-            for ff in [true, false] {
+            for (ff, threads) in [(true, 1), (false, 1), (true, 2)] {
                 let mut c = PkgCfg::default();
                 c.sim.watchdog_cycles = 3_000;
                 c.sim.fast_forward = ff;
+                c.sim.threads = threads;
                 let mut p = Package::new(&c, s, &layer(0), true).unwrap();
                 p.parts.iter_mut().flat_map(|part| part.tiles.iter_mut()).filter(|t| t.id.idx() == tile).for_each(|t| t.router.fault_zero_credits(port));
                 got.push(match p.run(None) {
@@ -259,7 +260,8 @@ fn watchdog_report_is_the_same_with_and_without_fast_forward() {
                     other => format!("{:?}", other.map(|r| r.cycles)),
                 });
             }
-            assert_eq!(got[0], got[1], "tile {tile} port {port} {s:?}");
+            assert_eq!(got[0], got[1], "tile {tile} port {port} {s:?}: fast-forward");
+            assert_eq!(got[0], got[2], "tile {tile} port {port} {s:?}: two threads");
             reports.push(got.swap_remove(0));
         }
     }
