@@ -479,6 +479,27 @@ impl PkgCfg {
 mod tests {
     use super::*;
 
+    /// The adapters' mid-cycle edge runs ahead only where it is the one tick between two
+    /// core edges (hand-checked clock plans).
+    #[test]
+    fn ucie_runs_ahead_only_with_one_tick_between_core_edges() {
+        let runs = |f: &dyn Fn(&mut PkgCfg)| {
+            let mut c = PkgCfg::default();
+            f(&mut c);
+            c.timing().unwrap().ucie_runs_ahead()
+        };
+        // 800 / 1600 / 800 MHz, DDR at 625 ps: ticks of 625 ps, DDR on the UCIe mid edges.
+        assert!(runs(&|_| {}));
+        // DDR in phase with the core: still nothing else between.
+        assert!(runs(&|c| c.ddr_phase_ps = 0));
+        // A DDR edge 300 ps after a core edge comes before the UCIe edge at 625 ps.
+        assert!(!runs(&|c| c.ddr_phase_ps = 300));
+        // UCIe at three times the core clock: two UCIe edges between core edges.
+        assert!(!runs(&|c| c.ucie_mhz = 2400.0));
+        // UCIe at the core clock: no edge between.
+        assert!(!runs(&|c| c.ucie_mhz = 800.0));
+    }
+
     #[test]
     fn impossible_values_name_their_field() {
         let bad = |f: &dyn Fn(&mut PkgCfg), field: &str| {
