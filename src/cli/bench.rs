@@ -60,9 +60,14 @@ pub struct BenchArgs {
     /// Package: tokens of the measured layer, 1..=65536.
     #[arg(long, default_value_t = limits::DEFAULT_TOKENS)]
     pub tokens: u32,
-    /// Package: chiplet array RxC.
-    #[arg(long, default_value = "2x2")]
-    pub array: String,
+    /// Package: chiplet array RxC (default: 2x2, or the --config file's).
+    #[arg(long)]
+    pub array: Option<String>,
+    /// Package: package config (TOML, the `PkgCfg` fields), e.g.
+    /// testbenches/configs/pkg-wide-sharded-reserve.toml, the FSE-DP paper's package (its PE
+    /// array and sharded loading) (default: the built-in package, SPEC §3).
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
     /// Package: the one strategy measured.
     #[arg(long, default_value = "a3")]
     pub strategy: String,
@@ -188,7 +193,7 @@ fn bench_all(a: BenchArgs) -> CliResult<ExitCode> {
     // Read the saved suite and check the output before the minutes of measuring.
     let noc_flag = [(a.k != 8, "--k"), ((a.rate - 0.30).abs() > 0.0, "--rate"), (!a.threads.is_empty(), "--threads"), (a.repeat.is_some(), "--repeat"), (a.json.is_some(), "--json")]
         .into_iter()
-        .chain([(a.model != limits::DEFAULT_MODEL, "--model"), (a.tokens != limits::DEFAULT_TOKENS, "--tokens"), (a.array != "2x2", "--array"), (a.strategy != "a3", "--strategy"), (a.waves.is_some(), "--waves")])
+        .chain([(a.model != limits::DEFAULT_MODEL, "--model"), (a.tokens != limits::DEFAULT_TOKENS, "--tokens"), (a.array.is_some(), "--array"), (a.config.is_some(), "--config"), (a.strategy != "a3", "--strategy"), (a.waves.is_some(), "--waves")])
         .find(|(set, _)| *set);
     if let Some((_, flag)) = noc_flag {
         return Err(format!("{flag}: a flag of `bench noc` / `bench package`; the whole suite (`bench`, `bench all`) takes --save, --compare, --quick and --wave-dir"));
@@ -232,6 +237,9 @@ struct PkgBench {
     model: String,
     tokens: u32,
     array: String,
+    /// The `--config` file (absent: the built-in package).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<String>,
     strategy: String,
     threads: u32,
     latency_cycles: u64,
@@ -269,19 +277,25 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     if repeat == 0 {
         return Err("--repeat 0: at least one repetition is needed".into());
     }
-    let threads = match a.threads.as_slice() {
-        [] => 1,
-        [t] if *t >= 1 => *t,
-        _ => return Err("--threads: give one thread count (>= 1) for the package bench".into()),
-    };
     if let Some(p) = &a.json {
         super::check_writable(p)?;
     }
     let strategies = parse_strategies(&a.strategy)?;
     let [strategy] = strategies.as_slice() else { return Err("--strategy: give one strategy for the package bench".into()) };
     let model = sched::models::model_by_name(&a.model).map_err(|e| format!("--model: {e}"))?;
-    let mut cfg = hw::pkg::config::PkgCfg::default();
-    (cfg.rows, cfg.cols) = parse_array(&a.array)?;
+    // Flags over the config file over the built-in package.
+    let mut cfg = match &a.config {
+        Some(p) => super::package::load_cfg(p)?,
+        None => hw::pkg::config::PkgCfg::default(),
+    };
+    if let Some(s) = &a.array {
+        (cfg.rows, cfg.cols) = parse_array(s)?;
+    }
+    let threads = match a.threads.as_slice() {
+        [] => cfg.sim.threads,
+        [t] if *t >= 1 => *t,
+        _ => return Err("--threads: give one thread count (>= 1) for the package bench".into()),
+    };
     cfg.sim.threads = threads;
     cfg.validate().map_err(|e| e.to_string())?;
     cfg.validate_for(model.d_ffn).map_err(|e| e.to_string())?;
@@ -297,7 +311,8 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
             super::check_writable(p)?;
         }
     }
-    println!("bench package: {} {} tokens, {} array, {}, {} thread(s), {} repetitions", model.name, a.tokens, a.array, strategy.name(), threads, repeat);
+    let package = a.config.as_ref().map_or("built-in package".to_string(), |p| p.display().to_string());
+    println!("bench package: {} {} tokens, {}x{} array, {}, {} thread(s), {} repetitions, {package}", model.name, a.tokens, cfg.rows, cfg.cols, strategy.name(), threads, repeat);
     let mut walls = Vec::new();
     let mut last = None;
     for i in 0..repeat {
@@ -328,7 +343,8 @@ fn bench_package(a: BenchArgs) -> CliResult<ExitCode> {
     let row = PkgBench {
         model: model.name.clone(),
         tokens: a.tokens,
-        array: a.array.clone(),
+        array: format!("{}x{}", cfg.rows, cfg.cols),
+        config: a.config.as_ref().map(|p| p.display().to_string()),
         strategy: strategy.name().into(),
         threads,
         latency_cycles: r.latency_cycles,
