@@ -374,7 +374,7 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
         active = t.core_active;
     }
     if t.touched.ucie != 0 || !t.status.valid {
-        t.ucie_sum = UcieSummary::of(&t.ucie, (now < t.ucie_ahead_to).then(|| ctx.core.edge_after(now)));
+        t.ucie_sum = UcieSummary::of(&t.ucie, ahead.then(|| ctx.core.edge_after(now)));
     }
     if core || !t.status.valid {
         t.status = TileStatus::of(t, traced);

@@ -44,8 +44,9 @@ pub struct PkgCtx {
     pub core: DomainClock,
     pub ucie: DomainClock,
     pub ddr: DomainClock,
-    /// The clocks let the adapters run their edge between two core edges at the first
-    /// ([`crate::pkg::config::PkgTiming::ucie_runs_ahead`]).
+    /// The adapters may run their edge between two core edges at the first: the clocks
+    /// allow it ([`crate::pkg::config::PkgTiming::ucie_runs_ahead`]) and the wire is
+    /// error-free (`UcieAdapterCl::eval_ahead`).
     pub ucie_ahead: bool,
     pub d_model: u32,
     pub micro_slices: u16,

@@ -192,7 +192,7 @@ pub fn suite(o: &SuiteOptions, mut each: impl FnMut(&Figure)) -> Result<Suite> {
     // The same layer on the FSE-DP paper's package (its 8x256 PE array and sharded loading,
     // testbenches/configs/pkg-wide-sharded-reserve.toml): a shorter layer with two to three
     // times the D2D flits per cycle, so the per-flit cost shows.
-    let paper: PkgCfg = toml::from_str(include_str!("../../configs/pkg-wide-sharded-reserve.toml")).map_err(|e| Error::input("bench: testbenches/configs/pkg-wide-sharded-reserve.toml", e))?;
+    let paper: PkgCfg = super::scenario::parse_toml(include_str!("../../configs/pkg-wide-sharded-reserve.toml"), "testbenches/configs/pkg-wide-sharded-reserve.toml")?;
     let work = workload_from(&model, tokens, limits::DEFAULT_SKEW, paper.seed.max(1), None, None, None, model.d_model, model.d_ffn)?;
     let run = PackageRun::new(paper, model.clone(), work, vec![Strategy::A3], false, PkgRtl::default())?;
     let (t, r) = time(reps_long, || run.run_single(&RunOptions { batch_jobs: Some(1), ..Default::default() }))?;
