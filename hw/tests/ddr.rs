@@ -2,7 +2,7 @@
 //! conflict), streaming bandwidth, refresh overhead, in-order responses, and results that do
 //! not depend on which idle edges the engine skips.
 
-use hw::harness::{ClockDomain, ClockSet, Cycle, LinkArena, NEVER};
+use hw::harness::{ClockDomain, ClockSet, Cycle, LinkArena, Probe, NEVER};
 use hw::pkg::ddr::{DdrCfg, DdrChannelCl, DdrPorts, DdrReq, DdrResp, DdrStats};
 use proptest::prelude::*;
 
@@ -15,6 +15,19 @@ fn drive(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool) -> (Vec<u64>,
 
 /// [`drive`], with the command bus run ahead between arrivals and departures or not.
 fn drive_with(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool, run_ahead: bool) -> (Vec<u64>, DdrStats) {
+    let (done, stats, _) = drive_traced(cfg, reqs, every_edge, run_ahead, false);
+    (done, stats)
+}
+
+/// The change of a traced value: (DDR cycle, signal of the probe, value).
+type Change = (u64, u32, u64);
+
+/// [`drive_with`], traced or not: traced, the probe's values are sampled after each
+/// evaluation, and the channel is also evaluated at the edges where only a traced register
+/// changes (`traced_next_event`: `settle`); the bus run ahead tapes its traced registers,
+/// whose changes are taken at each edge visited before anything else (as the package
+/// does). Returns the changes too, in (cycle, signal) order.
+fn drive_traced(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool, run_ahead: bool, traced: bool) -> (Vec<u64>, DdrStats, Vec<Change>) {
     let clocks = ClockSet::new(vec![ClockDomain::new("ddr", 1250)]).unwrap();
     let clk = clocks.clock(0);
     let mut rq = LinkArena::<DdrReq>::new();
@@ -22,6 +35,8 @@ fn drive_with(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool, run_ahea
     let req_l = rq.add(1);
     let resp_l = rs.add_cdc(1, clk.div as u32);
     let mut d = DdrChannelCl::new(0, cfg, clk, clk, DdrPorts { req_in: req_l, resp_out: resp_l });
+    d.taping = traced && run_ahead;
+    let (mut prev, mut cur, mut changes) = (vec![0u64; 5], Vec::new(), Vec::new());
     let mut done = vec![NEVER; reqs.len()];
     let (mut next, mut outstanding, mut got) = (0usize, 0u32, 0usize);
     let mut t: Cycle = 0;
@@ -34,8 +49,29 @@ fn drive_with(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool, run_ahea
                 outstanding -= 1;
                 got += 1;
             }
-            if every_edge || d.busy() || d.next_event() <= t || land == t {
+            let c = clk.cycle_of(t);
+            d.take_tape(t + 1, |at, k, v| {
+                if prev[k as usize] != v {
+                    prev[k as usize] = v;
+                    changes.push((clk.cycle_of(at), k, v));
+                }
+            });
+            let visit = every_edge || d.busy() || d.next_event() <= t || land == t;
+            let settle = !visit && traced && d.traced_next_event() <= t;
+            if visit {
                 d.eval(t, &rq, &rs, run_ahead);
+            } else if settle {
+                d.settle(t);
+            }
+            if traced && (visit || settle) {
+                cur.clear();
+                d.sample(&mut cur);
+                for (k, (p, &v)) in prev.iter_mut().zip(&cur).enumerate() {
+                    if *p != v {
+                        *p = v;
+                        changes.push((c, k as u32, v));
+                    }
+                }
             }
             if next < reqs.len() && clk.cycle_of(t) >= reqs[next].0 && outstanding < cfg.queue_depth {
                 let (_, addr, bytes) = reqs[next];
@@ -48,7 +84,14 @@ fn drive_with(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool, run_ahea
         t += 1;
         assert!(t < 100_000_000, "runaway");
     }
-    (done, *d.stats())
+    d.take_tape(t, |at, k, v| {
+        if prev[k as usize] != v {
+            prev[k as usize] = v;
+            changes.push((clk.cycle_of(at), k, v));
+        }
+    });
+    changes.sort();
+    (done, *d.stats(), changes)
 }
 
 fn no_refresh() -> DdrCfg {
@@ -145,5 +188,35 @@ proptest! {
         let every = drive_with(&c, &reqs, true, false);
         let ahead = drive_with(&c, &reqs, false, true);
         prop_assert_eq!(every, ahead);
+    }
+
+    /// Traced: the bus run ahead keeps `cmd`, `open_banks` and `refreshing` on its tape, and
+    /// the channel visited at the edges it asks for shows them as of that edge — the same
+    /// waveform (every change, at its cycle) as sampling after an evaluation at every edge,
+    /// with requests landing while the bus runs ahead, refreshes, short look-aheads and a
+    /// long tRC.
+    #[test]
+    fn taped_registers_give_the_waveform_of_every_edge(
+        reqs in prop::collection::vec((0u64..6000, 0u64..(1 << 22), 1u32..40000), 1..16),
+        lookahead in 1u32..12,
+        depth in 1u32..5,
+        refresh in any::<bool>(),
+        slow_rc in any::<bool>(),
+    ) {
+        let mut reqs = reqs;
+        reqs.sort_by_key(|r| r.0);
+        // A long tRC: after a refresh the next ACT can come later than its end (the
+        // `refreshing` register then falls at an edge without a command).
+        let base = DdrCfg { lookahead, queue_depth: depth, t_rc: if slow_rc { 400 } else { 39 }, ..Default::default() };
+        let c = if refresh { DdrCfg { t_refi: 700, ..base } } else { DdrCfg { t_refi: 0, ..base } };
+        let every = drive_traced(&c, &reqs, true, false, true);
+        let taped = drive_traced(&c, &reqs, false, true, true);
+        prop_assert!(every.2.len() > 2 * reqs.len());
+        prop_assert_eq!(&every.0, &taped.0);
+        prop_assert_eq!(&every.1, &taped.1);
+        if let Some(i) = (0..every.2.len()).find(|&i| every.2.get(i) != taped.2.get(i)) {
+            prop_assert!(false, "first difference at change {i}: every edge {:?}, taped {:?}", every.2.get(i), taped.2.get(i));
+        }
+        prop_assert_eq!(every.2.len(), taped.2.len());
     }
 }

@@ -193,6 +193,11 @@ pub struct ChangeLog {
     pos: usize,
     /// One block's samples (small, stays in cache).
     scratch: Vec<u64>,
+    /// The changes of blocks that ran ahead at the tick being sampled (signal, value), in
+    /// signal order ([`ChangeLog::ahead_change`]), merged into its changes at
+    /// [`ChangeLog::end_blocks`]; and where that tick's changes start in `changes`.
+    due_now: Vec<(u32, u64)>,
+    tick_start: usize,
     /// Test aid: a block reported untouched is sampled anyway and must not have changed
     /// (a panic names the signal). Off in runs.
     pub check_skips: bool,
@@ -256,6 +261,7 @@ impl ChangeLog {
         } else {
             self.flush_pre();
         }
+        self.tick_start = self.changes.len();
         (self.at, self.seg_i, self.pos) = (now, 0, 0);
         self.fast = self.learned && !self.check_skips;
         self.direct = self.fast && now >= self.window.0 && self.keep.is_none();
@@ -371,6 +377,58 @@ impl ChangeLog {
             self.learned = true;
         }
         assert_eq!(self.seg_i + 1, self.seg_start.len(), "a different number of blocks sampled");
+        if !self.due_now.is_empty() {
+            self.merge_due_now();
+        }
+    }
+
+    /// A change of signal `sig` (of this log, counted from `base`) to `value` at tick `t`,
+    /// made by a block that ran ahead of the engine: its registers are past ticks the engine
+    /// may never visit, so the changes they made there are handed in here, each at its own
+    /// tick, as if the block had been sampled there. Handed in (tick, signal) order, before
+    /// the tick `now` they are not after is sampled ([`ChangeLog::begin_blocks`]) or the log
+    /// drained; a change at `now` itself takes its place among that tick's changes in signal
+    /// order. The block, sampled at a tick, must give its values as of that tick (the
+    /// changes handed in so far), so that a change is never recorded twice.
+    #[inline]
+    pub fn ahead_change(&mut self, t: Cycle, sig: u32, value: u64, now: Cycle) {
+        debug_assert!(t <= now, "a change ahead of the tick being sampled");
+        let i = sig as usize;
+        if t >= self.window.1 || self.prev[i] == value {
+            return;
+        }
+        if t < self.window.0 {
+            self.prev[i] = value;
+            self.pre = Some(self.pre.map_or(t, |p| p.max(t)));
+            return;
+        }
+        // In the window: the catch-up first (the values before the window, at a cycle before
+        // it).
+        self.flush_pre();
+        self.prev[i] = value;
+        if self.keep.as_ref().is_some_and(|k| !k[i]) {
+            return;
+        }
+        if t == now {
+            self.due_now.push((sig, value));
+        } else {
+            self.changes.push((t, (self.base + i) as u32, value));
+        }
+    }
+
+    /// The changes ahead at the tick just sampled, into its changes in signal order (few:
+    /// each is put in place).
+    #[cold]
+    fn merge_due_now(&mut self) {
+        let mut at = self.tick_start;
+        for (s, v) in std::mem::take(&mut self.due_now) {
+            let g = (self.base + s as usize) as u32;
+            while at < self.changes.len() && self.changes[at].1 < g {
+                at += 1;
+            }
+            self.changes.insert(at, (self.at, g, v));
+            at += 1;
+        }
     }
 
     /// Hands out the values held since before the window as catch-up changes, once: at the
@@ -583,6 +641,94 @@ mod tests {
             }
             assert!(full.pending() > 20);
             assert_eq!(full.changes, masked.changes, "windowed: {windowed}");
+        }
+    }
+
+    /// A block that runs ahead (its values known at every tick, handed in with
+    /// [`ChangeLog::ahead_change`] at the next sampled tick: the ticks in between, never
+    /// sampled, and that tick itself, among the other blocks' changes there), between blocks
+    /// sampled at the visited ticks only: the changes of sampling every block at every tick,
+    /// with and without a window and a filter (the catch-up before the window may come at a
+    /// different cycle: the sink folds it into its dump either way).
+    #[test]
+    fn changes_ahead_give_the_changes_of_sampling_every_tick() {
+        // Blocks 0 and 2 change at visited ticks only; block 1 runs ahead.
+        let lens = [3usize, 2, 2];
+        let n: usize = lens.iter().sum();
+        let (ahead, end) = (3..5, 60u64);
+        for windowed in [false, true] {
+            let mut x = 777u64 + windowed as u64;
+            let mut rnd = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            // Values at every tick, the visited ticks and the blocks touched there.
+            let mut vals = vec![vec![0u64; n]];
+            let mut visits = vec![(0u64, 0b111u64)];
+            for t in 1..end {
+                let mut v = vals[(t - 1) as usize].clone();
+                for s in ahead.clone() {
+                    if rnd() % 3 == 0 {
+                        v[s] = rnd() % 3;
+                    }
+                }
+                if rnd() % 3 == 0 {
+                    let touched = rnd() & 0b111;
+                    let mut at = 0;
+                    for (b, &len) in lens.iter().enumerate() {
+                        if touched >> b & 1 == 1 && b != 1 {
+                            for x in &mut v[at..at + len] {
+                                if rnd() % 2 == 0 {
+                                    *x = rnd() % 3;
+                                }
+                            }
+                        }
+                        at += len;
+                    }
+                    visits.push((t, touched));
+                }
+                vals.push(v);
+            }
+            let new = |_: ()| if windowed { ChangeLog::for_sink(10, n, &Win) } else { ChangeLog::new(10, n) };
+            let (mut full, mut log) = (new(()), new(()));
+            for t in 0..end {
+                if full.active(t) {
+                    full.begin().extend(&vals[t as usize]);
+                    full.commit(t);
+                }
+            }
+            let hand = |log: &mut ChangeLog, from: u64, to: u64, now: u64| {
+                for t in from..to {
+                    for s in ahead.clone() {
+                        let v = vals[t as usize][s];
+                        if t == 0 || vals[t as usize - 1][s] != v {
+                            log.ahead_change(t, s as u32, v, now);
+                        }
+                    }
+                }
+            };
+            let mut handed = 1;
+            for &(t, touched) in &visits {
+                hand(&mut log, handed, t + 1, t);
+                handed = t + 1;
+                if log.begin_blocks(t) {
+                    let mut at = 0;
+                    for (b, &len) in lens.iter().enumerate() {
+                        log.block(touched >> b & 1 == 1, |o| o.extend(&vals[t as usize][at..at + len]));
+                        at += len;
+                    }
+                    log.end_blocks();
+                }
+            }
+            hand(&mut log, handed, end, end);
+            for l in [&mut full, &mut log] {
+                l.flush_pre();
+            }
+            let fold = |v: &[(Cycle, u32, u64)]| -> Vec<(Cycle, u32, u64)> { v.iter().map(|&(t, s, x)| (if windowed { t.max(2) } else { t }, s, x)).collect() };
+            assert!(full.pending() > 20);
+            assert_eq!(fold(&full.changes), fold(&log.changes), "windowed: {windowed}");
         }
     }
 

@@ -546,7 +546,7 @@ fn partitions(cfg: &PkgCfg, tiles: Vec<ChipletTile>, iodie: IoDieTile, core_wake
     let mut io = Some(iodie);
     for p in 0..threads {
         let take = (n - first) / (threads - p);
-        parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake: core_wake.clone(), sleep: true, io_seen: None });
+        parts.push(PkgPart { tiles: it.by_ref().take(take).collect(), iodie: if p == 0 { io.take() } else { None }, log: None, core_wake: core_wake.clone(), sleep: true, io_seen: None, tape_next: crate::harness::NEVER });
         first += take;
     }
     parts

@@ -29,9 +29,13 @@
 //! command can issue, a response leaves or a refresh falls due (each eligibility test is a
 //! threshold on the cycle, so the earliest is exact); idle, it is woken at the next refresh
 //! (every 6240 cycles). Results do not depend on the edges the engine skips (proptest).
-//! Untraced, it also runs its command bus ahead from one arrival or departure to the next
+//! It also runs its command bus ahead from one arrival or departure to the next
 //! (`DdrChannelCl::run_ahead`): a stream of reads is then a few evaluations per request,
-//! not one per burst.
+//! not one per burst. Traced, the registers the waveform shows (`cmd`, `open_banks`,
+//! `refreshing`) go on a tape at the edges they change at while the bus runs ahead; the
+//! owner takes each change into the change log at its own tick ([`DdrChannelCl::take_tape`]),
+//! and the probe shows them as of the last change taken: the waveform of an evaluation at
+//! every command edge.
 
 use std::collections::VecDeque;
 
@@ -251,8 +255,24 @@ pub struct DdrChannelCl {
     /// The command bus has run ahead of the engine through `cycle` ([`Self::run_ahead`]):
     /// an edge at or before it is one a request lands at, and only queues it.
     ahead: bool,
+    /// Traced runs: the bus runs ahead keeping the traced registers' changes on `tape`.
+    pub taping: bool,
+    /// Changes of the traced registers at edges the bus ran ahead through, not taken yet:
+    /// (tick, signal of the probe: [`SIG_CMD`], [`SIG_OPEN`], [`SIG_REFRESHING`], value), in
+    /// (tick, signal) order. Only edges up to `cycle` (nothing that lands later can change
+    /// them); the `cmd` pulse's fall after `cycle` and a refresh that ends after it are
+    /// edges of their own ([`Self::traced_next_event`]).
+    tape: VecDeque<(Cycle, u32, u64)>,
+    /// The traced registers as of the last change taken off the tape (what the probe shows
+    /// while the tape holds changes): `cmd`, `open_banks`, `refreshing`.
+    shown: [u64; 3],
     stats: DdrStats,
 }
+
+/// The probe's signals the tape holds (indices in [`DdrChannelCl::declare`]'s order).
+pub const SIG_CMD: u32 = 2;
+pub const SIG_OPEN: u32 = 3;
+pub const SIG_REFRESHING: u32 = 4;
 
 impl DdrChannelCl {
     pub fn new(_id: u8, cfg: &DdrCfg, clk: DomainClock, resp_clk: DomainClock, ports: DdrPorts) -> Self {
@@ -279,6 +299,9 @@ impl DdrChannelCl {
             cycle: 0,
             next_c: if cfg.t_refi == 0 { NO } else { cfg.t_refi as u64 },
             ahead: false,
+            taping: false,
+            tape: VecDeque::new(),
+            shown: [0; 3],
             stats: DdrStats::default(),
         }
     }
@@ -295,6 +318,7 @@ impl DdrChannelCl {
     /// # Safety
     /// At DDR edges, sole receiver of `req_in` and sender of `resp_out`.
     pub unsafe fn eval(&mut self, now: Cycle, reqs: &LinkArena<DdrReq>, resps: &LinkArena<DdrResp>, run_ahead: bool) -> Option<Cycle> {
+        debug_assert!(self.tape_next() > now, "the tape's changes up to this tick are taken first");
         let c = self.clk.cycle_of(now);
         if self.ahead && c <= self.cycle {
             // The bus has already issued this edge's command (if any): the request that
@@ -310,6 +334,7 @@ impl DdrChannelCl {
             }
             return None;
         }
+        debug_assert!(self.tape.is_empty(), "an evaluation past the edges run ahead finds the tape passed");
         self.ahead = false;
         self.cycle = c;
         self.cmd = 0;
@@ -350,8 +375,14 @@ impl DdrChannelCl {
     /// each of which was an evaluation of the tile and a tick of the engine.
     ///
     /// [`Self::stats`] then include the commands run ahead.
+    ///
+    /// Taping (traced), the changes of the traced registers at each edge run through go on
+    /// the tape, as an evaluation there would have shown them.
     fn run_ahead(&mut self) {
         let deep = self.cfg.lookahead.max(1) as u64;
+        if self.taping && self.tape.is_empty() {
+            self.shown = self.regs();
+        }
         while self.next_c != NO && self.queued_bursts >= deep {
             let x = self.next_c;
             if let Some(&(done, _)) = self.resp.front() {
@@ -361,11 +392,64 @@ impl DdrChannelCl {
                     break;
                 }
             }
+            let before = if self.taping { Some(self.tape_gap(x)) } else { None };
             self.cycle = x;
             self.cmd = 0;
             self.command(x);
             self.ahead = true;
+            if let Some(before) = before {
+                let (at, now) = (self.clk.edge(x), self.regs());
+                for (k, (b, v)) in before.into_iter().zip(now).enumerate() {
+                    if b != v {
+                        self.tape.push_back((at, SIG_CMD + k as u32, v));
+                    }
+                }
+            }
             self.next_c = self.next_cycle();
+        }
+    }
+
+    /// The traced registers as the probe shows them: `cmd`, `open_banks`, `refreshing`.
+    fn regs(&self) -> [u64; 3] {
+        [self.cmd as u64, self.open, (self.ref_end > self.cycle) as u64]
+    }
+
+    /// Taping, before the command edge `x` run ahead to from `cycle`: the changes of the
+    /// edges in between, where no command issues (the `cmd` pulse falls at the edge after
+    /// `cycle`'s command; `refreshing` falls at the refresh's end); returns the registers as
+    /// of the edge before `x`.
+    fn tape_gap(&mut self, x: u64) -> [u64; 3] {
+        let f = self.cycle;
+        let mut r = self.regs();
+        if r[0] != 0 && f + 1 < x {
+            self.tape.push_back((self.clk.edge(f + 1), SIG_CMD, 0));
+            r[0] = 0;
+        }
+        if r[2] != 0 && self.ref_end < x {
+            self.tape.push_back((self.clk.edge(self.ref_end), SIG_REFRESHING, 0));
+            r[2] = 0;
+        }
+        r
+    }
+
+    /// The tick of the tape's first change (`Cycle::MAX`: none).
+    #[inline]
+    pub fn tape_next(&self) -> Cycle {
+        self.tape.front().map_or(Cycle::MAX, |e| e.0)
+    }
+
+    /// Takes the tape's changes at ticks before `end` to `f` (tick, signal, value), in order:
+    /// the owner hands them to the change log before it samples or drains (and before it
+    /// evaluates the channel at a tick it has run ahead through).
+    #[inline]
+    pub fn take_tape(&mut self, end: Cycle, mut f: impl FnMut(Cycle, u32, u64)) {
+        while let Some(&(t, k, v)) = self.tape.front() {
+            if t >= end {
+                break;
+            }
+            self.shown[(k - SIG_CMD) as usize] = v;
+            self.tape.pop_front();
+            f(t, k, v);
         }
     }
 
@@ -589,6 +673,7 @@ impl DdrChannelCl {
     /// docs/results-speed.md, "sixth session").
     #[inline(never)]
     pub fn settle(&mut self, now: Cycle) {
+        debug_assert!(self.tape.is_empty(), "settle inside the edges run ahead");
         self.cycle = self.clk.cycle_of(now);
         debug_assert!(self.next_c > self.cycle, "settle at a due edge");
         self.cmd = 0;
@@ -648,6 +733,9 @@ impl SampleBlock for DdrChannelCl {
     #[inline(always)]
     fn sample_to<O: SampleOut>(&self, out: &mut O) {
         debug_assert_eq!(self.open, self.banks.iter().enumerate().fold(0u64, |m, (i, b)| m | (b.row.is_some() as u64) << i));
-        out.put_all([self.queued as u64, (self.queued > 0) as u64, self.cmd as u64, self.open, (self.ref_end > self.cycle) as u64]);
+        // While the bus has run ahead, the traced registers as of the last change taken (the
+        // queue changes only at evaluations, which are never run ahead).
+        let [cmd, open, refreshing] = if self.tape.is_empty() { self.regs() } else { self.shown };
+        out.put_all([self.queued as u64, (self.queued > 0) as u64, cmd, open, refreshing]);
     }
 }

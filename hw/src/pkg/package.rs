@@ -129,6 +129,37 @@ pub struct PkgPart {
     /// The IO die's scheduler as of the last core edge: it changes only there, so between
     /// core edges (the adapters' and the DDR's ticks) its summary stands (None: read it).
     pub(super) io_seen: Option<IoSeen>,
+    /// Traced: the earliest change on the tiles' DDR tapes (`Cycle::MAX`: none).
+    pub(super) tape_next: Cycle,
+}
+
+impl PkgPart {
+    /// Traced: the DDR channels' changes at the edges their bus ran ahead through, at ticks
+    /// before `end`, into the change log in (tick, signal) order — the tiles are in signal
+    /// order, and each tape in (tick, signal) order. `now`: the tick to be sampled next.
+    fn take_tapes(&mut self, end: Cycle, now: Cycle) {
+        let Some(log) = self.log.as_mut() else { return };
+        loop {
+            // The tile whose tape starts earliest (the first such), and the earliest start of
+            // the others: it hands over what comes before that (and its own first tick).
+            let (mut first, mut at, mut other) = (usize::MAX, Cycle::MAX, Cycle::MAX);
+            for (i, t) in self.tiles.iter().enumerate() {
+                let n = t.ddr.tape_next();
+                if n < at {
+                    (first, at, other) = (i, n, at);
+                } else {
+                    other = other.min(n);
+                }
+            }
+            if at >= end {
+                break;
+            }
+            let t = &mut self.tiles[first];
+            let sig = t.ddr_sig;
+            t.ddr.take_tape(end.min(other).max(at + 1), |c, k, v| log.ahead_change(c, sig + k, v, now));
+        }
+        self.tape_next = self.tiles.iter().map(|t| t.ddr.tape_next()).min().unwrap_or(Cycle::MAX);
+    }
 }
 
 /// What the partition reads of the IO die's scheduler at every tick.
@@ -149,6 +180,9 @@ impl Partition for PkgPart {
     // this function's samples).
     #[inline(always)]
     fn eval(&mut self, now: Cycle, w: &PkgWires, ctx: &PkgCtx) -> PartStatus {
+        if self.tape_next <= now {
+            self.take_tapes(now + 1, now);
+        }
         let mut st = PartStatus::default();
         let core = ctx.core.is_edge(now);
         let mut all_done = true;
@@ -251,6 +285,8 @@ impl Partition for PkgPart {
                 }
                 log.end_blocks();
             }
+            // (A channel that ran ahead here put changes on its tape.)
+            self.tape_next = self.tiles.iter().map(|t| t.ddr.tape_next()).min().unwrap_or(Cycle::MAX);
         }
         st
     }
@@ -306,9 +342,10 @@ unsafe fn eval_tile(t: &mut ChipletTile, now: Cycle, w: &PkgWires, ctx: &PkgCtx,
     // SAFETY: engine protocol.
     if ddr_edge && unsafe { t.ddr.due(now, &w.ddr_req) } {
         t.touched.ddr = true;
-        // Run ahead (see `DdrChannelCl::eval`) except where the commands are observed at
-        // their edge: traced (`cmd`, bank registers) and the timeline (bursts per bin).
-        let run_ahead = gate && !traced && t.activity.timeline.is_none();
+        // Run ahead (see `DdrChannelCl::eval`; traced, the channel tapes its traced
+        // registers) except where the commands are counted at their edge: the timeline
+        // (bursts per bin).
+        let run_ahead = gate && t.activity.timeline.is_none();
         if let Some(at) = unsafe { t.ddr.eval(now, &w.ddr_req, &w.ddr_resp, run_ahead) } {
             t.wake.add(at);
         }
@@ -483,9 +520,10 @@ impl Package {
                     a.declare(&[], &mut decl);
                 }
             }
-            for t in &p.tiles {
-                t.declare(&mut decl);
+            for t in p.tiles.iter_mut() {
+                t.ddr_sig = t.declare(&mut decl) as u32;
             }
+            p.tape_next = Cycle::MAX;
             let mut log = ChangeLog::new(base, decl.len());
             log.check_skips = self.check_trace_skips;
             p.log = Some(log);
@@ -495,7 +533,13 @@ impl Package {
 
     /// Moves recorded changes into `sink`, merged in (tick, signal) order.
     pub fn drain_trace(&mut self, sink: &mut dyn SignalSink) -> Result<(), PkgError> {
+        // The DDR channels' changes at edges their bus ran ahead through, up to the engine
+        // (it has evaluated every tick before `now`).
+        for p in self.parts.iter_mut() {
+            p.take_tapes(self.now, self.now);
+        }
         let mut logs: Vec<&mut ChangeLog> = self.parts.iter_mut().filter_map(|p| p.log.as_mut()).collect();
+
         ChangeLog::drain_merged(&mut logs, sink).map_err(|e| PkgError::Wave(e.to_string()))
     }
 
@@ -520,6 +564,7 @@ impl Package {
             p.sleep = self.cfg.sim.fast_forward;
             p.io_seen = None;
             p.tiles.iter_mut().for_each(|t| {
+                t.ddr.taping = sink.is_some();
                 t.status.valid = false;
                 t.need_at = 0;
                 t.router_rest = false;

@@ -72,6 +72,8 @@ pub struct ChipletTile {
     /// run at the core edge (`UcieAdapterCl::eval_ahead`; untraced, fast-forward on). Not
     /// reset between runs: the adapters' registers are past it.
     pub(super) ucie_ahead_to: Cycle,
+    /// Traced: where its DDR channel's signals start in its partition's change log.
+    pub(super) ddr_sig: u32,
 }
 
 /// Which of a tile's blocks were evaluated at a tick: the core-domain blocks (controller, D2D
@@ -369,6 +371,7 @@ impl ChipletTile {
             core_active: false,
             ring_seen: None,
             ucie_ahead_to: 0,
+            ddr_sig: 0,
         }
     }
 
@@ -668,13 +671,15 @@ impl ChipletTile {
         }
     }
 
-    pub(super) fn declare(&self, out: &mut Vec<SignalDecl>) {
+    /// Returns where its DDR channel's signals start in `out`.
+    pub(super) fn declare(&self, out: &mut Vec<SignalDecl>) -> usize {
         let scope: Vec<String> = self.scope.split('.').map(String::from).collect();
         self.ctrl.declare(&scope, out);
         self.ni.declare(&scope, out);
         let mut pe = scope.clone();
         pe.push("pe".into());
         self.pe.declare(&pe, out);
+        let ddr_at = out.len();
         self.ddr.declare(&scope, out);
         let mut r = scope.clone();
         r.push("router".into());
@@ -684,6 +689,7 @@ impl ChipletTile {
             u.push(format!("ucie_{d}"));
             a.declare(&u, out);
         }
+        ddr_at
     }
     /// Samples the blocks evaluated at this tick ([`ChipletTile::touched`]) into `log`, in
     /// [`ChipletTile::declare`]'s order; the others are skipped (unchanged).
