@@ -21,8 +21,8 @@ pub trait Probe {
 }
 
 /// Where a block's sampled values go, in declaration order: a vector ([`Probe::sample`]) or,
-/// in a traced run, straight into the log's diff ([`BlockDiff`]), which compares each value
-/// with the last one as it is given instead of writing it to a buffer and reading it back.
+/// in a traced run, the log's block buffer, a fixed slice with no capacity checks, which one
+/// shared loop then diffs ([`ChangeLog::block_of`]).
 pub trait SampleOut {
     fn put_slice(&mut self, vs: &[u64]);
     #[inline(always)]
@@ -39,38 +39,26 @@ impl SampleOut for Vec<u64> {
 }
 
 /// A block whose values can be sampled into any [`SampleOut`] (the hot blocks of a traced
-/// package: [`ChangeLog::block_of`] diffs them without a buffer). Its [`Probe::sample`] is
+/// package: [`ChangeLog::block_of`] gathers them into its block buffer). Its [`Probe::sample`] is
 /// `sample_to` into the vector, so both give the same values in the same order.
 pub trait SampleBlock {
     fn sample_to<O: SampleOut>(&self, out: &mut O);
 }
 
-/// One block's diff, as it is sampled: each value given is compared with the block's last
-/// one (`prev`, the block's slice of the log's values) and, if it differs, taken and recorded
-/// as a change of signal `id + i` at `at`.
-pub struct BlockDiff<'a> {
-    prev: &'a mut [u64],
-    i: usize,
-    at: Cycle,
-    id: u32,
-    changes: &'a mut Vec<(Cycle, u32, u64)>,
+/// A block's values gathered into a buffer, to be diffed after ([`ChangeLog::block_of`]).
+struct Gather<'a> {
+    buf: &'a mut [u64],
+    n: usize,
 }
 
-impl SampleOut for BlockDiff<'_> {
-    /// One tight loop per slice: compare, and on a difference take the value and record it.
+impl SampleOut for Gather<'_> {
     #[inline(always)]
     fn put_slice(&mut self, vs: &[u64]) {
-        let i = self.i;
         // Past the block's declared values this panics (a probe out of step with its
-        // declaration), as the buffered path's count check does.
-        let prev = &mut self.prev[i..i + vs.len()];
-        for (k, (p, &v)) in prev.iter_mut().zip(vs).enumerate() {
-            if *p != v {
-                *p = v;
-                self.changes.push((self.at, self.id + (i + k) as u32, v));
-            }
-        }
-        self.i = i + vs.len();
+        // declaration).
+        let n = self.n;
+        self.buf[n..n + vs.len()].copy_from_slice(vs);
+        self.n = n + vs.len();
     }
 }
 
@@ -183,7 +171,7 @@ pub struct ChangeLog {
     /// The blocks are learned and skips are not checked: an untouched block costs only its
     /// ordinal's increment.
     fast: bool,
-    /// Blocks given by [`ChangeLog::block_of`] are diffed as they are sampled (`fast`, in the
+    /// Blocks are gathered into `block_buf` and diffed by one shared loop (`fast`, in the
     /// window, no filter: every value is recorded).
     direct: bool,
     /// The tick being sampled block by block, the next block's ordinal and first signal
@@ -193,6 +181,9 @@ pub struct ChangeLog {
     pos: usize,
     /// One block's samples (small, stays in cache).
     scratch: Vec<u64>,
+    /// One block's values as [`ChangeLog::block_of`] gathers them (as long as the longest
+    /// block, once the blocks are learned).
+    block_buf: Box<[u64]>,
     /// The changes of blocks that ran ahead at the tick being sampled (signal, value), in
     /// signal order ([`ChangeLog::ahead_change`]), merged into its changes at
     /// [`ChangeLog::end_blocks`]; and where that tick's changes start in `changes`.
@@ -268,8 +259,8 @@ impl ChangeLog {
         true
     }
 
-    /// [`ChangeLog::block`] for a [`SampleBlock`]: the same changes, without the sample
-    /// buffer when the block is diffed directly (a full trace in its window).
+    /// [`ChangeLog::block`] for a [`SampleBlock`]: the same changes; in a full trace in its
+    /// window, gathered into the block buffer without a vector's capacity checks.
     #[inline(always)]
     pub fn block_of<B: SampleBlock>(&mut self, touched: bool, b: &B) {
         if !touched && self.fast {
@@ -307,10 +298,26 @@ impl ChangeLog {
 
     #[inline(always)]
     fn block_diffed<B: SampleBlock>(&mut self, b: &B) {
+        let mut g = Gather { buf: &mut self.block_buf, n: 0 };
+        b.sample_to(&mut g);
+        let n = g.n;
+        self.diff_gathered(n);
+    }
+
+    /// The block gathered into `block_buf` (`n` values) against its last values: one loop
+    /// for every block, out of line. A traced package's loop is larger than the core's
+    /// instruction cache; each block's own inlined diff loop made it larger still.
+    #[inline(never)]
+    fn diff_gathered(&mut self, n: usize) {
         let (s, e) = (self.seg_start[self.seg_i] as usize, self.seg_start[self.seg_i + 1] as usize);
-        let mut d = BlockDiff { prev: &mut self.prev[s..e], i: 0, at: self.at, id: (self.base + s) as u32, changes: &mut self.changes };
-        b.sample_to(&mut d);
-        assert_eq!(d.i, e - s, "block {} sampled a different signal count", self.seg_i);
+        assert_eq!(n, e - s, "block {} sampled a different signal count", self.seg_i);
+        let id = (self.base + s) as u32;
+        for (k, (p, &v)) in self.prev[s..e].iter_mut().zip(&self.block_buf[..n]).enumerate() {
+            if *p != v {
+                *p = v;
+                self.changes.push((self.at, id + k as u32, v));
+            }
+        }
         self.seg_i += 1;
     }
 
@@ -324,6 +331,13 @@ impl ChangeLog {
     pub fn block(&mut self, touched: bool, sample: impl FnOnce(&mut Vec<u64>)) {
         if !touched && self.fast {
             self.seg_i += 1;
+        } else if self.direct {
+            // A full trace in its window: into the block buffer, and the shared diff.
+            self.scratch.clear();
+            sample(&mut self.scratch);
+            let n = self.scratch.len();
+            self.block_buf[..n].copy_from_slice(&self.scratch);
+            self.diff_gathered(n);
         } else {
             self.block_sampled(touched, sample);
         }
@@ -375,6 +389,8 @@ impl ChangeLog {
             assert_eq!(self.pos, self.prev.len(), "probe sampled a different signal count");
             self.seg_start.push(self.pos as u32);
             self.learned = true;
+            let longest = self.seg_start.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+            self.block_buf = vec![0; longest as usize].into_boxed_slice();
         }
         assert_eq!(self.seg_i + 1, self.seg_start.len(), "a different number of blocks sampled");
         if !self.due_now.is_empty() {
@@ -421,14 +437,17 @@ impl ChangeLog {
     #[cold]
     fn merge_due_now(&mut self) {
         let mut at = self.tick_start;
-        for (s, v) in std::mem::take(&mut self.due_now) {
+        let changes = &mut self.changes;
+        for &(s, v) in &self.due_now {
             let g = (self.base + s as usize) as u32;
-            while at < self.changes.len() && self.changes[at].1 < g {
+            while at < changes.len() && changes[at].1 < g {
                 at += 1;
             }
-            self.changes.insert(at, (self.at, g, v));
+            changes.insert(at, (self.at, g, v));
             at += 1;
         }
+        // (Cleared, not taken: its room is kept for the next tick.)
+        self.due_now.clear();
     }
 
     /// Hands out the values held since before the window as catch-up changes, once: at the

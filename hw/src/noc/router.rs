@@ -355,7 +355,9 @@ impl RouterCl {
         self.buffered == 0
             && self.va_set == 0
             && self.sa_set == 0
-            && self.out_trace == [0; NPORTS]
+            // (Not `== [0; NPORTS]`: that compiles to a call of the C library's memcmp, a
+            // cold function at every traced core edge.)
+            && self.out_trace.iter().all(|&f| f == 0)
             && self.ivc.iter().all(|c| c.len == 0 && c.state == VcState::Idle)
             && self.vt[..NPORTS * self.v].iter().all(|t| t.owner == NONE8 && t.credits.credits == t.credits.depth)
     }
