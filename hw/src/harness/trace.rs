@@ -332,15 +332,22 @@ impl ChangeLog {
         if !touched && self.fast {
             self.seg_i += 1;
         } else if self.direct {
-            // A full trace in its window: into the block buffer, and the shared diff.
-            self.scratch.clear();
-            sample(&mut self.scratch);
-            let n = self.scratch.len();
-            self.block_buf[..n].copy_from_slice(&self.scratch);
-            self.diff_gathered(n);
+            self.block_gathered(sample);
         } else {
             self.block_sampled(touched, sample);
         }
+    }
+
+    /// A full trace in its window: the values into the block buffer, and the shared diff.
+    /// (Out of line: inlined into the stepper's loop at the IO die's samples, it changed
+    /// what the compiler inlined there.)
+    #[inline(never)]
+    fn block_gathered(&mut self, sample: impl FnOnce(&mut Vec<u64>)) {
+        self.scratch.clear();
+        sample(&mut self.scratch);
+        let n = self.scratch.len();
+        self.block_buf[..n].copy_from_slice(&self.scratch);
+        self.diff_gathered(n);
     }
 
     /// `n` blocks in a row that were all untouched (e.g. every block of a sleeping tile):
