@@ -46,19 +46,43 @@ pub trait SampleBlock {
 }
 
 /// A block's values gathered into a buffer, to be diffed after ([`ChangeLog::block_of`]).
+/// A block given as one slice of all its values (most are: an array of a few values, the
+/// router's stack buffer) is diffed from that slice, with no copy (`done`).
 struct Gather<'a> {
-    buf: &'a mut [u64],
+    log: &'a mut ChangeLog,
     n: usize,
+    /// The block's declared signal count.
+    len: usize,
+    done: bool,
 }
 
 impl SampleOut for Gather<'_> {
     #[inline(always)]
     fn put_slice(&mut self, vs: &[u64]) {
-        // Past the block's declared values this panics (a probe out of step with its
-        // declaration).
         let n = self.n;
-        self.buf[n..n + vs.len()].copy_from_slice(vs);
+        if n == 0 && vs.len() == self.len {
+            self.log.diff_from(vs);
+            self.done = true;
+        } else {
+            // Past the block's declared values this panics (a probe out of step with its
+            // declaration), as does the count check after.
+            self.log.block_buf[n..n + vs.len()].copy_from_slice(vs);
+        }
         self.n = n + vs.len();
+    }
+}
+
+/// The diff of one block: `vs` against its last values `prev` (taken), each difference
+/// recorded as a change of signal `id + k` at `at`. One loop for every block, out of line:
+/// a traced package's loop is larger than the core's instruction cache, and each block's
+/// own inlined diff loop made it larger still.
+#[inline(never)]
+fn diff_values(prev: &mut [u64], vs: &[u64], at: Cycle, id: u32, changes: &mut Vec<(Cycle, u32, u64)>) {
+    for (k, (p, &v)) in prev.iter_mut().zip(vs).enumerate() {
+        if *p != v {
+            *p = v;
+            changes.push((at, id + k as u32, v));
+        }
     }
 }
 
@@ -298,26 +322,29 @@ impl ChangeLog {
 
     #[inline(always)]
     fn block_diffed<B: SampleBlock>(&mut self, b: &B) {
-        let mut g = Gather { buf: &mut self.block_buf, n: 0 };
+        let len = (self.seg_start[self.seg_i + 1] - self.seg_start[self.seg_i]) as usize;
+        let mut g = Gather { log: self, n: 0, len, done: false };
         b.sample_to(&mut g);
-        let n = g.n;
-        self.diff_gathered(n);
+        let (n, done) = (g.n, g.done);
+        if done {
+            assert_eq!(n, len, "block {} sampled a different signal count", self.seg_i);
+            self.seg_i += 1;
+        } else {
+            self.diff_gathered(n);
+        }
     }
 
-    /// The block gathered into `block_buf` (`n` values) against its last values: one loop
-    /// for every block, out of line. A traced package's loop is larger than the core's
-    /// instruction cache; each block's own inlined diff loop made it larger still.
-    #[inline(never)]
+    /// The current block, given whole as `vs`, against its last values.
+    fn diff_from(&mut self, vs: &[u64]) {
+        let s = self.seg_start[self.seg_i] as usize;
+        diff_values(&mut self.prev[s..s + vs.len()], vs, self.at, (self.base + s) as u32, &mut self.changes);
+    }
+
+    /// The current block, gathered into `block_buf` (`n` values), against its last values.
     fn diff_gathered(&mut self, n: usize) {
         let (s, e) = (self.seg_start[self.seg_i] as usize, self.seg_start[self.seg_i + 1] as usize);
         assert_eq!(n, e - s, "block {} sampled a different signal count", self.seg_i);
-        let id = (self.base + s) as u32;
-        for (k, (p, &v)) in self.prev[s..e].iter_mut().zip(&self.block_buf[..n]).enumerate() {
-            if *p != v {
-                *p = v;
-                self.changes.push((self.at, id + k as u32, v));
-            }
-        }
+        diff_values(&mut self.prev[s..e], &self.block_buf[..n], self.at, (self.base + s) as u32, &mut self.changes);
         self.seg_i += 1;
     }
 
