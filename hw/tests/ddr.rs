@@ -94,6 +94,18 @@ fn drive_traced(cfg: &DdrCfg, reqs: &[(u64, u64, u32)], every_edge: bool, run_ah
     (done, *d.stats(), changes)
 }
 
+/// The requests in arrival order.
+fn sorted(mut reqs: Vec<(u64, u64, u32)>) -> Vec<(u64, u64, u32)> {
+    reqs.sort_by_key(|r| r.0);
+    reqs
+}
+
+/// The channel run-ahead proptests drive: look-ahead, queue depth, refresh every 700 cycles
+/// or none, tRC.
+fn ahead_cfg(lookahead: u32, depth: u32, refresh: bool, t_rc: u32) -> DdrCfg {
+    DdrCfg { lookahead, queue_depth: depth, t_rc, t_refi: if refresh { 700 } else { 0 }, ..Default::default() }
+}
+
 fn no_refresh() -> DdrCfg {
     DdrCfg { t_refi: 0, ..Default::default() }
 }
@@ -181,10 +193,7 @@ proptest! {
         depth in 1u32..5,
         refresh in any::<bool>(),
     ) {
-        let mut reqs = reqs;
-        reqs.sort_by_key(|r| r.0);
-        let base = DdrCfg { lookahead, queue_depth: depth, ..Default::default() };
-        let c = if refresh { DdrCfg { t_refi: 700, ..base } } else { DdrCfg { t_refi: 0, ..base } };
+        let (reqs, c) = (sorted(reqs), ahead_cfg(lookahead, depth, refresh, 39));
         let every = drive_with(&c, &reqs, true, false);
         let ahead = drive_with(&c, &reqs, false, true);
         prop_assert_eq!(every, ahead);
@@ -203,12 +212,9 @@ proptest! {
         refresh in any::<bool>(),
         slow_rc in any::<bool>(),
     ) {
-        let mut reqs = reqs;
-        reqs.sort_by_key(|r| r.0);
         // A long tRC: after a refresh the next ACT can come later than its end (the
         // `refreshing` register then falls at an edge without a command).
-        let base = DdrCfg { lookahead, queue_depth: depth, t_rc: if slow_rc { 400 } else { 39 }, ..Default::default() };
-        let c = if refresh { DdrCfg { t_refi: 700, ..base } } else { DdrCfg { t_refi: 0, ..base } };
+        let (reqs, c) = (sorted(reqs), ahead_cfg(lookahead, depth, refresh, if slow_rc { 400 } else { 39 }));
         let every = drive_traced(&c, &reqs, true, false, true);
         let taped = drive_traced(&c, &reqs, false, true, true);
         prop_assert!(every.2.len() > 2 * reqs.len());
