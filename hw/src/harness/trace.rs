@@ -21,8 +21,8 @@ pub trait Probe {
 }
 
 /// Where a block's sampled values go, in declaration order: a vector ([`Probe::sample`]) or,
-/// in a traced run, the log's block buffer, a fixed slice with no capacity checks, which one
-/// shared loop then diffs ([`ChangeLog::block_of`]).
+/// in a traced run, one shared diff loop, from the values as given or from the log's block
+/// buffer ([`ChangeLog::block_of`]).
 pub trait SampleOut {
     fn put_slice(&mut self, vs: &[u64]);
     #[inline(always)]
@@ -39,15 +39,16 @@ impl SampleOut for Vec<u64> {
 }
 
 /// A block whose values can be sampled into any [`SampleOut`] (the hot blocks of a traced
-/// package: [`ChangeLog::block_of`] gathers them into its block buffer). Its [`Probe::sample`] is
+/// package: [`ChangeLog::block_of`] diffs them as given). Its [`Probe::sample`] is
 /// `sample_to` into the vector, so both give the same values in the same order.
 pub trait SampleBlock {
     fn sample_to<O: SampleOut>(&self, out: &mut O);
 }
 
-/// A block's values gathered into a buffer, to be diffed after ([`ChangeLog::block_of`]).
-/// A block given as one slice of all its values (most are: an array of a few values, the
-/// router's stack buffer) is diffed from that slice, with no copy (`done`).
+/// A block's values gathered into the log's block buffer (`scratch`), to be diffed after
+/// ([`ChangeLog::block_of`]). A block given as one slice of all its values (most are: an
+/// array of a few values, the router's stack buffer) is diffed from that slice, with no
+/// copy (`done`).
 struct Gather<'a> {
     log: &'a mut ChangeLog,
     n: usize,
@@ -64,9 +65,8 @@ impl SampleOut for Gather<'_> {
             self.log.diff_from(vs);
             self.done = true;
         } else {
-            // Past the block's declared values this panics (a probe out of step with its
-            // declaration), as does the count check after.
-            self.log.block_buf[n..n + vs.len()].copy_from_slice(vs);
+            // (A probe out of step with its declaration fails the count check after.)
+            self.log.scratch.extend_from_slice(vs);
         }
         self.n = n + vs.len();
     }
@@ -195,7 +195,7 @@ pub struct ChangeLog {
     /// The blocks are learned and skips are not checked: an untouched block costs only its
     /// ordinal's increment.
     fast: bool,
-    /// Blocks are gathered into `block_buf` and diffed by one shared loop (`fast`, in the
+    /// Blocks are diffed by one shared loop, as given or from the block buffer (`fast`, in the
     /// window, no filter: every value is recorded).
     direct: bool,
     /// The tick being sampled block by block, the next block's ordinal and first signal
@@ -203,11 +203,8 @@ pub struct ChangeLog {
     at: Cycle,
     seg_i: usize,
     pos: usize,
-    /// One block's samples (small, stays in cache).
+    /// One block's samples, the block buffer (small, stays in cache).
     scratch: Vec<u64>,
-    /// One block's values as [`ChangeLog::block_of`] gathers them (as long as the longest
-    /// block, once the blocks are learned).
-    block_buf: Box<[u64]>,
     /// The changes of blocks that ran ahead at the tick being sampled (signal, value), in
     /// signal order ([`ChangeLog::ahead_change`]), merged into its changes at
     /// [`ChangeLog::end_blocks`]; and where that tick's changes start in `changes`.
@@ -284,7 +281,7 @@ impl ChangeLog {
     }
 
     /// [`ChangeLog::block`] for a [`SampleBlock`]: the same changes; in a full trace in its
-    /// window, gathered into the block buffer without a vector's capacity checks.
+    /// window, diffed from the values as given when they come as one slice.
     #[inline(always)]
     pub fn block_of<B: SampleBlock>(&mut self, touched: bool, b: &B) {
         if !touched && self.fast {
@@ -323,6 +320,7 @@ impl ChangeLog {
     #[inline(always)]
     fn block_diffed<B: SampleBlock>(&mut self, b: &B) {
         let len = (self.seg_start[self.seg_i + 1] - self.seg_start[self.seg_i]) as usize;
+        self.scratch.clear();
         let mut g = Gather { log: self, n: 0, len, done: false };
         b.sample_to(&mut g);
         let (n, done) = (g.n, g.done);
@@ -340,11 +338,12 @@ impl ChangeLog {
         diff_values(&mut self.prev[s..s + vs.len()], vs, self.at, (self.base + s) as u32, &mut self.changes);
     }
 
-    /// The current block, gathered into `block_buf` (`n` values), against its last values.
+    /// The current block, gathered into the block buffer (`n` values given), against its
+    /// last values.
     fn diff_gathered(&mut self, n: usize) {
         let (s, e) = (self.seg_start[self.seg_i] as usize, self.seg_start[self.seg_i + 1] as usize);
         assert_eq!(n, e - s, "block {} sampled a different signal count", self.seg_i);
-        diff_values(&mut self.prev[s..e], &self.block_buf[..n], self.at, (self.base + s) as u32, &mut self.changes);
+        diff_values(&mut self.prev[s..e], &self.scratch, self.at, (self.base + s) as u32, &mut self.changes);
         self.seg_i += 1;
     }
 
@@ -372,9 +371,7 @@ impl ChangeLog {
     fn block_gathered(&mut self, sample: impl FnOnce(&mut Vec<u64>)) {
         self.scratch.clear();
         sample(&mut self.scratch);
-        let n = self.scratch.len();
-        self.block_buf[..n].copy_from_slice(&self.scratch);
-        self.diff_gathered(n);
+        self.diff_gathered(self.scratch.len());
     }
 
     /// `n` blocks in a row that were all untouched (e.g. every block of a sleeping tile):
@@ -423,8 +420,6 @@ impl ChangeLog {
             assert_eq!(self.pos, self.prev.len(), "probe sampled a different signal count");
             self.seg_start.push(self.pos as u32);
             self.learned = true;
-            let longest = self.seg_start.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-            self.block_buf = vec![0; longest as usize].into_boxed_slice();
         }
         assert_eq!(self.seg_i + 1, self.seg_start.len(), "a different number of blocks sampled");
         if !self.due_now.is_empty() {
